@@ -1,0 +1,68 @@
+//! # ia-core: the vocabulary of impact-adjoint
+//!
+//! A hybrid system has modes; in each mode the state flows by `x' = f(t, x, p)`.
+//! A transition fires when its guard `g(t, x, p)` crosses zero in its declared
+//! direction; the state then jumps by its reset `x+ = r(t, x-, p)` and the
+//! target mode takes over.
+//!
+//! This crate holds what a user implements and what the other crates pass around:
+//!
+//! * [`Flow`], [`Guard`] and [`Reset`]: values and partial derivatives, written
+//!   by hand for speed, or obtained exactly from one generic implementation of
+//!   the value through [`Autodiff`] (dual numbers) and [`FlowFn`], [`GuardFn`],
+//!   [`ResetFn`].
+//! * [`HybridSystem`]: modes and transitions, built with [`HybridSystem::builder`].
+//! * [`HybridError`]: every failure the library reports, with the trajectory up to
+//!   the failure where one exists.
+//! * [`Trajectory`] and its parts: the serde records of a run.
+//!
+//! ```
+//! use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, ResetFn, Scalar};
+//!
+//! // A ball falling under gravity g, bouncing with restitution e.
+//! struct Fall;
+//! impl FlowFn for Fall {
+//!     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], dxdt: &mut [S]) {
+//!         dxdt[0] = x[1];
+//!         dxdt[1] = -p[0];
+//!     }
+//! }
+//! struct Floor;
+//! impl GuardFn for Floor {
+//!     fn direction(&self) -> Direction { Direction::Falling }
+//!     fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S { x[0] }
+//! }
+//! struct Bounce;
+//! impl ResetFn for Bounce {
+//!     fn apply<S: Scalar>(&self, _t: S, x: &[S], p: &[S], after: &mut [S]) {
+//!         after[0] = x[0];
+//!         after[1] = -p[1] * x[1];
+//!     }
+//! }
+//!
+//! let ball = HybridSystem::builder(&["h", "v"], &["g", "e"])
+//!     .mode("flight", Autodiff(Fall))
+//!     .transition("bounce", "flight", "flight", Autodiff(Floor), Autodiff(Bounce))
+//!     .build()
+//!     .unwrap();
+//! assert_eq!(ball.state_dim(), 2);
+//! assert_eq!(ball.mode_index("flight").unwrap(), 0);
+//! ```
+
+mod autodiff;
+mod error;
+mod record;
+mod system;
+mod traits;
+
+pub use autodiff::{Autodiff, FlowFn, GuardFn, ResetFn, Scalar};
+pub use error::HybridError;
+pub use record::{EventRecord, Observation, Segment, SolverStats, Trajectory};
+pub use system::{HybridSystem, HybridSystemBuilder, Mode, Transition};
+pub use traits::{
+    Direction, Flow, FlowPartials, Guard, GuardPartials, Identity, Reset, ResetPartials,
+};
+
+/// Dual numbers used by [`Autodiff`]; re-exported so that users need no direct
+/// dependency on `num-dual` to write generic models.
+pub use num_dual;

@@ -1,0 +1,106 @@
+//! Records of a run: what leaves the process (serde).
+
+use serde::{Deserialize, Serialize};
+
+/// One event: a transition that fired.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// Position in the run's event sequence, from 0.
+    pub index: usize,
+    /// Event time `t*`.
+    pub time: f64,
+    /// Name of the transition that fired.
+    pub transition: String,
+    /// Index of that transition in its [`HybridSystem`](crate::HybridSystem).
+    pub transition_index: usize,
+    /// Mode before the event.
+    pub from_mode: String,
+    /// Mode after the event.
+    pub to_mode: String,
+    /// State `x-` just before the reset.
+    pub state_before: Vec<f64>,
+    /// State `x+` just after the reset.
+    pub state_after: Vec<f64>,
+    /// Guard rate `gdot = g_x f- + g_t` at the event.
+    pub guard_rate: f64,
+    /// Whether the transition ends the run.
+    pub terminal: bool,
+}
+
+/// A stretch of flow in one mode between two events (or the run's ends).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    /// Mode name.
+    pub mode: String,
+    /// Start time.
+    pub start_time: f64,
+    /// End time.
+    pub end_time: f64,
+    /// Accepted steps taken in the segment.
+    pub steps: usize,
+}
+
+/// The state at a caller-given observation time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Observation time.
+    pub time: f64,
+    /// Mode at that time.
+    pub mode: String,
+    /// State at that time.
+    pub state: Vec<f64>,
+}
+
+/// Work done by the solver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SolverStats {
+    /// Accepted steps (the truncated steps that end on events included).
+    pub steps: usize,
+    /// Rejected step attempts.
+    pub rejected_steps: usize,
+    /// Evaluations of a right-hand side (state, or state with sensitivities).
+    pub rhs_evaluations: usize,
+    /// Events applied.
+    pub events: usize,
+    /// Guard evaluations spent locating events.
+    pub root_iterations: usize,
+}
+
+/// The record of a run: segments, events, observations and the final state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trajectory {
+    /// Names of the state entries, in order.
+    pub state_names: Vec<String>,
+    /// Start time.
+    pub initial_time: f64,
+    /// Initial state.
+    pub initial_state: Vec<f64>,
+    /// Segments of flow, in time order.
+    pub segments: Vec<Segment>,
+    /// Events, in the order they were applied.
+    pub events: Vec<EventRecord>,
+    /// States at the observation times reached.
+    pub observations: Vec<Observation>,
+    /// Time reached: the end of the span, a terminal event's time, or the
+    /// time of a failure.
+    pub final_time: f64,
+    /// State at `final_time`.
+    pub final_state: Vec<f64>,
+    /// Mode at `final_time`.
+    pub final_mode: String,
+    /// Solver work.
+    pub stats: SolverStats,
+}
+
+impl Trajectory {
+    /// Event times in order.
+    pub fn event_times(&self) -> Vec<f64> {
+        self.events.iter().map(|e| e.time).collect()
+    }
+
+    /// The final state entry named `name`, if there is one.
+    pub fn final_value(&self, name: &str) -> Option<f64> {
+        let i = self.state_names.iter().position(|s| s == name)?;
+        Some(self.final_state[i])
+    }
+}

@@ -1,0 +1,354 @@
+//! Hybrid systems: modes, transitions and their names.
+
+use crate::error::HybridError;
+use crate::traits::{Flow, Guard, Reset};
+
+/// A mode: a named flow and the transitions that leave it.
+pub struct Mode {
+    /// Mode name.
+    pub name: String,
+    /// The vector field in this mode.
+    pub flow: Box<dyn Flow>,
+    /// Indices (into [`HybridSystem::transitions`]) of the transitions leaving
+    /// this mode, in declaration order.
+    pub outgoing: Vec<usize>,
+}
+
+/// A transition: guard, reset, source and target mode.
+pub struct Transition {
+    /// Transition name.
+    pub name: String,
+    /// Source mode index.
+    pub from: usize,
+    /// Target mode index.
+    pub to: usize,
+    /// The event surface.
+    pub guard: Box<dyn Guard>,
+    /// The jump.
+    pub reset: Box<dyn Reset>,
+    /// Whether firing ends the run.
+    pub terminal: bool,
+}
+
+/// A hybrid system: named states and parameters, modes with flows, and
+/// transitions between them.
+///
+/// Simultaneous events: when several guards of a mode cross within the event
+/// time tolerance of each other, the transition declared first fires; the
+/// run restarts from its reset state, where any guard of the new mode that
+/// is then already beyond zero in its direction fires at once, at the same
+/// time, with its own saltation.
+pub struct HybridSystem {
+    state_names: Vec<String>,
+    param_names: Vec<String>,
+    modes: Vec<Mode>,
+    transitions: Vec<Transition>,
+}
+
+impl std::fmt::Debug for HybridSystem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HybridSystem")
+            .field("state_names", &self.state_names)
+            .field("param_names", &self.param_names)
+            .field("modes", &self.mode_names())
+            .field("transitions", &self.transition_names())
+            .finish()
+    }
+}
+
+fn lookup(kind: &str, names: &[String], name: &str) -> Result<usize, HybridError> {
+    names
+        .iter()
+        .position(|n| n == name)
+        .ok_or_else(|| HybridError::UnknownName {
+            kind: kind.to_string(),
+            name: name.to_string(),
+            valid: names.to_vec(),
+        })
+}
+
+impl HybridSystem {
+    /// Starts a system with the given state and parameter names.
+    pub fn builder(states: &[&str], params: &[&str]) -> HybridSystemBuilder {
+        HybridSystemBuilder {
+            state_names: states.iter().map(|s| s.to_string()).collect(),
+            param_names: params.iter().map(|s| s.to_string()).collect(),
+            modes: Vec::new(),
+            transitions: Vec::new(),
+        }
+    }
+
+    /// Number of state entries.
+    pub fn state_dim(&self) -> usize {
+        self.state_names.len()
+    }
+
+    /// Number of parameters.
+    pub fn param_dim(&self) -> usize {
+        self.param_names.len()
+    }
+
+    /// State names, in order.
+    pub fn state_names(&self) -> &[String] {
+        &self.state_names
+    }
+
+    /// Parameter names, in order.
+    pub fn param_names(&self) -> &[String] {
+        &self.param_names
+    }
+
+    /// Modes, in declaration order.
+    pub fn modes(&self) -> &[Mode] {
+        &self.modes
+    }
+
+    /// Transitions, in declaration order.
+    pub fn transitions(&self) -> &[Transition] {
+        &self.transitions
+    }
+
+    /// Mode names, in order.
+    pub fn mode_names(&self) -> Vec<String> {
+        self.modes.iter().map(|m| m.name.clone()).collect()
+    }
+
+    /// Transition names, in order.
+    pub fn transition_names(&self) -> Vec<String> {
+        self.transitions.iter().map(|t| t.name.clone()).collect()
+    }
+
+    /// Index of the mode named `name`, or an error listing the valid names.
+    pub fn mode_index(&self, name: &str) -> Result<usize, HybridError> {
+        lookup("mode", &self.mode_names(), name)
+    }
+
+    /// Index of the state entry named `name`, or an error listing the valid names.
+    pub fn state_index(&self, name: &str) -> Result<usize, HybridError> {
+        lookup("state", &self.state_names, name)
+    }
+
+    /// Index of the parameter named `name`, or an error listing the valid names.
+    pub fn param_index(&self, name: &str) -> Result<usize, HybridError> {
+        lookup("parameter", &self.param_names, name)
+    }
+
+    /// Names of the sensitivity inputs: `initial.<state>` then `param.<name>`.
+    pub fn wrt_names(&self) -> Vec<String> {
+        self.state_names
+            .iter()
+            .map(|s| format!("initial.{s}"))
+            .chain(self.param_names.iter().map(|p| format!("param.{p}")))
+            .collect()
+    }
+}
+
+/// Builds a [`HybridSystem`]; see [`HybridSystem::builder`].
+pub struct HybridSystemBuilder {
+    state_names: Vec<String>,
+    param_names: Vec<String>,
+    modes: Vec<(String, Box<dyn Flow>)>,
+    transitions: Vec<PendingTransition>,
+}
+
+struct PendingTransition {
+    name: String,
+    from: String,
+    to: String,
+    guard: Box<dyn Guard>,
+    reset: Box<dyn Reset>,
+    terminal: bool,
+}
+
+impl HybridSystemBuilder {
+    /// Adds a mode with its flow.
+    pub fn mode(mut self, name: &str, flow: impl Flow + 'static) -> Self {
+        self.modes.push((name.to_string(), Box::new(flow)));
+        self
+    }
+
+    /// Adds a transition from mode `from` to mode `to`.
+    pub fn transition(
+        self,
+        name: &str,
+        from: &str,
+        to: &str,
+        guard: impl Guard + 'static,
+        reset: impl Reset + 'static,
+    ) -> Self {
+        self.push_transition(name, from, to, Box::new(guard), Box::new(reset), false)
+    }
+
+    /// Adds a transition that ends the run when it fires (its reset is applied
+    /// to the final state).
+    pub fn terminal_transition(
+        self,
+        name: &str,
+        from: &str,
+        to: &str,
+        guard: impl Guard + 'static,
+        reset: impl Reset + 'static,
+    ) -> Self {
+        self.push_transition(name, from, to, Box::new(guard), Box::new(reset), true)
+    }
+
+    fn push_transition(
+        mut self,
+        name: &str,
+        from: &str,
+        to: &str,
+        guard: Box<dyn Guard>,
+        reset: Box<dyn Reset>,
+        terminal: bool,
+    ) -> Self {
+        self.transitions.push(PendingTransition {
+            name: name.to_string(),
+            from: from.to_string(),
+            to: to.to_string(),
+            guard,
+            reset,
+            terminal,
+        });
+        self
+    }
+
+    /// Checks names and wires transitions to modes.
+    pub fn build(self) -> Result<HybridSystem, HybridError> {
+        if self.state_names.is_empty() {
+            return Err(HybridError::invalid(
+                "state names",
+                "[]",
+                "a hybrid system needs at least one state entry",
+            ));
+        }
+        if self.modes.is_empty() {
+            return Err(HybridError::invalid(
+                "modes",
+                "[]",
+                "a hybrid system needs at least one mode",
+            ));
+        }
+        let mode_names: Vec<String> = self.modes.iter().map(|(n, _)| n.clone()).collect();
+        for (kind, names) in [
+            ("state", &self.state_names),
+            ("parameter", &self.param_names),
+            ("mode", &mode_names),
+        ] {
+            if let Some(dup) = first_duplicate(names.iter().map(String::as_str)) {
+                return Err(HybridError::invalid(
+                    format!("{kind} names"),
+                    dup,
+                    format!("each {kind} name must be unique"),
+                ));
+            }
+        }
+        if let Some(dup) = first_duplicate(self.transitions.iter().map(|t| t.name.as_str())) {
+            return Err(HybridError::invalid(
+                "transition names",
+                dup,
+                "each transition name must be unique",
+            ));
+        }
+        let mut modes: Vec<Mode> = self
+            .modes
+            .into_iter()
+            .map(|(name, flow)| Mode {
+                name,
+                flow,
+                outgoing: Vec::new(),
+            })
+            .collect();
+        let mut transitions = Vec::with_capacity(self.transitions.len());
+        for (index, t) in self.transitions.into_iter().enumerate() {
+            let from = lookup("mode", &mode_names, &t.from)?;
+            let to = lookup("mode", &mode_names, &t.to)?;
+            modes[from].outgoing.push(index);
+            transitions.push(Transition {
+                name: t.name,
+                from,
+                to,
+                guard: t.guard,
+                reset: t.reset,
+                terminal: t.terminal,
+            });
+        }
+        Ok(HybridSystem {
+            state_names: self.state_names,
+            param_names: self.param_names,
+            modes,
+            transitions,
+        })
+    }
+}
+
+fn first_duplicate<'a>(names: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
+    for n in names {
+        if !seen.insert(n) {
+            return Some(n.to_string());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Direction, FlowPartials, GuardPartials, Identity};
+
+    struct Still;
+    impl Flow for Still {
+        fn rate(&self, _t: f64, _x: &[f64], _p: &[f64], dxdt: &mut [f64]) {
+            dxdt.fill(0.0);
+        }
+        fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], _out: &mut FlowPartials) {}
+    }
+    struct Never;
+    impl Guard for Never {
+        fn direction(&self) -> Direction {
+            Direction::Rising
+        }
+        fn value(&self, _t: f64, _x: &[f64], _p: &[f64]) -> f64 {
+            -1.0
+        }
+        fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], _out: &mut GuardPartials) {}
+    }
+
+    #[test]
+    fn unknown_target_mode_names_valid_modes() {
+        let err = HybridSystem::builder(&["x"], &[])
+            .mode("a", Still)
+            .transition("t", "a", "b", Never, Identity)
+            .build()
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("unknown mode 'b'") && text.contains("a"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn duplicate_state_names_are_rejected() {
+        let err = HybridSystem::builder(&["x", "x"], &[])
+            .mode("a", Still)
+            .build()
+            .unwrap_err();
+        assert_eq!(err.kind(), "invalid_option");
+    }
+
+    #[test]
+    fn outgoing_transitions_are_wired() {
+        let sys = HybridSystem::builder(&["x"], &["k"])
+            .mode("a", Still)
+            .mode("b", Still)
+            .transition("ab", "a", "b", Never, Identity)
+            .transition("ba", "b", "a", Never, Identity)
+            .build()
+            .unwrap();
+        assert_eq!(sys.modes()[0].outgoing, vec![0]);
+        assert_eq!(sys.modes()[1].outgoing, vec![1]);
+        assert_eq!(sys.wrt_names(), vec!["initial.x", "param.k"]);
+        assert_eq!(sys.param_index("z").unwrap_err().kind(), "unknown_name");
+    }
+}

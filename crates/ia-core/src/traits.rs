@@ -1,0 +1,184 @@
+//! The three pieces a user writes: [`Flow`], [`Guard`] and [`Reset`].
+
+use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
+
+/// The direction in which a guard must cross zero for its transition to fire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// From negative to non-negative.
+    Rising,
+    /// From positive to non-positive.
+    Falling,
+    /// Either way.
+    Either,
+}
+
+impl Direction {
+    /// Whether a guard whose side before the step had sign `side_before`
+    /// (`+1.0` or `-1.0`) and whose value is `after` at the end of the step
+    /// has crossed zero in this direction.
+    ///
+    /// ```
+    /// use ia_core::Direction;
+    /// assert!(Direction::Falling.crossed(1.0, -0.5));
+    /// assert!(!Direction::Falling.crossed(-1.0, 0.5));
+    /// assert!(Direction::Either.crossed(-1.0, 0.0));
+    /// ```
+    pub fn crossed(self, side_before: f64, after: f64) -> bool {
+        match self {
+            Direction::Falling => side_before > 0.0 && after <= 0.0,
+            Direction::Rising => side_before < 0.0 && after >= 0.0,
+            Direction::Either => {
+                (side_before > 0.0 && after <= 0.0) || (side_before < 0.0 && after >= 0.0)
+            }
+        }
+    }
+
+    /// Whether a guard value `value` at the start of a run already lies on the
+    /// side this direction crosses into (or on zero), so that the run would
+    /// start inside the event.
+    pub fn violated_at_start(self, value: f64) -> bool {
+        match self {
+            Direction::Falling => value <= 0.0,
+            Direction::Rising => value >= 0.0,
+            Direction::Either => value == 0.0,
+        }
+    }
+}
+
+/// Partial derivatives of a flow `f(t, x, p)`: `x` is `f_x` (n x n), `p` is
+/// `f_p` (n x n_p), `t` is `f_t` (n).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowPartials {
+    /// `df/dx`, n x n.
+    pub x: DMatrix<f64>,
+    /// `df/dp`, n x n_p.
+    pub p: DMatrix<f64>,
+    /// `df/dt`, n.
+    pub t: DVector<f64>,
+}
+
+impl FlowPartials {
+    /// Zeroed partials for a state of dimension `n` and `n_params` parameters.
+    pub fn zeros(n: usize, n_params: usize) -> Self {
+        Self {
+            x: DMatrix::zeros(n, n),
+            p: DMatrix::zeros(n, n_params),
+            t: DVector::zeros(n),
+        }
+    }
+
+    /// Sets every entry to zero (done by the library before each call of
+    /// [`Flow::partials`]).
+    pub fn clear(&mut self) {
+        self.x.fill(0.0);
+        self.p.fill(0.0);
+        self.t.fill(0.0);
+    }
+}
+
+/// Partial derivatives of a guard `g(t, x, p)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GuardPartials {
+    /// `dg/dx`, n.
+    pub x: DVector<f64>,
+    /// `dg/dp`, n_p.
+    pub p: DVector<f64>,
+    /// `dg/dt`.
+    pub t: f64,
+}
+
+impl GuardPartials {
+    /// Zeroed partials for a state of dimension `n` and `n_params` parameters.
+    pub fn zeros(n: usize, n_params: usize) -> Self {
+        Self {
+            x: DVector::zeros(n),
+            p: DVector::zeros(n_params),
+            t: 0.0,
+        }
+    }
+
+    /// Sets every entry to zero.
+    pub fn clear(&mut self) {
+        self.x.fill(0.0);
+        self.p.fill(0.0);
+        self.t = 0.0;
+    }
+}
+
+/// Partial derivatives of a reset `r(t, x, p)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResetPartials {
+    /// `dr/dx`, n x n.
+    pub x: DMatrix<f64>,
+    /// `dr/dp`, n x n_p.
+    pub p: DMatrix<f64>,
+    /// `dr/dt`, n.
+    pub t: DVector<f64>,
+}
+
+impl ResetPartials {
+    /// Zeroed partials for a state of dimension `n` and `n_params` parameters.
+    pub fn zeros(n: usize, n_params: usize) -> Self {
+        Self {
+            x: DMatrix::zeros(n, n),
+            p: DMatrix::zeros(n, n_params),
+            t: DVector::zeros(n),
+        }
+    }
+
+    /// Sets every entry to zero.
+    pub fn clear(&mut self) {
+        self.x.fill(0.0);
+        self.p.fill(0.0);
+        self.t.fill(0.0);
+    }
+}
+
+/// The vector field of one mode: `x' = f(t, x, p)`.
+///
+/// `partials` receives `out` zeroed, so an implementation writes only its
+/// nonzero entries. For exact partials without deriving them by hand,
+/// implement [`FlowFn`](crate::FlowFn) and wrap the type in
+/// [`Autodiff`](crate::Autodiff).
+pub trait Flow: Send + Sync {
+    /// Writes `f(t, x, p)` into `dxdt`.
+    fn rate(&self, t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]);
+    /// Writes `f_x`, `f_p` and `f_t` at `(t, x, p)` into `out` (already zeroed).
+    fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials);
+}
+
+/// The event surface of one transition: it fires when `g(t, x, p)` crosses
+/// zero in [`Guard::direction`].
+pub trait Guard: Send + Sync {
+    /// The crossing direction that fires the transition.
+    fn direction(&self) -> Direction;
+    /// `g(t, x, p)`.
+    fn value(&self, t: f64, x: &[f64], p: &[f64]) -> f64;
+    /// Writes `g_x`, `g_p` and `g_t` into `out` (already zeroed).
+    fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut GuardPartials);
+}
+
+/// The jump of one transition: `x+ = r(t, x-, p)`.
+pub trait Reset: Send + Sync {
+    /// Writes `r(t, x, p)` into `x_after`.
+    fn apply(&self, t: f64, x: &[f64], p: &[f64], x_after: &mut [f64]);
+    /// Writes `r_x`, `r_p` and `r_t` into `out` (already zeroed).
+    fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials);
+}
+
+/// The reset that leaves the state unchanged (a pure mode switch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Identity;
+
+impl Reset for Identity {
+    fn apply(&self, _t: f64, x: &[f64], _p: &[f64], x_after: &mut [f64]) {
+        x_after.copy_from_slice(x);
+    }
+
+    fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut ResetPartials) {
+        out.x.fill_with_identity();
+    }
+}
