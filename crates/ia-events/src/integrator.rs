@@ -1,0 +1,741 @@
+//! The hybrid integrator: steps the flow of the current mode, detects guard
+//! crossings on every step, locates them on the dense output, applies resets
+//! and switches modes.
+//!
+//! # Event rules
+//!
+//! * Detection: after every accepted step each guard of the current mode is
+//!   evaluated at the step's end; a transition fires when its guard went from
+//!   the side it was on to zero or beyond in its declared direction.
+//! * Location: the crossing time is found with Brent's method (the `roots`
+//!   crate) on the stepper's dense output, to the problem's time tolerance.
+//!   The step is then replaced by one that ends exactly at the event time, so
+//!   the state before the reset is a Runge-Kutta value, not an interpolant.
+//! * Several guards crossing in one step: the earliest fires. Guards crossing
+//!   within the time tolerance of each other count as simultaneous; the one
+//!   declared first fires first.
+//! * Restart: after the reset, every guard of the new mode is re-evaluated.
+//!   A guard within the location uncertainty of zero takes the side its rate
+//!   points to; a guard (at zero or not) that is already beyond zero in its
+//!   direction fires at once, at the same time, with its own reset. Such
+//!   immediate events count towards Zeno detection like any other.
+//! * A guard that crosses zero and back within one step is not seen; bound
+//!   the step with `max_step` where that can happen.
+
+use crate::problem::Problem;
+use crate::stepper::{OdeRhs, StepFailure, Stepper};
+use ia_core::{
+    EventRecord, GuardPartials, HybridError, HybridSystem, Observation, Segment, SolverStats,
+    Trajectory,
+};
+use roots::{find_root_brent, Convergency};
+
+/// A state jump as the sensitivity layer sees it.
+#[derive(Debug)]
+pub struct EventJump<'a> {
+    /// Position in the event sequence.
+    pub index: usize,
+    /// Transition index in the system.
+    pub transition: usize,
+    /// Event time.
+    pub time: f64,
+    /// Mode before.
+    pub from_mode: usize,
+    /// Mode after.
+    pub to_mode: usize,
+    /// State before the reset.
+    pub state_before: &'a [f64],
+    /// State after the reset.
+    pub state_after: &'a [f64],
+    /// Whether the run ends here.
+    pub terminal: bool,
+}
+
+/// Extra quantities integrated along with the state (for example forward
+/// sensitivities), and hooks that see every step, event and observation (for
+/// example the tape of the adjoint).
+///
+/// The integrator calls `extra_rate` inside every stage of every step, so an
+/// implementation must not allocate there.
+pub trait Augmentation {
+    /// Number of extra components carried after the state.
+    fn extra_dim(&self) -> usize {
+        0
+    }
+    /// Whether the step-size control covers the extra components.
+    fn error_controlled(&self) -> bool {
+        true
+    }
+    /// Writes the extra components' initial values.
+    fn initial_extra(&mut self, _extra: &mut [f64]) {}
+    /// Writes the extra components' rate in mode `mode` at `(t, x)`.
+    fn extra_rate(&mut self, _mode: usize, _t: f64, _x: &[f64], _extra: &[f64], _rate: &mut [f64]) {
+    }
+    /// Maps the extra components across an event.
+    fn jump(
+        &mut self,
+        _jump: &EventJump<'_>,
+        extra_before: &[f64],
+        extra_after: &mut [f64],
+    ) -> Result<(), HybridError> {
+        extra_after.copy_from_slice(extra_before);
+        Ok(())
+    }
+    /// Sees every accepted step: mode, start time, size and the full start state.
+    fn step_taken(&mut self, _mode: usize, _t0: f64, _h: f64, _y0: &[f64]) {}
+    /// Sees the full state at observation `index`.
+    fn observed(&mut self, _index: usize, _time: f64, _y: &[f64]) {}
+    /// Sees the full final state.
+    fn finished(&mut self, _time: f64, _y: &[f64]) {}
+}
+
+/// No extra quantities: a plain simulation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoAugmentation;
+impl Augmentation for NoAugmentation {}
+
+/// Simulates `problem`: the state through every event, at every observation
+/// time and at the end.
+pub fn simulate(problem: &Problem<'_>) -> Result<Trajectory, HybridError> {
+    run(problem, &mut NoAugmentation)
+}
+
+/// Runs `problem` carrying `augmentation` along.
+pub fn run<A: Augmentation>(
+    problem: &Problem<'_>,
+    augmentation: &mut A,
+) -> Result<Trajectory, HybridError> {
+    problem.validate()?;
+    let mut stepper = problem.solver.stepper()?;
+    Run::new(problem, augmentation, stepper.as_mut())?.go()
+}
+
+/// The flow of the current mode, with the augmentation's extra rates.
+struct HybridRhs<'a, A> {
+    system: &'a HybridSystem,
+    params: &'a [f64],
+    mode: usize,
+    n: usize,
+    dim: usize,
+    controlled: usize,
+    augmentation: &'a mut A,
+}
+
+impl<A: Augmentation> OdeRhs for HybridRhs<'_, A> {
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn controlled_dim(&self) -> usize {
+        self.controlled
+    }
+
+    fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) {
+        let (x, extra) = y.split_at(self.n);
+        let (dx, dextra) = dydt.split_at_mut(self.n);
+        self.system.modes()[self.mode]
+            .flow
+            .rate(t, x, self.params, dx);
+        if !extra.is_empty() {
+            self.augmentation.extra_rate(self.mode, t, x, extra, dextra);
+        }
+    }
+}
+
+/// Time tolerance as a `roots` convergence criterion: stop on an exact zero
+/// or when the bracket is narrower than the tolerance.
+struct TimeTolerance {
+    tolerance: f64,
+    max_iterations: usize,
+}
+
+impl Convergency<f64> for TimeTolerance {
+    fn is_root_found(&mut self, y: f64) -> bool {
+        y == 0.0
+    }
+    fn is_converged(&mut self, a: f64, b: f64) -> bool {
+        (a - b).abs() <= self.tolerance
+    }
+    fn is_iteration_limit_reached(&mut self, iter: usize) -> bool {
+        iter >= self.max_iterations
+    }
+}
+
+/// Samples used to find a bracket when the step start does not lie on the
+/// guard's recorded side (right after an event).
+const BRACKET_SAMPLES: usize = 64;
+
+struct Run<'p, 's, A> {
+    problem: &'p Problem<'p>,
+    rhs: HybridRhs<'p, A>,
+    stepper: &'s mut dyn Stepper,
+    time_tolerance: f64,
+    /// Side (+1 or -1) each transition's guard was last seen on.
+    sides: Vec<f64>,
+    /// Guard values at the end of the current step, per transition.
+    guard_values: Vec<f64>,
+    /// State (full, with extras) right after the last event or at the start.
+    y: Vec<f64>,
+    y_after: Vec<f64>,
+    x_probe: Vec<f64>,
+    rate: Vec<f64>,
+    guard_partials: GuardPartials,
+    trajectory: Trajectory,
+    segment_start: f64,
+    segment_steps: usize,
+    next_observation: usize,
+    zeno_streak: usize,
+    extra_rhs_evaluations: usize,
+}
+
+impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
+    fn new(
+        problem: &'p Problem<'p>,
+        augmentation: &'p mut A,
+        stepper: &'s mut dyn Stepper,
+    ) -> Result<Self, HybridError> {
+        let system = problem.system;
+        let n = system.state_dim();
+        let extra = augmentation.extra_dim();
+        let dim = n + extra;
+        let controlled = if augmentation.error_controlled() {
+            dim
+        } else {
+            n
+        };
+        let mut y = vec![0.0; dim];
+        y[..n].copy_from_slice(&problem.initial_state);
+        augmentation.initial_extra(&mut y[n..]);
+        let transitions = system.transitions().len();
+        let trajectory = Trajectory {
+            state_names: system.state_names().to_vec(),
+            initial_time: problem.t0,
+            initial_state: problem.initial_state.clone(),
+            segments: Vec::new(),
+            events: Vec::new(),
+            observations: Vec::new(),
+            final_time: problem.t0,
+            final_state: problem.initial_state.clone(),
+            final_mode: system.modes()[problem.initial_mode].name.clone(),
+            stats: SolverStats::default(),
+        };
+        Ok(Self {
+            problem,
+            rhs: HybridRhs {
+                system,
+                params: &problem.params,
+                mode: problem.initial_mode,
+                n,
+                dim,
+                controlled,
+                augmentation,
+            },
+            stepper,
+            time_tolerance: problem.time_tolerance(),
+            sides: vec![0.0; transitions],
+            guard_values: vec![0.0; transitions],
+            y_after: vec![0.0; dim],
+            y,
+            x_probe: vec![0.0; n],
+            rate: vec![0.0; n],
+            guard_partials: GuardPartials::zeros(n, system.param_dim()),
+            trajectory,
+            segment_start: problem.t0,
+            segment_steps: 0,
+            next_observation: 0,
+            zeno_streak: 0,
+            extra_rhs_evaluations: 0,
+        })
+    }
+
+    fn system(&self) -> &'p HybridSystem {
+        self.problem.system
+    }
+
+    fn mode(&self) -> usize {
+        self.rhs.mode
+    }
+
+    fn go(mut self) -> Result<Trajectory, HybridError> {
+        let t0 = self.problem.t0;
+        self.check_start_guards()?;
+        self.restart(t0)?;
+        let mut t = t0;
+        loop {
+            t = self.record_observations_at(t);
+            if t >= self.problem.t_end {
+                let y = self.stepper.state().to_vec();
+                return Ok(self.finish(t, &y));
+            }
+            let t_limit = self
+                .problem
+                .observation_times
+                .get(self.next_observation)
+                .copied()
+                .unwrap_or(self.problem.t_end)
+                .min(self.problem.t_end);
+            let failure = self.stepper.step(&mut self.rhs, t_limit).err();
+            if let Some(f) = failure {
+                return Err(self.step_failure(f));
+            }
+            let (t_prev, t_new) = (self.stepper.previous_time(), self.stepper.time());
+            match self.detect(t_prev, t_new)? {
+                Some((t_event, transition)) => {
+                    if t_event < t_new {
+                        let failure = self.stepper.truncate(&mut self.rhs, t_event).err();
+                        if let Some(f) = failure {
+                            return Err(self.step_failure(f));
+                        }
+                    }
+                    self.step_taken();
+                    self.y.copy_from_slice(self.stepper.state());
+                    if let Some(done) = self.fire_cascade(t_event, transition)? {
+                        return Ok(done);
+                    }
+                    t = t_event;
+                }
+                None => {
+                    self.step_taken();
+                    for &k in &self.system().modes()[self.mode()].outgoing {
+                        let g = self.guard_values[k];
+                        if g != 0.0 {
+                            self.sides[k] = g.signum();
+                        }
+                    }
+                    t = t_new;
+                }
+            }
+        }
+    }
+
+    fn step_taken(&mut self) {
+        let t0 = self.stepper.previous_time();
+        let h = self.stepper.time() - t0;
+        self.segment_steps += 1;
+        self.trajectory.stats.steps += 1;
+        self.rhs
+            .augmentation
+            .step_taken(self.rhs.mode, t0, h, self.stepper.previous_state());
+    }
+
+    /// Records every observation due at `t` (the current time); returns `t`.
+    fn record_observations_at(&mut self, t: f64) -> f64 {
+        while let Some(&time) = self.problem.observation_times.get(self.next_observation) {
+            if time > t {
+                break;
+            }
+            let y = self.stepper.state();
+            self.trajectory.observations.push(Observation {
+                time,
+                mode: self.system().modes()[self.mode()].name.clone(),
+                state: y[..self.rhs.n].to_vec(),
+            });
+            self.rhs
+                .augmentation
+                .observed(self.next_observation, time, y);
+            self.next_observation += 1;
+        }
+        t
+    }
+
+    fn check_start_guards(&mut self) -> Result<(), HybridError> {
+        let (system, p, t0) = (self.system(), &self.problem.params, self.problem.t0);
+        let x0 = &self.problem.initial_state;
+        for &k in &system.modes()[self.mode()].outgoing {
+            let transition = &system.transitions()[k];
+            let g = transition.guard.value(t0, x0, p);
+            if !g.is_finite() {
+                return Err(HybridError::NonFinite {
+                    what: format!("guard value of transition '{}' (= {g})", transition.name),
+                    time: t0,
+                    trajectory: None,
+                });
+            }
+            let direction = transition.guard.direction();
+            if direction.violated_at_start(g) {
+                return Err(HybridError::GuardViolatedAtStart {
+                    transition: transition.name.clone(),
+                    value: g,
+                    direction: format!("{direction:?}").to_lowercase(),
+                });
+            }
+            self.sides[k] = g.signum();
+        }
+        Ok(())
+    }
+
+    /// Starts a segment at `t` from `self.y`.
+    fn restart(&mut self, t: f64) -> Result<(), HybridError> {
+        self.segment_start = t;
+        self.segment_steps = 0;
+        let y = std::mem::take(&mut self.y);
+        let result = self.stepper.start(&mut self.rhs, t, &y);
+        self.y = y;
+        result.map_err(|f| self.step_failure(f))
+    }
+
+    /// Finds the earliest transition whose guard crossed in `[t_prev, t_new]`.
+    fn detect(&mut self, t_prev: f64, t_new: f64) -> Result<Option<(f64, usize)>, HybridError> {
+        let system = self.system();
+        let n = self.rhs.n;
+        let p = &self.problem.params;
+        let mut earliest: Option<(f64, usize)> = None;
+        for &k in &system.modes()[self.mode()].outgoing {
+            let transition = &system.transitions()[k];
+            let x = &self.stepper.state()[..n];
+            let g = transition.guard.value(t_new, x, p);
+            if !g.is_finite() {
+                return Err(self.non_finite(
+                    format!("guard value of transition '{}' (= {g})", transition.name),
+                    t_new,
+                ));
+            }
+            self.guard_values[k] = g;
+            if !transition.guard.direction().crossed(self.sides[k], g) {
+                continue;
+            }
+            let t_k = self.locate(k, t_prev, t_new)?;
+            let earlier = match earliest {
+                None => true,
+                Some((t_best, _)) => t_k < t_best - self.time_tolerance,
+            };
+            if earlier {
+                earliest = Some((t_k, k));
+            }
+        }
+        Ok(earliest)
+    }
+
+    /// Locates the crossing of transition `k`'s guard from its recorded side.
+    fn locate(&mut self, k: usize, t_prev: f64, t_new: f64) -> Result<f64, HybridError> {
+        let system = self.system();
+        let guard = &system.transitions()[k].guard;
+        let side = self.sides[k];
+        let p = &self.problem.params;
+        let stepper = &mut *self.stepper;
+        let rhs = &mut self.rhs;
+        let x_probe = &mut self.x_probe;
+        let mut evaluations = 0usize;
+        let mut g_at = |t: f64| {
+            evaluations += 1;
+            stepper.interpolate(rhs, t, x_probe);
+            guard.value(t, x_probe, p)
+        };
+        // Right after an event the start may sit a rounding error on the far
+        // side of zero: bracket from the first sample on the recorded side.
+        let mut lo = t_prev;
+        let mut hi = t_new;
+        if g_at(t_prev) * side <= 0.0 {
+            let mut found = None;
+            let mut on_side = false;
+            let mut previous = t_prev;
+            for i in 1..=BRACKET_SAMPLES {
+                let t = t_prev + (t_new - t_prev) * i as f64 / BRACKET_SAMPLES as f64;
+                let g = g_at(t);
+                if !on_side {
+                    on_side = g * side > 0.0;
+                } else if g * side <= 0.0 {
+                    found = Some((previous, t));
+                    break;
+                }
+                previous = t;
+            }
+            match found {
+                Some((a, b)) => {
+                    lo = a;
+                    hi = b;
+                }
+                None => {
+                    drop(g_at);
+                    self.trajectory.stats.root_iterations += evaluations;
+                    let name = system.transitions()[k].name.clone();
+                    return Err(HybridError::EventLocation {
+                        transition: name,
+                        from: t_prev,
+                        to: t_new,
+                        reason: "the guard changed side but no bracket was found on the dense output; bound the step with max_step".into(),
+                        trajectory: Box::new(self.snapshot()),
+                    });
+                }
+            }
+        }
+        let mut convergence = TimeTolerance {
+            tolerance: self.time_tolerance,
+            max_iterations: 200,
+        };
+        let located = find_root_brent(lo, hi, &mut g_at, &mut convergence);
+        self.trajectory.stats.root_iterations += evaluations;
+        located.map_err(|e| {
+            let name = system.transitions()[k].name.clone();
+            HybridError::EventLocation {
+                transition: name,
+                from: lo,
+                to: hi,
+                reason: format!("root finding failed: {e:?}"),
+                trajectory: Box::new(self.snapshot()),
+            }
+        })
+    }
+
+    /// Fires `transition` at `t` from `self.y`, then every guard of the new
+    /// mode that is already beyond zero. Returns the finished trajectory when
+    /// a terminal transition fired.
+    fn fire_cascade(
+        &mut self,
+        t: f64,
+        mut transition: usize,
+    ) -> Result<Option<Trajectory>, HybridError> {
+        loop {
+            let residual = self.fire(t, transition)?;
+            let tr = &self.system().transitions()[transition];
+            if tr.terminal {
+                self.rhs.mode = tr.to;
+                let y = std::mem::take(&mut self.y);
+                return Ok(Some(self.finish(t, &y)));
+            }
+            self.rhs.mode = tr.to;
+            match self.arm_guards(t, residual)? {
+                Some(next) => transition = next,
+                None => {
+                    self.restart(t)?;
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    /// Applies transition `k` at `t` to `self.y` (state and extras). Returns
+    /// the bound on the guard's residual at the located event, used to decide
+    /// which guards sit at zero after the reset.
+    fn fire(&mut self, t: f64, k: usize) -> Result<f64, HybridError> {
+        let system = self.system();
+        let n = self.rhs.n;
+        let p = &self.problem.params;
+        let transition = &system.transitions()[k];
+        let from = self.mode();
+        let x_minus = &self.y[..n];
+        system.modes()[from]
+            .flow
+            .rate(t, x_minus, p, &mut self.rate);
+        self.extra_rhs_evaluations += 1;
+        self.guard_partials.clear();
+        transition
+            .guard
+            .partials(t, x_minus, p, &mut self.guard_partials);
+        let gp = &self.guard_partials;
+        let guard_rate = gp.x.iter().zip(&self.rate).map(|(a, b)| a * b).sum::<f64>() + gp.t;
+        let g_minus = transition.guard.value(t, x_minus, p);
+        let rate_norm = self.rate.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let gx_norm = gp.x.norm();
+        let scale = gx_norm * rate_norm + gp.t.abs();
+        let transversality = if scale > 0.0 {
+            guard_rate.abs() / scale
+        } else {
+            0.0
+        };
+        if !(transversality >= self.problem.events.grazing_threshold) || guard_rate == 0.0 {
+            return Err(HybridError::Grazing {
+                transition: transition.name.clone(),
+                time: t,
+                guard_rate,
+                transversality,
+                threshold: self.problem.events.grazing_threshold,
+                trajectory: Box::new(self.snapshot()),
+            });
+        }
+        let (y_minus, y_after) = (&self.y, &mut self.y_after);
+        transition
+            .reset
+            .apply(t, &y_minus[..n], p, &mut y_after[..n]);
+        if let Some(i) = y_after[..n].iter().position(|v| !v.is_finite()) {
+            let what = format!(
+                "state '{}' after the reset of transition '{}'",
+                system.state_names()[i],
+                transition.name
+            );
+            return Err(self.non_finite(what, t));
+        }
+        let index = self.trajectory.events.len();
+        let (x_after, extra_after) = y_after.split_at_mut(n);
+        let jump = EventJump {
+            index,
+            transition: k,
+            time: t,
+            from_mode: from,
+            to_mode: transition.to,
+            state_before: &y_minus[..n],
+            state_after: x_after,
+            terminal: transition.terminal,
+        };
+        self.rhs
+            .augmentation
+            .jump(&jump, &y_minus[n..], extra_after)?;
+        let record = EventRecord {
+            index,
+            time: t,
+            transition: transition.name.clone(),
+            transition_index: k,
+            from_mode: system.modes()[from].name.clone(),
+            to_mode: system.modes()[transition.to].name.clone(),
+            state_before: self.y[..n].to_vec(),
+            state_after: self.y_after[..n].to_vec(),
+            guard_rate,
+            terminal: transition.terminal,
+        };
+        self.close_segment(t);
+        self.trajectory.events.push(record);
+        self.trajectory.stats.events += 1;
+        std::mem::swap(&mut self.y, &mut self.y_after);
+        self.check_zeno(t)?;
+        let x_scale: f64 = self.y[..n].iter().map(|v| v * v).sum::<f64>().sqrt();
+        Ok(2.0 * g_minus.abs()
+            + 4.0 * guard_rate.abs() * self.time_tolerance
+            + 8.0 * f64::EPSILON * gx_norm * x_scale)
+    }
+
+    /// Sets each guard's side in the new mode at `t` from `self.y`; returns a
+    /// transition that must fire at once, if any (the first declared).
+    fn arm_guards(&mut self, t: f64, residual: f64) -> Result<Option<usize>, HybridError> {
+        let system = self.system();
+        let n = self.rhs.n;
+        let p = &self.problem.params;
+        let mode = self.mode();
+        let x = &self.y[..n];
+        let mut rate_ready = false;
+        for &k in &system.modes()[mode].outgoing {
+            let guard = &system.transitions()[k].guard;
+            let g = guard.value(t, x, p);
+            if !g.is_finite() {
+                let what = format!(
+                    "guard value of transition '{}' (= {g})",
+                    system.transitions()[k].name
+                );
+                return Err(self.non_finite(what, t));
+            }
+            let heading = if g.abs() <= residual {
+                if !rate_ready {
+                    system.modes()[mode].flow.rate(t, x, p, &mut self.rate);
+                    self.extra_rhs_evaluations += 1;
+                    rate_ready = true;
+                }
+                self.guard_partials.clear();
+                guard.partials(t, x, p, &mut self.guard_partials);
+                let gp = &self.guard_partials;
+                gp.x.iter().zip(&self.rate).map(|(a, b)| a * b).sum::<f64>() + gp.t
+            } else {
+                g
+            };
+            if guard.direction().violated_at_start(heading) {
+                return Ok(Some(k));
+            }
+            self.sides[k] = heading.signum();
+        }
+        Ok(None)
+    }
+
+    fn check_zeno(&mut self, t: f64) -> Result<(), HybridError> {
+        let events = &self.trajectory.events;
+        let options = &self.problem.events;
+        let reason = if events.len() > options.max_events {
+            Some(format!(
+                "more than max_events = {} events",
+                options.max_events
+            ))
+        } else {
+            let span = self.problem.t_end - self.problem.t0;
+            let gap = events
+                .len()
+                .checked_sub(2)
+                .map(|i| t - events[i].time)
+                .unwrap_or(f64::INFINITY);
+            if gap < options.zeno_separation * span {
+                self.zeno_streak += 1;
+            } else {
+                self.zeno_streak = 0;
+            }
+            (self.zeno_streak >= options.zeno_run).then(|| {
+                format!(
+                    "{} consecutive gaps between events shorter than zeno_separation * span = {:e}",
+                    self.zeno_streak,
+                    options.zeno_separation * span
+                )
+            })
+        };
+        match reason {
+            None => Ok(()),
+            Some(reason) => Err(HybridError::Zeno {
+                reason,
+                last_event_time: t,
+                trajectory: Box::new(self.snapshot_at(t, &self.y[..self.rhs.n].to_vec())),
+            }),
+        }
+    }
+
+    fn close_segment(&mut self, t: f64) {
+        self.trajectory.segments.push(Segment {
+            mode: self.system().modes()[self.mode()].name.clone(),
+            start_time: self.segment_start,
+            end_time: t,
+            steps: self.segment_steps,
+        });
+        self.segment_start = t;
+        self.segment_steps = 0;
+    }
+
+    fn stats(&self) -> SolverStats {
+        let counters = self.stepper.counters();
+        SolverStats {
+            rhs_evaluations: counters.rhs_evaluations + self.extra_rhs_evaluations,
+            rejected_steps: counters.rejected_steps,
+            ..self.trajectory.stats
+        }
+    }
+
+    /// The trajectory so far, ending at the stepper's current point.
+    fn snapshot(&self) -> Trajectory {
+        let x = self.stepper.state()[..self.rhs.n].to_vec();
+        self.snapshot_at(self.stepper.time(), &x)
+    }
+
+    fn snapshot_at(&self, t: f64, x: &[f64]) -> Trajectory {
+        let mut trajectory = self.trajectory.clone();
+        trajectory.final_time = t;
+        trajectory.final_state = x.to_vec();
+        trajectory.final_mode = self.system().modes()[self.mode()].name.clone();
+        trajectory.stats = self.stats();
+        trajectory
+    }
+
+    fn finish(&mut self, t: f64, y: &[f64]) -> Trajectory {
+        self.close_segment(t);
+        self.rhs.augmentation.finished(t, y);
+        self.snapshot_at(t, &y[..self.rhs.n])
+    }
+
+    fn non_finite(&self, what: String, time: f64) -> HybridError {
+        HybridError::NonFinite {
+            what,
+            time,
+            trajectory: Some(Box::new(self.snapshot())),
+        }
+    }
+
+    fn step_failure(&self, failure: StepFailure) -> HybridError {
+        match failure {
+            StepFailure::Underflow {
+                time,
+                step,
+                min_step,
+            } => HybridError::StepSizeUnderflow {
+                time,
+                step,
+                min_step,
+                trajectory: Box::new(self.snapshot()),
+            },
+            StepFailure::NonFinite { time } => {
+                self.non_finite("state or rate during a step".to_string(), time)
+            }
+            StepFailure::Solver(message) => HybridError::Unsupported(message),
+        }
+    }
+}

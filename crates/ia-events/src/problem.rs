@@ -1,0 +1,383 @@
+//! What a run needs: the system, initial values, span, observation times, the
+//! solver choice and the event options.
+
+use crate::ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
+use crate::stepper::{RkStepper, StepControl, Stepper};
+use crate::tableau::{DOPRI5, RK4};
+use ia_core::{HybridError, HybridSystem};
+use serde::{Deserialize, Serialize};
+
+/// The solver, chosen per run as a value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "method", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SolverChoice {
+    /// Classical RK4 with fixed step `dt`.
+    Rk4 {
+        /// Step size.
+        dt: f64,
+    },
+    /// Adaptive Dormand-Prince 5(4) with dense output.
+    Dopri5 {
+        /// Relative tolerance.
+        rtol: f64,
+        /// Absolute tolerance.
+        atol: f64,
+        /// Largest step (unbounded when absent).
+        #[serde(default)]
+        max_step: Option<f64>,
+    },
+    /// An integrator of the `ode_solvers` crate, run through the adapter.
+    OdeSolvers {
+        /// Which integrator.
+        integrator: OdeSolversMethod,
+        /// Relative tolerance (adaptive integrators).
+        rtol: f64,
+        /// Absolute tolerance (adaptive integrators).
+        atol: f64,
+        /// Length of one adapter step (each runs the wrapped integrator
+        /// over that interval, with its own internal steps).
+        macro_step: f64,
+    },
+}
+
+impl Default for SolverChoice {
+    fn default() -> Self {
+        SolverChoice::Dopri5 {
+            rtol: 1e-10,
+            atol: 1e-10,
+            max_step: None,
+        }
+    }
+}
+
+impl SolverChoice {
+    /// Adaptive Dormand-Prince 5(4) with `rtol = atol = tol`.
+    pub fn dopri5(tol: f64) -> Self {
+        SolverChoice::Dopri5 {
+            rtol: tol,
+            atol: tol,
+            max_step: None,
+        }
+    }
+
+    /// Checks the tolerances and step sizes.
+    pub fn validate(&self) -> Result<(), HybridError> {
+        let positive = |name: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(HybridError::invalid(
+                    name,
+                    v,
+                    "must be a finite number greater than 0",
+                ))
+            }
+        };
+        let tolerance = |name: &str, v: f64| {
+            if v.is_finite() && v >= 1e-15 && v < 1.0 {
+                Ok(())
+            } else {
+                Err(HybridError::invalid(
+                    name,
+                    v,
+                    "a tolerance must lie in [1e-15, 1)",
+                ))
+            }
+        };
+        match *self {
+            SolverChoice::Rk4 { dt } => positive("dt", dt),
+            SolverChoice::Dopri5 {
+                rtol,
+                atol,
+                max_step,
+            } => {
+                tolerance("rtol", rtol)?;
+                tolerance("atol", atol)?;
+                if let Some(m) = max_step {
+                    positive("max_step", m)?;
+                }
+                Ok(())
+            }
+            SolverChoice::OdeSolvers {
+                rtol,
+                atol,
+                macro_step,
+                ..
+            } => {
+                tolerance("rtol", rtol)?;
+                tolerance("atol", atol)?;
+                positive("macro_step", macro_step)
+            }
+        }
+    }
+
+    /// Builds the stepper.
+    pub fn stepper(&self) -> Result<Box<dyn Stepper>, HybridError> {
+        self.validate()?;
+        Ok(match *self {
+            SolverChoice::Rk4 { dt } => Box::new(RkStepper::new(&RK4, StepControl::Fixed { dt })),
+            SolverChoice::Dopri5 {
+                rtol,
+                atol,
+                max_step,
+            } => Box::new(RkStepper::new(
+                &DOPRI5,
+                StepControl::Adaptive {
+                    rtol,
+                    atol,
+                    max_step: max_step.unwrap_or(f64::INFINITY),
+                    initial_step: None,
+                },
+            )),
+            SolverChoice::OdeSolvers {
+                integrator,
+                rtol,
+                atol,
+                macro_step,
+            } => Box::new(OdeSolversStepper::new(integrator, rtol, atol, macro_step)),
+        })
+    }
+}
+
+/// How events are located and when a run is declared pathological.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EventOptions {
+    /// Event times are located to this absolute tolerance; `None` means
+    /// `1e-13 * max(1, |t_end - t0|)`.
+    pub time_tolerance: Option<f64>,
+    /// An event whose transversality `|gdot| / (|g_x| |f| + |g_t|)` falls below
+    /// this is reported as grazing.
+    pub grazing_threshold: f64,
+    /// More events than this is reported as Zeno.
+    pub max_events: usize,
+    /// Events closer together than this fraction of the span count as
+    /// accumulating...
+    pub zeno_separation: f64,
+    /// ...and this many such gaps in a row is reported as Zeno.
+    pub zeno_run: usize,
+}
+
+impl Default for EventOptions {
+    fn default() -> Self {
+        Self {
+            time_tolerance: None,
+            grazing_threshold: 1e-9,
+            max_events: 10_000,
+            zeno_separation: 1e-6,
+            zeno_run: 5,
+        }
+    }
+}
+
+impl EventOptions {
+    /// Checks the option values.
+    pub fn validate(&self) -> Result<(), HybridError> {
+        if let Some(tol) = self.time_tolerance {
+            if !(tol.is_finite() && tol > 0.0) {
+                return Err(HybridError::invalid(
+                    "time_tolerance",
+                    tol,
+                    "must be a finite number greater than 0",
+                ));
+            }
+        }
+        if !(self.grazing_threshold.is_finite() && (0.0..1.0).contains(&self.grazing_threshold)) {
+            return Err(HybridError::invalid(
+                "grazing_threshold",
+                self.grazing_threshold,
+                "must lie in [0, 1): it bounds the cosine between flow and guard normal",
+            ));
+        }
+        if self.max_events == 0 {
+            return Err(HybridError::invalid("max_events", 0, "must be at least 1"));
+        }
+        if !(self.zeno_separation.is_finite() && self.zeno_separation >= 0.0) {
+            return Err(HybridError::invalid(
+                "zeno_separation",
+                self.zeno_separation,
+                "must be a finite number >= 0",
+            ));
+        }
+        if self.zeno_run == 0 {
+            return Err(HybridError::invalid("zeno_run", 0, "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// A run of a hybrid system: everything [`crate::simulate`] and the
+/// sensitivity layer need.
+///
+/// ```
+/// # use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, ResetFn, Scalar};
+/// # struct Fall;
+/// # impl FlowFn for Fall {
+/// #     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) { d[0] = x[1]; d[1] = -p[0]; }
+/// # }
+/// # struct Floor;
+/// # impl GuardFn for Floor {
+/// #     fn direction(&self) -> Direction { Direction::Falling }
+/// #     fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S { x[0] }
+/// # }
+/// # struct Bounce;
+/// # impl ResetFn for Bounce {
+/// #     fn apply<S: Scalar>(&self, _t: S, x: &[S], p: &[S], a: &mut [S]) { a[0] = x[0]; a[1] = -p[1] * x[1]; }
+/// # }
+/// # let ball = HybridSystem::builder(&["h", "v"], &["g", "e"])
+/// #     .mode("flight", Autodiff(Fall))
+/// #     .transition("bounce", "flight", "flight", Autodiff(Floor), Autodiff(Bounce))
+/// #     .build().unwrap();
+/// use ia_events::{Problem, SolverChoice};
+/// let run = Problem::new(&ball, vec![1.0, 0.0], vec![9.81, 0.8], 1.0)
+///     .with_solver(SolverChoice::dopri5(1e-12))
+///     .with_observations(vec![0.25]);
+/// let trajectory = ia_events::simulate(&run).unwrap();
+/// let first_impact = (2.0f64 / 9.81).sqrt();
+/// assert!((trajectory.events[0].time - first_impact).abs() < 1e-11);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Problem<'a> {
+    /// The hybrid system.
+    pub system: &'a HybridSystem,
+    /// Index of the initial mode.
+    pub initial_mode: usize,
+    /// Initial state.
+    pub initial_state: Vec<f64>,
+    /// Parameters.
+    pub params: Vec<f64>,
+    /// Start time.
+    pub t0: f64,
+    /// End time.
+    pub t_end: f64,
+    /// Times at which the state is reported, in `[t0, t_end]`, increasing.
+    pub observation_times: Vec<f64>,
+    /// Solver.
+    pub solver: SolverChoice,
+    /// Event options.
+    pub events: EventOptions,
+}
+
+impl<'a> Problem<'a> {
+    /// A run from `t0 = 0` to `t_end` in the first mode, with the default solver
+    /// (Dormand-Prince, `rtol = atol = 1e-10`) and event options.
+    pub fn new(
+        system: &'a HybridSystem,
+        initial_state: Vec<f64>,
+        params: Vec<f64>,
+        t_end: f64,
+    ) -> Self {
+        Self {
+            system,
+            initial_mode: 0,
+            initial_state,
+            params,
+            t0: 0.0,
+            t_end,
+            observation_times: Vec::new(),
+            solver: SolverChoice::default(),
+            events: EventOptions::default(),
+        }
+    }
+
+    /// Starts in the mode named `mode`.
+    pub fn with_mode(mut self, mode: &str) -> Result<Self, HybridError> {
+        self.initial_mode = self.system.mode_index(mode)?;
+        Ok(self)
+    }
+
+    /// Starts at `t0` instead of 0.
+    pub fn with_initial_time(mut self, t0: f64) -> Self {
+        self.t0 = t0;
+        self
+    }
+
+    /// Uses `solver`.
+    pub fn with_solver(mut self, solver: SolverChoice) -> Self {
+        self.solver = solver;
+        self
+    }
+
+    /// Reports the state at `times`.
+    pub fn with_observations(mut self, times: Vec<f64>) -> Self {
+        self.observation_times = times;
+        self
+    }
+
+    /// Uses `events` for event location and pathology detection.
+    pub fn with_event_options(mut self, events: EventOptions) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// The event-time tolerance in effect.
+    pub fn time_tolerance(&self) -> f64 {
+        self.events
+            .time_tolerance
+            .unwrap_or(1e-13 * (self.t_end - self.t0).abs().max(1.0))
+    }
+
+    /// Checks dimensions, finiteness, the span, observation times and options.
+    pub fn validate(&self) -> Result<(), HybridError> {
+        let sys = self.system;
+        let dims = [
+            ("initial state", sys.state_dim(), self.initial_state.len()),
+            ("parameters", sys.param_dim(), self.params.len()),
+        ];
+        for (what, expected, found) in dims {
+            if expected != found {
+                return Err(HybridError::DimensionMismatch {
+                    what: what.to_string(),
+                    expected,
+                    found,
+                });
+            }
+        }
+        if self.initial_mode >= sys.modes().len() {
+            return Err(HybridError::invalid(
+                "initial mode index",
+                self.initial_mode,
+                format!("must be below the number of modes, {}", sys.modes().len()),
+            ));
+        }
+        HybridError::check_finite(
+            "initial state",
+            sys.state_names(),
+            &self.initial_state,
+            self.t0,
+        )?;
+        HybridError::check_finite("parameter", sys.param_names(), &self.params, self.t0)?;
+        for (name, t) in [("t0", self.t0), ("t_end", self.t_end)] {
+            if !t.is_finite() {
+                return Err(HybridError::NonFinite {
+                    what: format!("{name} (= {t})"),
+                    time: self.t0,
+                    trajectory: None,
+                });
+            }
+        }
+        if self.t_end <= self.t0 {
+            return Err(HybridError::invalid(
+                "t_end",
+                self.t_end,
+                format!("must be greater than t0 = {}", self.t0),
+            ));
+        }
+        let mut last = self.t0;
+        for &t in &self.observation_times {
+            if !(t.is_finite() && t >= last && t <= self.t_end) {
+                return Err(HybridError::invalid(
+                    "observation time",
+                    t,
+                    format!(
+                        "observation times must be finite, non-decreasing and within [{}, {}]",
+                        self.t0, self.t_end
+                    ),
+                ));
+            }
+            last = t;
+        }
+        self.solver.validate()?;
+        self.events.validate()
+    }
+}

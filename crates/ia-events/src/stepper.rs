@@ -1,0 +1,579 @@
+//! The pluggable solver layer: a [`Stepper`] advances an [`OdeRhs`] one
+//! accepted step at a time and offers dense output over the last step.
+//!
+//! [`RkStepper`] implements fixed-step RK4 (cubic Hermite dense output) and
+//! adaptive Dormand-Prince 5(4) (its fourth-order continuous extension). The
+//! ode_solvers adapter lives in [`crate::ode_solvers_adapter`].
+
+use crate::tableau::{ButcherTableau, DOPRI5, DOPRI5_DENSE, DOPRI5_ERROR, RK4};
+
+/// A right-hand side `y' = F(t, y)` as a stepper sees it.
+pub trait OdeRhs {
+    /// Length of `y`.
+    fn dim(&self) -> usize;
+    /// How many leading components of `y` the error control covers
+    /// (all of them unless a caller asks otherwise).
+    fn controlled_dim(&self) -> usize {
+        self.dim()
+    }
+    /// Writes `F(t, y)` into `dydt`.
+    fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]);
+}
+
+/// Why a step could not be taken.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StepFailure {
+    /// The step size fell below the smallest representable advance.
+    Underflow {
+        /// Time reached.
+        time: f64,
+        /// Step size tried.
+        step: f64,
+        /// Smallest allowed.
+        min_step: f64,
+    },
+    /// The right-hand side or the state became NaN or infinite.
+    NonFinite {
+        /// Time reached.
+        time: f64,
+    },
+    /// A failure reported by a wrapped solver.
+    Solver(String),
+}
+
+/// Work counters of a stepper.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepCounters {
+    /// Right-hand side evaluations.
+    pub rhs_evaluations: usize,
+    /// Rejected step attempts.
+    pub rejected_steps: usize,
+}
+
+/// A one-step integrator with dense output over its last step.
+///
+/// The hybrid integrator drives it: [`Stepper::start`] at the beginning of
+/// every segment (after every reset), [`Stepper::step`] up to a time limit
+/// (the next observation or the end), [`Stepper::interpolate`] to locate
+/// events, and [`Stepper::truncate`] to end the last step on an event.
+pub trait Stepper {
+    /// Method name, as in the [`crate::SolverChoice`] that built it.
+    fn name(&self) -> &str;
+    /// Sets the state to `(t, y)`, discarding the previous step; keeps the
+    /// step-size proposal of an earlier segment, if any.
+    fn start(&mut self, rhs: &mut dyn OdeRhs, t: f64, y: &[f64]) -> Result<(), StepFailure>;
+    /// Takes one accepted step that ends at or before `t_limit`; a step that
+    /// would pass `t_limit` is shortened to end on it exactly.
+    fn step(&mut self, rhs: &mut dyn OdeRhs, t_limit: f64) -> Result<(), StepFailure>;
+    /// Replaces the last step by one from the same start that ends at `t_new`
+    /// (inside the last step).
+    fn truncate(&mut self, rhs: &mut dyn OdeRhs, t_new: f64) -> Result<(), StepFailure>;
+    /// Time at the end of the last step.
+    fn time(&self) -> f64;
+    /// State at the end of the last step.
+    fn state(&self) -> &[f64];
+    /// Time at the start of the last step.
+    fn previous_time(&self) -> f64;
+    /// State at the start of the last step.
+    fn previous_state(&self) -> &[f64];
+    /// Writes the dense output at `t` (within the last step) of the leading
+    /// `out.len()` components. Steppers without a continuous extension may
+    /// re-integrate from the step's start with `rhs`.
+    fn interpolate(&mut self, rhs: &mut dyn OdeRhs, t: f64, out: &mut [f64]);
+    /// Work done so far.
+    fn counters(&self) -> StepCounters;
+    /// The Runge-Kutta tableau of each step, when every accepted step is one
+    /// explicit Runge-Kutta step from its start (needed by the discrete adjoint).
+    fn tableau(&self) -> Option<&'static ButcherTableau> {
+        None
+    }
+}
+
+/// How an [`RkStepper`] chooses its steps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StepControl {
+    /// Fixed step `dt` (the last step before a limit or an event is shorter).
+    Fixed {
+        /// Step size.
+        dt: f64,
+    },
+    /// Embedded error estimate: accept when the scaled error norm is at most one.
+    Adaptive {
+        /// Relative tolerance.
+        rtol: f64,
+        /// Absolute tolerance.
+        atol: f64,
+        /// Largest step.
+        max_step: f64,
+        /// First step; chosen by Hairer's rule when `None`.
+        initial_step: Option<f64>,
+    },
+}
+
+/// Explicit Runge-Kutta stepper: RK4 with fixed steps, or Dormand-Prince 5(4)
+/// with error control. All buffers are allocated once by [`Stepper::start`]
+/// on the first segment; steps allocate nothing.
+#[derive(Clone, Debug)]
+pub struct RkStepper {
+    tableau: &'static ButcherTableau,
+    control: StepControl,
+    dim: usize,
+    t_prev: f64,
+    t: f64,
+    h_next: f64,
+    y_prev: Vec<f64>,
+    y: Vec<f64>,
+    /// Stages of the last step, `dim` each; the last block holds `F(t, y)` at
+    /// the step's end (first stage of the next step, and dense output).
+    k: Vec<f64>,
+    stage: Vec<f64>,
+    y_new: Vec<f64>,
+    counters: StepCounters,
+}
+
+const SAFETY: f64 = 0.9;
+const MIN_FACTOR: f64 = 0.2;
+const MAX_FACTOR: f64 = 10.0;
+
+impl RkStepper {
+    /// Classical RK4 with fixed step `dt`.
+    pub fn rk4(dt: f64) -> Self {
+        Self::new(&RK4, StepControl::Fixed { dt })
+    }
+
+    /// Dormand-Prince 5(4) with tolerances `rtol`, `atol`.
+    pub fn dopri5(rtol: f64, atol: f64) -> Self {
+        Self::new(
+            &DOPRI5,
+            StepControl::Adaptive {
+                rtol,
+                atol,
+                max_step: f64::INFINITY,
+                initial_step: None,
+            },
+        )
+    }
+
+    /// A stepper of the given tableau and control. Only [`RK4`] and
+    /// [`DOPRI5`] have dense output and (for DOPRI5) an error estimate.
+    pub fn new(tableau: &'static ButcherTableau, control: StepControl) -> Self {
+        Self {
+            tableau,
+            control,
+            dim: 0,
+            t_prev: 0.0,
+            t: 0.0,
+            h_next: 0.0,
+            y_prev: Vec::new(),
+            y: Vec::new(),
+            k: Vec::new(),
+            stage: Vec::new(),
+            y_new: Vec::new(),
+            counters: StepCounters::default(),
+        }
+    }
+
+    fn stages(&self) -> usize {
+        self.tableau.solution_stages()
+    }
+
+    fn stage_slice(&self, i: usize) -> &[f64] {
+        &self.k[i * self.dim..(i + 1) * self.dim]
+    }
+
+    /// The derivative at the end of the last step.
+    fn end_rate(&self) -> &[f64] {
+        self.stage_slice(self.stages())
+    }
+
+    /// One Runge-Kutta step of size `h` from `(t, y)` into `y_new`, with the
+    /// end rate in the last stage block. `k[0]` must hold `F(t, y)`.
+    fn attempt(&mut self, rhs: &mut dyn OdeRhs, h: f64) {
+        let n = self.dim;
+        let s = self.stages();
+        for i in 1..s {
+            self.stage.copy_from_slice(&self.y);
+            for (j, &a) in self.tableau.a[i].iter().enumerate() {
+                if a != 0.0 {
+                    let kj = &self.k[j * n..(j + 1) * n];
+                    for (st, &kv) in self.stage.iter_mut().zip(kj) {
+                        *st += h * a * kv;
+                    }
+                }
+            }
+            let (_, rest) = self.k.split_at_mut(i * n);
+            rhs.eval(self.t + self.tableau.c[i] * h, &self.stage, &mut rest[..n]);
+        }
+        self.y_new.copy_from_slice(&self.y);
+        for (i, &b) in self.tableau.b.iter().enumerate() {
+            if b != 0.0 {
+                let ki = &self.k[i * n..(i + 1) * n];
+                for (yn, &kv) in self.y_new.iter_mut().zip(ki) {
+                    *yn += h * b * kv;
+                }
+            }
+        }
+        let (_, end) = self.k.split_at_mut(s * n);
+        rhs.eval(self.t + h, &self.y_new, end);
+        self.counters.rhs_evaluations += s;
+    }
+
+    /// Scaled RMS norm of the embedded error estimate over the controlled
+    /// components (Dormand-Prince only).
+    fn error_norm(&self, h: f64, rtol: f64, atol: f64, controlled: usize) -> f64 {
+        let n = self.dim;
+        let mut sum = 0.0;
+        for i in 0..controlled {
+            let mut e = 0.0;
+            for (j, &w) in DOPRI5_ERROR.iter().enumerate() {
+                if w != 0.0 {
+                    e += w * self.k[j * n + i];
+                }
+            }
+            let scale = atol + rtol * self.y[i].abs().max(self.y_new[i].abs());
+            let r = h * e / scale;
+            sum += r * r;
+        }
+        (sum / controlled.max(1) as f64).sqrt()
+    }
+
+    /// Hairer's starting step (Solving ODEs I, II.4).
+    fn initial_step(&mut self, rhs: &mut dyn OdeRhs, rtol: f64, atol: f64, span: f64) -> f64 {
+        let controlled = rhs.controlled_dim().max(1).min(self.dim);
+        let order = self.tableau.order as f64;
+        let norm = |v: &[f64], y: &[f64]| {
+            let s: f64 = v
+                .iter()
+                .zip(y)
+                .take(controlled)
+                .map(|(a, b)| (a / (atol + rtol * b.abs())).powi(2))
+                .sum();
+            (s / controlled as f64).sqrt()
+        };
+        let d0 = norm(&self.y, &self.y);
+        let d1 = norm(&self.k[..self.dim], &self.y);
+        let mut h0 = if d0 < 1e-5 || d1 < 1e-5 {
+            1e-6
+        } else {
+            0.01 * d0 / d1
+        };
+        h0 = h0.min(span.abs());
+        for (st, (&y, &f)) in self.stage.iter_mut().zip(self.y.iter().zip(&self.k)) {
+            *st = y + h0 * f;
+        }
+        rhs.eval(self.t + h0, &self.stage, &mut self.y_new);
+        self.counters.rhs_evaluations += 1;
+        for (yn, &f) in self.y_new.iter_mut().zip(&self.k) {
+            *yn -= f;
+        }
+        let d2 = norm(&self.y_new, &self.y) / h0;
+        let h1 = if d1.max(d2) <= 1e-15 {
+            (h0 * 1e-3).max(1e-6)
+        } else {
+            (0.01 / d1.max(d2)).powf(1.0 / order)
+        };
+        (100.0 * h0).min(h1)
+    }
+
+    /// The continuous extension of the last step at `t`: Dormand-Prince's
+    /// fourth-order one, or cubic Hermite for RK4.
+    pub fn dense_output(&self, t: f64, out: &mut [f64]) {
+        let h = self.t - self.t_prev;
+        if h == 0.0 {
+            out.copy_from_slice(&self.y[..out.len()]);
+            return;
+        }
+        let theta = (t - self.t_prev) / h;
+        let theta1 = 1.0 - theta;
+        let n = self.dim;
+        let f0 = self.stage_slice(0);
+        let f1 = self.end_rate();
+        if std::ptr::eq(self.tableau, &DOPRI5) {
+            for (i, o) in out.iter_mut().enumerate() {
+                let y0 = self.y_prev[i];
+                let diff = self.y[i] - y0;
+                let bspl = h * f0[i] - diff;
+                let r4 = diff - h * f1[i] - bspl;
+                let mut r5 = 0.0;
+                for (j, &d) in DOPRI5_DENSE.iter().enumerate() {
+                    if d != 0.0 {
+                        r5 += d * self.k[j * n + i];
+                    }
+                }
+                r5 *= h;
+                *o = y0 + theta * (diff + theta1 * (bspl + theta * (r4 + theta1 * r5)));
+            }
+        } else {
+            // Cubic Hermite through both ends and their derivatives.
+            let h00 = (1.0 + 2.0 * theta) * theta1 * theta1;
+            let h10 = theta * theta1 * theta1;
+            let h01 = theta * theta * (3.0 - 2.0 * theta);
+            let h11 = -theta * theta * theta1;
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = h00 * self.y_prev[i] + h * h10 * f0[i] + h01 * self.y[i] + h * h11 * f1[i];
+            }
+        }
+    }
+
+    fn min_step(&self, t_limit: f64) -> f64 {
+        8.0 * f64::EPSILON * self.t.abs().max(t_limit.abs()).max(f64::MIN_POSITIVE)
+    }
+
+    fn accept(&mut self, h: f64) {
+        std::mem::swap(&mut self.y_prev, &mut self.y);
+        self.y.copy_from_slice(&self.y_new);
+        self.t_prev = self.t;
+        self.t += h;
+    }
+
+    /// Moves the end rate of the last step into the first stage slot, so that
+    /// the next step starts from it (first-same-as-last).
+    fn carry_end_rate(&mut self) {
+        let n = self.dim;
+        let s = self.stages();
+        self.k.copy_within(s * n..(s + 1) * n, 0);
+    }
+}
+
+impl Stepper for RkStepper {
+    fn name(&self) -> &str {
+        self.tableau.name
+    }
+
+    fn start(&mut self, rhs: &mut dyn OdeRhs, t: f64, y: &[f64]) -> Result<(), StepFailure> {
+        let n = y.len();
+        if n != self.dim {
+            self.dim = n;
+            self.y_prev = vec![0.0; n];
+            self.y = vec![0.0; n];
+            self.k = vec![0.0; (self.stages() + 1) * n];
+            self.stage = vec![0.0; n];
+            self.y_new = vec![0.0; n];
+        }
+        self.y.copy_from_slice(y);
+        self.y_prev.copy_from_slice(y);
+        self.t = t;
+        self.t_prev = t;
+        let (first, _) = self.k.split_at_mut(n);
+        rhs.eval(t, y, first);
+        self.counters.rhs_evaluations += 1;
+        if !first.iter().all(|v| v.is_finite()) {
+            return Err(StepFailure::NonFinite { time: t });
+        }
+        // The end-rate block doubles as the derivative at the start for a
+        // zero-length "last step", so dense output is defined right away.
+        let s = self.stages();
+        self.k.copy_within(0..n, s * n);
+        Ok(())
+    }
+
+    fn step(&mut self, rhs: &mut dyn OdeRhs, t_limit: f64) -> Result<(), StepFailure> {
+        if self.t != self.t_prev {
+            self.carry_end_rate();
+        }
+        let remaining = t_limit - self.t;
+        let min_step = self.min_step(t_limit);
+        match self.control {
+            StepControl::Fixed { dt } => {
+                let h = dt.min(remaining);
+                if h < min_step && h < remaining {
+                    return Err(StepFailure::Underflow {
+                        time: self.t,
+                        step: h,
+                        min_step,
+                    });
+                }
+                self.attempt(rhs, h);
+                if !self.y_new.iter().all(|v| v.is_finite()) {
+                    return Err(StepFailure::NonFinite { time: self.t + h });
+                }
+                let landing = h >= remaining;
+                self.accept(h);
+                if landing {
+                    self.t = t_limit;
+                }
+                Ok(())
+            }
+            StepControl::Adaptive {
+                rtol,
+                atol,
+                max_step,
+                initial_step,
+            } => {
+                if self.h_next <= 0.0 {
+                    self.h_next = match initial_step {
+                        Some(h) => h,
+                        None => self.initial_step(rhs, rtol, atol, remaining),
+                    };
+                }
+                let controlled = rhs.controlled_dim().min(self.dim);
+                let mut rejected_last = false;
+                loop {
+                    let proposal = self.h_next.min(max_step);
+                    let landing = proposal >= remaining;
+                    let h = if landing { remaining } else { proposal };
+                    if h < min_step && !landing {
+                        return Err(StepFailure::Underflow {
+                            time: self.t,
+                            step: h,
+                            min_step,
+                        });
+                    }
+                    self.attempt(rhs, h);
+                    let err = self.error_norm(h, rtol, atol, controlled);
+                    let finite = err.is_finite() && self.y_new.iter().all(|v| v.is_finite());
+                    if finite && err <= 1.0 {
+                        let mut factor = if err == 0.0 {
+                            MAX_FACTOR
+                        } else {
+                            (SAFETY * err.powf(-0.2)).clamp(MIN_FACTOR, MAX_FACTOR)
+                        };
+                        if rejected_last {
+                            factor = factor.min(1.0);
+                        }
+                        // A step shortened to land on the limit says little
+                        // about the step size the solution allows.
+                        if !landing {
+                            self.h_next = h * factor;
+                        } else {
+                            self.h_next = self.h_next.max(h * factor);
+                        }
+                        self.accept(h);
+                        if landing {
+                            self.t = t_limit;
+                        }
+                        return Ok(());
+                    }
+                    self.counters.rejected_steps += 1;
+                    rejected_last = true;
+                    self.h_next = if finite {
+                        h * (SAFETY * err.powf(-0.2)).clamp(MIN_FACTOR, 1.0)
+                    } else {
+                        h * MIN_FACTOR
+                    };
+                    if self.h_next < min_step {
+                        if !finite {
+                            return Err(StepFailure::NonFinite { time: self.t });
+                        }
+                        return Err(StepFailure::Underflow {
+                            time: self.t,
+                            step: self.h_next,
+                            min_step,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn truncate(&mut self, rhs: &mut dyn OdeRhs, t_new: f64) -> Result<(), StepFailure> {
+        std::mem::swap(&mut self.y_prev, &mut self.y);
+        self.t = self.t_prev;
+        let h = t_new - self.t;
+        self.attempt(rhs, h);
+        if !self.y_new.iter().all(|v| v.is_finite()) {
+            return Err(StepFailure::NonFinite { time: t_new });
+        }
+        self.accept(h);
+        self.t = t_new;
+        Ok(())
+    }
+
+    fn time(&self) -> f64 {
+        self.t
+    }
+
+    fn state(&self) -> &[f64] {
+        &self.y
+    }
+
+    fn previous_time(&self) -> f64 {
+        self.t_prev
+    }
+
+    fn previous_state(&self) -> &[f64] {
+        &self.y_prev
+    }
+
+    fn interpolate(&mut self, _rhs: &mut dyn OdeRhs, t: f64, out: &mut [f64]) {
+        self.dense_output(t, out);
+    }
+    fn counters(&self) -> StepCounters {
+        self.counters
+    }
+
+    fn tableau(&self) -> Option<&'static ButcherTableau> {
+        Some(self.tableau)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    /// y' = y, y(0) = 1: exact solution e^t.
+    struct Growth;
+    impl OdeRhs for Growth {
+        fn dim(&self) -> usize {
+            1
+        }
+        fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+            dydt[0] = y[0];
+        }
+    }
+
+    fn integrate(stepper: &mut dyn Stepper, t_end: f64) -> f64 {
+        stepper.start(&mut Growth, 0.0, &[1.0]).unwrap();
+        while stepper.time() < t_end {
+            stepper.step(&mut Growth, t_end).unwrap();
+        }
+        stepper.state()[0]
+    }
+
+    #[test]
+    fn rk4_converges_at_fourth_order() {
+        let errors: Vec<f64> = [0.1, 0.05, 0.025]
+            .iter()
+            .map(|&dt| (integrate(&mut RkStepper::rk4(dt), 1.0) - 1f64.exp()).abs())
+            .collect();
+        for pair in errors.windows(2) {
+            let order = (pair[0] / pair[1]).log2();
+            assert!((3.8..4.2).contains(&order), "order {order}");
+        }
+    }
+
+    #[rstest]
+    #[case(1e-6)]
+    #[case(1e-10)]
+    fn dopri5_meets_its_tolerance(#[case] tol: f64) {
+        let err = (integrate(&mut RkStepper::dopri5(tol, tol), 1.0) - 1f64.exp()).abs();
+        assert!(err < 20.0 * tol * 1f64.exp(), "error {err}");
+    }
+
+    #[rstest]
+    #[case(RkStepper::rk4(0.01), 1e-9)]
+    #[case(RkStepper::dopri5(1e-12, 1e-12), 1e-11)]
+    fn dense_output_follows_the_solution(#[case] mut stepper: RkStepper, #[case] tol: f64) {
+        stepper.start(&mut Growth, 0.0, &[1.0]).unwrap();
+        stepper.step(&mut Growth, 1.0).unwrap();
+        let (a, b) = (stepper.previous_time(), stepper.time());
+        let mut out = [0.0];
+        for frac in [0.1, 0.37, 0.5, 0.9] {
+            let t = a + frac * (b - a);
+            stepper.dense_output(t, &mut out);
+            assert!((out[0] - t.exp()).abs() < tol * t.exp(), "t={t}");
+        }
+    }
+
+    #[test]
+    fn truncate_replaces_the_last_step() {
+        let mut s = RkStepper::dopri5(1e-12, 1e-12);
+        s.start(&mut Growth, 0.0, &[1.0]).unwrap();
+        s.step(&mut Growth, 1.0).unwrap();
+        let mid = 0.5 * s.time();
+        s.truncate(&mut Growth, mid).unwrap();
+        assert_eq!(s.time(), mid);
+        assert!((s.state()[0] - mid.exp()).abs() < 1e-12);
+    }
+}
