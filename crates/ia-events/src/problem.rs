@@ -111,6 +111,17 @@ impl SolverChoice {
         }
     }
 
+    /// The Runge-Kutta tableau every accepted step of this solver applies,
+    /// when there is one (the built-in steppers; not the ode_solvers adapter,
+    /// whose steps are hidden inside the wrapped crate).
+    pub fn tableau(&self) -> Option<&'static crate::tableau::ButcherTableau> {
+        match self {
+            SolverChoice::Rk4 { .. } => Some(&RK4),
+            SolverChoice::Dopri5 { .. } => Some(&DOPRI5),
+            SolverChoice::OdeSolvers { .. } => None,
+        }
+    }
+
     /// Builds the stepper.
     pub fn stepper(&self) -> Result<Box<dyn Stepper>, HybridError> {
         self.validate()?;

@@ -1,0 +1,128 @@
+//! Forward sensitivities: the variational equation `S' = f_x S + f_p`
+//! integrated with the state by the same stepper, chained across events by
+//! `S+ = Xi S- + xi_p`.
+//!
+//! `S` is n x m with m = n + n_p columns: the initial state entries, then the
+//! parameters, so `S(t0) = [I | 0]`. It rides along as extra components of
+//! the integrated vector (column-major), which makes each Runge-Kutta step of
+//! `(x, S)` the exact derivative of the step of `x` with the step size held
+//! fixed; this is what lets the adjoint agree with it to rounding on the same
+//! steps.
+
+use crate::saltation::SaltationWorkspace;
+use ia_core::{FlowPartials, HybridError, HybridSystem};
+use ia_events::{Augmentation, EventJump};
+use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
+
+/// Carries `S` through a run (an [`Augmentation`] of the hybrid integrator).
+pub(crate) struct ForwardSensitivity<'a> {
+    system: &'a HybridSystem,
+    params: &'a [f64],
+    n: usize,
+    n_params: usize,
+    error_controlled: bool,
+    partials: FlowPartials,
+    saltation: SaltationWorkspace,
+    /// `dt*/dtheta` per event, m entries each.
+    pub event_time_gradients: Vec<Vec<f64>>,
+    /// `S` at each observation time.
+    pub observation_jacobians: Vec<DMatrix<f64>>,
+    /// `S` at the end.
+    pub final_jacobian: Option<DMatrix<f64>>,
+}
+
+impl<'a> ForwardSensitivity<'a> {
+    pub(crate) fn new(system: &'a HybridSystem, params: &'a [f64], error_controlled: bool) -> Self {
+        let (n, n_params) = (system.state_dim(), system.param_dim());
+        Self {
+            system,
+            params,
+            n,
+            n_params,
+            error_controlled,
+            partials: FlowPartials::zeros(n, n_params),
+            saltation: SaltationWorkspace::new(n, n_params),
+            event_time_gradients: Vec::new(),
+            observation_jacobians: Vec::new(),
+            final_jacobian: None,
+        }
+    }
+
+    fn columns(&self) -> usize {
+        self.n + self.n_params
+    }
+
+    fn matrix(&self, y: &[f64]) -> DMatrix<f64> {
+        DMatrix::from_column_slice(self.n, self.columns(), &y[self.n..])
+    }
+}
+
+impl Augmentation for ForwardSensitivity<'_> {
+    fn extra_dim(&self) -> usize {
+        self.n * self.columns()
+    }
+
+    fn error_controlled(&self) -> bool {
+        self.error_controlled
+    }
+
+    fn initial_extra(&mut self, extra: &mut [f64]) {
+        extra.fill(0.0);
+        for i in 0..self.n {
+            extra[i * self.n + i] = 1.0;
+        }
+    }
+
+    fn extra_rate(&mut self, mode: usize, t: f64, x: &[f64], extra: &[f64], rate: &mut [f64]) {
+        let (n, m) = (self.n, self.columns());
+        self.partials.clear();
+        self.system.modes()[mode]
+            .flow
+            .partials(t, x, self.params, &mut self.partials);
+        let s = DMatrixView::from_slice(extra, n, m);
+        let mut ds = DMatrixViewMut::from_slice(rate, n, m);
+        ds.gemm(1.0, &self.partials.x, &s, 0.0);
+        ds.columns_mut(n, self.n_params)
+            .zip_apply(&self.partials.p, |d, fp| *d += fp);
+    }
+
+    fn jump(
+        &mut self,
+        jump: &EventJump<'_>,
+        before: &[f64],
+        after: &mut [f64],
+    ) -> Result<(), HybridError> {
+        let (n, m) = (self.n, self.columns());
+        let sal = self.saltation.compute(
+            self.system,
+            self.params,
+            jump.transition,
+            jump.time,
+            jump.state_before,
+            jump.state_after,
+        );
+        let s_minus = DMatrixView::from_slice(before, n, m);
+        let mut s_plus = DMatrixViewMut::from_slice(after, n, m);
+        s_plus.gemm(1.0, &sal.xi, &s_minus, 0.0);
+        s_plus
+            .columns_mut(n, self.n_params)
+            .zip_apply(&sal.xi_p, |d, v| *d += v);
+        let mut gradient = vec![0.0; m];
+        for (j, g) in gradient.iter_mut().enumerate() {
+            let gx_s: f64 = (0..n).map(|i| sal.guard_x[i] * s_minus[(i, j)]).sum();
+            let gp = if j >= n { sal.guard_p[j - n] } else { 0.0 };
+            *g = -(gx_s + gp) / sal.guard_rate;
+        }
+        self.event_time_gradients.push(gradient);
+        Ok(())
+    }
+
+    fn observed(&mut self, _index: usize, _time: f64, y: &[f64]) {
+        let s = self.matrix(y);
+        self.observation_jacobians.push(s);
+    }
+
+    fn finished(&mut self, _time: f64, y: &[f64]) {
+        self.final_jacobian = Some(self.matrix(y));
+    }
+}
