@@ -21,6 +21,8 @@ pub(crate) struct ForwardSensitivity<'a> {
     n: usize,
     n_params: usize,
     error_controlled: bool,
+    /// False only to show what is lost without the saltation term.
+    apply_saltation: bool,
     partials: FlowPartials,
     saltation: SaltationWorkspace,
     /// `dt*/dtheta` per event, m entries each.
@@ -32,7 +34,12 @@ pub(crate) struct ForwardSensitivity<'a> {
 }
 
 impl<'a> ForwardSensitivity<'a> {
-    pub(crate) fn new(system: &'a HybridSystem, params: &'a [f64], error_controlled: bool) -> Self {
+    pub(crate) fn new(
+        system: &'a HybridSystem,
+        params: &'a [f64],
+        error_controlled: bool,
+        apply_saltation: bool,
+    ) -> Self {
         let (n, n_params) = (system.state_dim(), system.param_dim());
         Self {
             system,
@@ -40,6 +47,7 @@ impl<'a> ForwardSensitivity<'a> {
             n,
             n_params,
             error_controlled,
+            apply_saltation,
             partials: FlowPartials::zeros(n, n_params),
             saltation: SaltationWorkspace::new(n, n_params),
             event_time_gradients: Vec::new(),
@@ -103,10 +111,17 @@ impl Augmentation for ForwardSensitivity<'_> {
         );
         let s_minus = DMatrixView::from_slice(before, n, m);
         let mut s_plus = DMatrixViewMut::from_slice(after, n, m);
-        s_plus.gemm(1.0, &sal.xi, &s_minus, 0.0);
+        let (jump_x, jump_p) = if self.apply_saltation {
+            (&sal.xi, &sal.xi_p)
+        } else {
+            let reset = self.saltation.reset_partials();
+            (&reset.x, &reset.p)
+        };
+        s_plus.gemm(1.0, jump_x, &s_minus, 0.0);
         s_plus
             .columns_mut(n, self.n_params)
-            .zip_apply(&sal.xi_p, |d, v| *d += v);
+            .zip_apply(jump_p, |d, v| *d += v);
+        let sal = &self.saltation.saltation;
         let mut gradient = vec![0.0; m];
         for (j, g) in gradient.iter_mut().enumerate() {
             let gx_s: f64 = (0..n).map(|i| sal.guard_x[i] * s_minus[(i, j)]).sum();

@@ -194,7 +194,8 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
     let wrt = sys.wrt_names();
     match method {
         Method::Forward | Method::ForwardOnStateSteps => {
-            let mut aug = ForwardSensitivity::new(sys, &problem.params, method == Method::Forward);
+            let mut aug =
+                ForwardSensitivity::new(sys, &problem.params, method == Method::Forward, true);
             let trajectory = ia_events::run(problem, &mut aug)?;
             let final_jacobian = aug.final_jacobian.take().ok_or_else(|| {
                 HybridError::Unsupported("the run ended without a final state".into())
@@ -254,6 +255,20 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
             })
         }
     }
+}
+
+/// Forward sensitivities with the saltation term dropped: each event maps
+/// `S+ = r_x S- + r_p`, as if the event time did not move with the
+/// parameters. This is the answer automatic differentiation of a
+/// time-stepping simulator gives; it exists to show what is lost (on a ball
+/// bouncing on flat ground, `d x(T)/d vy0` comes out 0). Never use it for
+/// real sensitivities.
+pub fn jacobian_without_saltation(problem: &Problem<'_>) -> Result<DMatrix<f64>, HybridError> {
+    let mut aug = ForwardSensitivity::new(problem.system, &problem.params, true, false);
+    ia_events::run(problem, &mut aug)?;
+    aug.final_jacobian
+        .take()
+        .ok_or_else(|| HybridError::Unsupported("the run ended without a final state".into()))
 }
 
 /// The gradient of `loss` by the reverse-mode (discrete) adjoint: one taped

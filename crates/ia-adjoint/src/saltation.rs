@@ -121,6 +121,12 @@ impl SaltationWorkspace {
         out
     }
 
+    /// The reset's partials at the last computed event: the jump a
+    /// differentiated time-stepper applies, blind to the event-time shift.
+    pub fn reset_partials(&self) -> &ResetPartials {
+        &self.reset
+    }
+
     /// Computes the saltation of a recorded event.
     pub fn compute_for(
         &mut self,

@@ -16,9 +16,12 @@
 //!   declared first fires first.
 //! * Restart: after the reset, every guard of the new mode is re-evaluated.
 //!   A guard within the location uncertainty of zero takes the side its rate
-//!   points to; a guard (at zero or not) that is already beyond zero in its
-//!   direction fires at once, at the same time, with its own reset. Such
-//!   immediate events count towards Zeno detection like any other.
+//!   points to. The transition that just fired is armed on that side, so a
+//!   threshold crossed with an identity reset is not fired again. Any other
+//!   guard at zero heading into its crossing, and any guard already beyond
+//!   zero in its direction, fires at once, at the same time, with its own
+//!   reset (simultaneous events). Such immediate events count towards Zeno
+//!   detection like any other.
 //! * A guard that crosses zero and back within one step is not seen; bound
 //!   the step with `max_step` where that can happen.
 
@@ -161,9 +164,9 @@ impl Convergency<f64> for TimeTolerance {
     }
 }
 
-/// Samples used to find a bracket when the step start does not lie on the
-/// guard's recorded side (right after an event).
-const BRACKET_SAMPLES: usize = 64;
+/// Halvings of the step searched for a bracket when the step start does not
+/// lie on the guard's recorded side (right after an event).
+const BRACKET_DOUBLINGS: usize = 60;
 
 struct Run<'p, 's, A> {
     problem: &'p Problem<'p>,
@@ -422,23 +425,28 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             guard.value(t, x_probe, p)
         };
         // Right after an event the start may sit a rounding error on the far
-        // side of zero: bracket from the first sample on the recorded side.
+        // side of zero: bracket from the first point on the recorded side,
+        // searching offsets that grow geometrically from the start (the
+        // guard leaves zero right after the event, possibly far earlier than
+        // the step's end).
         let mut lo = t_prev;
         let mut hi = t_new;
         if g_at(t_prev) * side <= 0.0 {
+            let width = t_new - t_prev;
             let mut found = None;
-            let mut on_side = false;
-            let mut previous = t_prev;
-            for i in 1..=BRACKET_SAMPLES {
-                let t = t_prev + (t_new - t_prev) * i as f64 / BRACKET_SAMPLES as f64;
+            let mut on_side: Option<f64> = None;
+            for i in (0..=BRACKET_DOUBLINGS).rev() {
+                let t = t_prev + width * 0.5f64.powi(i as i32);
                 let g = g_at(t);
-                if !on_side {
-                    on_side = g * side > 0.0;
-                } else if g * side <= 0.0 {
-                    found = Some((previous, t));
-                    break;
+                match on_side {
+                    None if g * side > 0.0 => on_side = Some(t),
+                    Some(a) if g * side <= 0.0 => {
+                        found = Some((a, t));
+                        break;
+                    }
+                    Some(_) => on_side = Some(t),
+                    None => {}
                 }
-                previous = t;
             }
             match found {
                 Some((a, b)) => {
@@ -494,7 +502,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 return Ok(Some(self.finish(t, &y)));
             }
             self.rhs.mode = tr.to;
-            match self.arm_guards(t, residual)? {
+            match self.arm_guards(t, residual, transition)? {
                 Some(next) => transition = next,
                 None => {
                     self.restart(t)?;
@@ -595,7 +603,19 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
 
     /// Sets each guard's side in the new mode at `t` from `self.y`; returns a
     /// transition that must fire at once, if any (the first declared).
-    fn arm_guards(&mut self, t: f64, residual: f64) -> Result<Option<usize>, HybridError> {
+    ///
+    /// A guard within `residual` of zero counts as sitting on zero and takes
+    /// the side its rate points to. The transition that just `fired` is then
+    /// armed on that side (it has had its event; an identity reset on a
+    /// threshold lets the state run on through); any other guard sitting on
+    /// zero and heading into its crossing is a simultaneous event and fires
+    /// at once, as does any guard already beyond zero.
+    fn arm_guards(
+        &mut self,
+        t: f64,
+        residual: f64,
+        fired: usize,
+    ) -> Result<Option<usize>, HybridError> {
         let system = self.system();
         let n = self.rhs.n;
         let p = &self.problem.params;
@@ -625,7 +645,8 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             } else {
                 g
             };
-            if guard.direction().violated_at_start(heading) {
+            let at_zero = g.abs() <= residual;
+            if guard.direction().violated_at_start(heading) && !(at_zero && k == fired) {
                 return Ok(Some(k));
             }
             self.sides[k] = heading.signum();
@@ -643,19 +664,20 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             ))
         } else {
             let span = self.problem.t_end - self.problem.t0;
-            let gap = events
-                .len()
-                .checked_sub(2)
-                .map(|i| t - events[i].time)
-                .unwrap_or(f64::INFINITY);
-            if gap < options.zeno_separation * span {
+            let gap = |i: usize| events[i].time - events[i - 1].time;
+            let last = events.len() - 1;
+            let shrinking = last >= 2 && gap(last) <= gap(last - 1);
+            if last >= 1
+                && gap(last) < options.zeno_separation * span
+                && (shrinking || self.zeno_streak == 0)
+            {
                 self.zeno_streak += 1;
             } else {
                 self.zeno_streak = 0;
             }
             (self.zeno_streak >= options.zeno_run).then(|| {
                 format!(
-                    "{} consecutive gaps between events shorter than zeno_separation * span = {:e}",
+                    "{} consecutive gaps between events, each no longer than the one before, shorter than zeno_separation * span = {:e}",
                     self.zeno_streak,
                     options.zeno_separation * span
                 )

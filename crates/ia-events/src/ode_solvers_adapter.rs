@@ -12,7 +12,7 @@
 
 use crate::stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
 use ode_solvers::dop_shared::IntegrationError;
-use ode_solvers::{DVector, Dop853, Dopri5, Rk4, System};
+use ode_solvers::{DVector, Dop853, Dopri5, OutputType, Rk4, System};
 use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
 
@@ -126,11 +126,15 @@ impl OdeSolversStepper {
             }
             OdeSolversMethod::Dopri5 => {
                 let mut solver = Dopri5::new(&wrapped, t0, t0 + h, h, start, self.rtol, self.atol);
+                // Sparse output: the last entry is the integrated end state,
+                // not an interpolant.
+                solver.set_output(OutputType::Sparse);
                 let stats = solver.integrate().map_err(solver_failure)?;
                 (solver.y_out().last().cloned(), stats.rejected_steps)
             }
             OdeSolversMethod::Dop853 => {
                 let mut solver = Dop853::new(&wrapped, t0, t0 + h, h, start, self.rtol, self.atol);
+                solver.set_output(OutputType::Sparse);
                 let stats = solver.integrate().map_err(solver_failure)?;
                 (solver.y_out().last().cloned(), stats.rejected_steps)
             }

@@ -162,10 +162,12 @@ pub struct EventOptions {
     pub grazing_threshold: f64,
     /// More events than this is reported as Zeno.
     pub max_events: usize,
-    /// Events closer together than this fraction of the span count as
-    /// accumulating...
+    /// A gap between consecutive events shorter than this fraction of the
+    /// span counts towards accumulation...
     pub zeno_separation: f64,
-    /// ...and this many such gaps in a row is reported as Zeno.
+    /// ...and this many such gaps in a row, each no longer than the one
+    /// before, is reported as Zeno (events converging on an accumulation
+    /// point, as a bouncing ball with restitution below one does).
     pub zeno_run: usize,
 }
 
@@ -173,10 +175,10 @@ impl Default for EventOptions {
     fn default() -> Self {
         Self {
             time_tolerance: None,
-            grazing_threshold: 1e-9,
+            grazing_threshold: 1e-7,
             max_events: 10_000,
-            zeno_separation: 1e-6,
-            zeno_run: 5,
+            zeno_separation: 1e-5,
+            zeno_run: 3,
         }
     }
 }

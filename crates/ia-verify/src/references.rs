@@ -1,0 +1,146 @@
+//! The closed-form reference cases computed outside this project
+//! (`shared/references/closed_form.json`, beside the repository), and the
+//! comparison rule the checks use.
+
+use ia_core::HybridError;
+use ia_events::Problem;
+use ia_models::Model;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// One reference case: a model run and its closed-form results.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ReferenceCase {
+    /// Model name (as in `ia_models::by_name`).
+    pub model: String,
+    /// Initial mode, where the model has several.
+    #[serde(default)]
+    pub initial_mode: Option<String>,
+    /// Initial state by name.
+    pub initial_state: BTreeMap<String, f64>,
+    /// Parameters by name.
+    pub params: BTreeMap<String, f64>,
+    /// End time.
+    pub t_end: f64,
+    /// Final state by name.
+    pub final_state: BTreeMap<String, f64>,
+    /// Event times in order.
+    pub event_times: Vec<f64>,
+    /// `jacobian[state][wrt]`, wrt being `initial.<state>` or `param.<name>`.
+    pub jacobian: BTreeMap<String, BTreeMap<String, f64>>,
+    /// `event_time_jacobian[event index][wrt]`, where given.
+    #[serde(default)]
+    pub event_time_jacobian: BTreeMap<String, BTreeMap<String, f64>>,
+}
+
+#[derive(Deserialize)]
+struct ReferenceFile {
+    cases: BTreeMap<String, ReferenceCase>,
+}
+
+/// Where the reference file lies: `$IA_REFERENCES` if set, else
+/// `shared/references/closed_form.json` beside the repository.
+pub fn reference_path() -> PathBuf {
+    match std::env::var_os("IA_REFERENCES") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/references/closed_form.json"),
+    }
+}
+
+/// Loads every reference case by name.
+pub fn load_references() -> Result<BTreeMap<String, ReferenceCase>, String> {
+    let path = reference_path();
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read the references at {}: {e}", path.display()))?;
+    let file: ReferenceFile =
+        serde_json::from_str(&text).map_err(|e| format!("cannot parse {}: {e}", path.display()))?;
+    Ok(file.cases)
+}
+
+/// Loads the reference case `name`.
+pub fn reference_case(name: &str) -> Result<ReferenceCase, String> {
+    let mut cases = load_references()?;
+    let valid: Vec<String> = cases.keys().cloned().collect();
+    cases
+        .remove(name)
+        .ok_or_else(|| format!("no reference case '{name}'; valid: {}", valid.join(", ")))
+}
+
+fn ordered(
+    values: &BTreeMap<String, f64>,
+    names: &[String],
+    kind: &str,
+) -> Result<Vec<f64>, HybridError> {
+    for key in values.keys() {
+        if !names.contains(key) {
+            return Err(HybridError::UnknownName {
+                kind: kind.into(),
+                name: key.clone(),
+                valid: names.to_vec(),
+            });
+        }
+    }
+    names
+        .iter()
+        .map(|n| {
+            values
+                .get(n)
+                .copied()
+                .ok_or_else(|| HybridError::DimensionMismatch {
+                    what: format!("{kind} entries (missing '{n}')"),
+                    expected: names.len(),
+                    found: values.len(),
+                })
+        })
+        .collect()
+}
+
+impl ReferenceCase {
+    /// The initial state in the model's order.
+    pub fn initial_state_vector(&self, model: &dyn Model) -> Result<Vec<f64>, HybridError> {
+        ordered(&self.initial_state, &model.spec().state_names(), "state")
+    }
+
+    /// The parameters in the model's order.
+    pub fn params_vector(&self, model: &dyn Model) -> Result<Vec<f64>, HybridError> {
+        ordered(&self.params, &model.spec().param_names(), "parameter")
+    }
+
+    /// The final state in the model's order.
+    pub fn final_state_vector(&self, model: &dyn Model) -> Result<Vec<f64>, HybridError> {
+        ordered(&self.final_state, &model.spec().state_names(), "state")
+    }
+
+    /// The run of this case on `system` (built from `model`), with the
+    /// default solver; set the solver on the result.
+    pub fn problem<'a>(
+        &self,
+        model: &dyn Model,
+        system: &'a ia_core::HybridSystem,
+    ) -> Result<Problem<'a>, HybridError> {
+        let mode = self
+            .initial_mode
+            .clone()
+            .unwrap_or_else(|| model.spec().initial_mode);
+        Problem::new(
+            system,
+            self.initial_state_vector(model)?,
+            self.params_vector(model)?,
+            self.t_end,
+        )
+        .with_mode(&mode)
+    }
+}
+
+/// The comparison rule of the checks: relative error `|v - r| / |r|` where
+/// `|r| >= floor`, absolute error `|v - r|` below it.
+pub fn reference_error(value: f64, reference: f64, floor: f64) -> f64 {
+    let diff = (value - reference).abs();
+    if reference.abs() >= floor {
+        diff / reference.abs()
+    } else {
+        diff
+    }
+}
