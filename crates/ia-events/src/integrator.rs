@@ -28,8 +28,8 @@
 use crate::problem::Problem;
 use crate::stepper::{OdeRhs, StepFailure, Stepper};
 use ia_core::{
-    EventRecord, GuardPartials, HybridError, HybridSystem, Observation, Segment, SolverStats,
-    Trajectory,
+    Direction, EventRecord, GuardPartials, HybridError, HybridSystem, Observation, Segment,
+    SolverStats, Trajectory,
 };
 use roots::{find_root_brent, Convergency};
 
@@ -175,6 +175,12 @@ struct Run<'p, 's, A> {
     time_tolerance: f64,
     /// Side (+1 or -1) each transition's guard was last seen on.
     sides: Vec<f64>,
+    /// Per transition, the band around zero within which the guard's value
+    /// is rounding noise of the last event...
+    zero_bands: Vec<f64>,
+    /// ...for steps starting before this time (the guard, leaving zero at
+    /// its rate, clears the band by then).
+    band_ends: Vec<f64>,
     /// Guard values at the end of the current step, per transition.
     guard_values: Vec<f64>,
     /// State (full, with extras) right after the last event or at the start.
@@ -236,6 +242,8 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             stepper,
             time_tolerance: problem.time_tolerance(),
             sides: vec![0.0; transitions],
+            zero_bands: vec![0.0; transitions],
+            band_ends: vec![f64::NEG_INFINITY; transitions],
             guard_values: vec![0.0; transitions],
             y_after: vec![0.0; dim],
             y,
@@ -301,13 +309,22 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                     self.step_taken();
                     for &k in &self.system().modes()[self.mode()].outgoing {
                         let g = self.guard_values[k];
-                        if g != 0.0 {
+                        if g.abs() > self.band(k, t_prev) {
                             self.sides[k] = g.signum();
                         }
                     }
                     t = t_new;
                 }
             }
+        }
+    }
+
+    /// The rounding band of transition `k`'s guard for a step from `t_start`.
+    fn band(&self, k: usize, t_start: f64) -> f64 {
+        if t_start <= self.band_ends[k] {
+            self.zero_bands[k]
+        } else {
+            0.0
         }
     }
 
@@ -394,7 +411,9 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 ));
             }
             self.guard_values[k] = g;
-            if !transition.guard.direction().crossed(self.sides[k], g) {
+            // Still within the rounding band of the last event: not a crossing.
+            let still_at_zero = g.abs() <= self.band(k, t_prev);
+            if still_at_zero || !transition.guard.direction().crossed(self.sides[k], g) {
                 continue;
             }
             let t_k = self.locate(k, t_prev, t_new)?;
@@ -414,6 +433,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         let system = self.system();
         let guard = &system.transitions()[k].guard;
         let side = self.sides[k];
+        let band = self.band(k, t_prev);
         let p = &self.problem.params;
         let stepper = &mut *self.stepper;
         let rhs = &mut self.rhs;
@@ -431,7 +451,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         // the step's end).
         let mut lo = t_prev;
         let mut hi = t_new;
-        if g_at(t_prev) * side <= 0.0 {
+        if g_at(t_prev) * side <= band {
             let width = t_new - t_prev;
             let mut found = None;
             let mut on_side: Option<f64> = None;
@@ -439,7 +459,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 let t = t_prev + width * 0.5f64.powi(i as i32);
                 let g = g_at(t);
                 match on_side {
-                    None if g * side > 0.0 => on_side = Some(t),
+                    None if g * side > band => on_side = Some(t),
                     Some(a) if g * side <= 0.0 => {
                         found = Some((a, t));
                         break;
@@ -454,7 +474,6 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                     hi = b;
                 }
                 None => {
-                    drop(g_at);
                     self.trajectory.stats.root_iterations += evaluations;
                     let name = system.transitions()[k].name.clone();
                     return Err(HybridError::EventLocation {
@@ -541,7 +560,25 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         } else {
             0.0
         };
-        if !(transversality >= self.problem.events.grazing_threshold) || guard_rate == 0.0 {
+        let direction = transition.guard.direction();
+        let against = match direction {
+            Direction::Falling => guard_rate > 0.0,
+            Direction::Rising => guard_rate < 0.0,
+            Direction::Either => false,
+        };
+        if against {
+            return Err(HybridError::EventLocation {
+                transition: transition.name.clone(),
+                from: t,
+                to: t,
+                reason: format!(
+                    "at the event the guard's rate {guard_rate:e} points against its direction ({direction:?}): the guard is moving back out of its crossing, so this is no {direction:?} crossing (after a reset, a guard left beyond zero and moving away from it causes this)"
+                ),
+                trajectory: Box::new(self.snapshot()),
+            });
+        }
+        let transversal = transversality >= self.problem.events.grazing_threshold;
+        if !transversal || guard_rate == 0.0 {
             return Err(HybridError::Grazing {
                 transition: transition.name.clone(),
                 time: t,
@@ -650,6 +687,12 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 return Ok(Some(k));
             }
             self.sides[k] = heading.signum();
+            self.zero_bands[k] = if at_zero { residual } else { 0.0 };
+            self.band_ends[k] = if at_zero && heading != 0.0 {
+                t + 10.0 * residual / heading.abs()
+            } else {
+                t
+            };
         }
         Ok(None)
     }
@@ -688,7 +731,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             Some(reason) => Err(HybridError::Zeno {
                 reason,
                 last_event_time: t,
-                trajectory: Box::new(self.snapshot_at(t, &self.y[..self.rhs.n].to_vec())),
+                trajectory: Box::new(self.snapshot_at(t, &self.y[..self.rhs.n])),
             }),
         }
     }

@@ -74,7 +74,7 @@ impl SolverChoice {
             }
         };
         let tolerance = |name: &str, v: f64| {
-            if v.is_finite() && v >= 1e-15 && v < 1.0 {
+            if (1e-15..1.0).contains(&v) {
                 Ok(())
             } else {
                 Err(HybridError::invalid(

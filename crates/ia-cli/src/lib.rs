@@ -1,0 +1,270 @@
+//! # ia-cli: the `impact-adjoint` command line
+//!
+//! Runs a scenario file of a ready model (from `ia-models`) and prints the
+//! trajectory and its exact sensitivities (from `ia-adjoint`) as one JSON
+//! document, so that scripts and other languages can drive the library
+//! without writing Rust. The command names, the scenario format and the
+//! output format below are a public contract.
+//!
+//! ## Commands
+//!
+//! ```text
+//! impact-adjoint models [--json]
+//! impact-adjoint simulate FILE
+//! impact-adjoint gradient FILE [--method forward|adjoint]
+//! ```
+//!
+//! * `models` lists the ready models with their states, parameters (with
+//!   defaults and units), modes, transitions and default run length: a
+//!   table for people by default, with `--json` a JSON array of the
+//!   [`ia_models::ModelSpec`] records (`name`, `description`, `states`,
+//!   `params`, `modes`, `initial_mode`, `t_end`, `transitions`; each state and
+//!   parameter is `{"name", "default", "unit"}`).
+//! * `simulate FILE` runs the scenario in `FILE` and prints the run.
+//! * `gradient FILE` runs it with sensitivities and prints the run with the
+//!   Jacobians. `--method forward` (the default) uses forward sensitivities
+//!   ([`ia_adjoint::Method::Forward`]); `--method adjoint` uses the discrete
+//!   adjoint ([`ia_adjoint::Method::Adjoint`]), one backward pass per output
+//!   row. The adjoint needs the built-in steppers: with an `ode_solvers.*`
+//!   solver it fails with the library's `unsupported` error.
+//!
+//! `FILE` `-` reads the scenario from standard input.
+//!
+//! ## Scenario format
+//!
+//! A JSON object:
+//!
+//! ```json
+//! {"model": "ball2d-bowl",
+//!  "params": {"g": 9.81, "e": 0.85, "c": 0.4},
+//!  "initial_state": {"x": 0.3, "y": 1.0, "vx": 0.5, "vy": 0.0},
+//!  "initial_mode": "flight",
+//!  "t_end": 2.5,
+//!  "observe": [0.5, 1.0],
+//!  "solver": {"method": "dopri5", "rtol": 1e-12, "atol": 1e-12},
+//!  "max_events": 10000}
+//! ```
+//!
+//! | key | required | meaning |
+//! |---|---|---|
+//! | `model` | yes | a model name (see `impact-adjoint models`) |
+//! | `t_end` | yes | end time, `> 0`; the run starts at `t = 0` |
+//! | `params` | no | parameter values by name; missing ones take the model's defaults |
+//! | `initial_state` | no | initial state entries by name; missing ones take the model's defaults |
+//! | `initial_mode` | no | the mode the run starts in; default the model's initial mode |
+//! | `observe` | no | times in `[0, t_end]`, non-decreasing, at which the state (and its Jacobian) is reported |
+//! | `solver` | no | the solver, below; default `{"method": "dopri5"}` |
+//! | `max_events` | no | more events than this is reported as Zeno; default 10000 |
+//!
+//! Solvers (`solver.method`, then that method's keys; every key but `method`
+//! is optional):
+//!
+//! | method | keys | defaults |
+//! |---|---|---|
+//! | `dopri5` (default) | `rtol`, `atol`, `max_step` | `rtol = atol = 1e-10`, step unbounded |
+//! | `rk4` | `dt` (fixed step) | `dt = t_end / 1000` |
+//! | `ode_solvers.dopri5`, `ode_solvers.dop853` | `rtol`, `atol`, `macro_step` | `rtol = atol = 1e-10`, `macro_step = t_end / 100` |
+//! | `ode_solvers.rk4` | `rtol`, `atol` (unused), `macro_step` (its fixed step) | `macro_step = t_end / 1000` |
+//!
+//! The `ode_solvers.*` methods run the `ode_solvers` crate's integrators
+//! through the library's adapter: one adapter step runs the wrapped
+//! integrator over `macro_step` of time (with its own adaptive steps for
+//! dopri5 and dop853; as one classical step for rk4, hence its smaller
+//! default). Tolerances lie in `[1e-15, 1)`; `dt`, `max_step` and
+//! `macro_step` are greater than 0.
+//!
+//! Checks: an unknown key (in the scenario or in `solver`) is an error
+//! naming the key and the valid keys; an unknown model, state, parameter,
+//! mode or solver method names the offender and lists the valid names;
+//! every number must be finite (JSON has no NaN or Infinity, and a number
+//! that overflows to infinity, like `1e999`, is rejected); parameters must
+//! be physically possible: see the per-model table in [`rules`] (for
+//! example `g > 0`, masses, lengths and time constants `> 0`, restitution
+//! `e` in `[0, 1]`).
+//!
+//! ## Output format
+//!
+//! `gradient` prints:
+//!
+//! ```json
+//! {"model": "ball2d-bowl", "method": "forward", "t_end": 2.5, "final_mode": "flight",
+//!  "final_state": {"x": 0.1, "y": 0.2, "vx": 0.3, "vy": 0.4},
+//!  "wrt": ["initial.x", "initial.y", "initial.vx", "initial.vy", "param.g", "param.e", "param.c"],
+//!  "jacobian": {"x": {"initial.x": 1.0, "...": 0.0, "param.c": 0.5}, "y": {"...": 0.0}},
+//!  "events": [{"index": 0, "time": 0.4, "transition": "impact",
+//!              "from_mode": "flight", "to_mode": "flight",
+//!              "state_before": {"x": 0.1}, "state_after": {"x": 0.1},
+//!              "time_gradient": {"initial.x": 0.1, "...": 0.0, "param.c": 0.2}}],
+//!  "observations": [{"time": 0.5, "state": {"x": 0.1}, "jacobian": {"x": {"...": 0.0}}}],
+//!  "stats": {"steps": 120, "rhs_evaluations": 800, "events": 4}}
+//! ```
+//!
+//! * `final_state`, `state_before`, `state_after` and `state` map every state
+//!   name to its value, in the model's state order.
+//! * `wrt` names the columns: `initial.<state>` for each state, then
+//!   `param.<name>` for each parameter, in the model's order.
+//! * `jacobian[s][w]` is `d s(t_end) / d w`: rows in state order, columns in
+//!   `wrt` order. An observation's `jacobian` is the same for the state at
+//!   its time. An event's `time_gradient[w]` is `d t* / d w`.
+//! * `method` is `forward` or `adjoint`; `stats` counts accepted steps,
+//!   right-hand-side evaluations and events.
+//!
+//! `simulate` prints the same document without the derivative fields:
+//! no `method`, `wrt`, `jacobian`, `time_gradient` or observation
+//! `jacobian`.
+//!
+//! Numbers print with full `f64` precision (the shortest text that reads
+//! back to the same number).
+//!
+//! ## Errors and exit status
+//!
+//! Success exits 0. Any failure prints one line on standard error,
+//! `error: <kind>: <message>`, and exits with status 2: bad input (kinds
+//! `malformed_json` with line and column, `invalid_scenario`,
+//! `unknown_name`, `invalid_option`, `io`), a failure of the solver (`zeno`,
+//! `grazing`, `step_size_underflow`, `guard_violated_at_start`,
+//! `event_location`, `non_finite`), a request the method cannot serve
+//! (`unsupported`), and usage errors (no subcommand, an unknown flag).
+//!
+//! ## Use as a library
+//!
+//! ```
+//! let scenario = r#"{"model": "two-ball", "t_end": 1}"#;
+//! let out = ia_cli::gradient(scenario, "example", ia_cli::GradientMethod::Forward).unwrap();
+//! let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+//! assert!((doc["final_state"]["x2"].as_f64().unwrap() - 1.2).abs() < 1e-9);
+//! assert!((doc["jacobian"]["x2"]["initial.v1"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod report;
+pub mod rules;
+pub mod scenario;
+
+pub use error::CliError;
+pub use scenario::Scenario;
+
+use ia_adjoint::Method;
+
+/// The sensitivity method of `gradient`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GradientMethod {
+    /// Forward sensitivities, [`Method::Forward`].
+    #[default]
+    Forward,
+    /// The discrete adjoint, [`Method::Adjoint`].
+    Adjoint,
+}
+
+impl GradientMethod {
+    /// The name printed in the output's `method` field.
+    pub fn name(self) -> &'static str {
+        match self {
+            GradientMethod::Forward => "forward",
+            GradientMethod::Adjoint => "adjoint",
+        }
+    }
+
+    /// The library's method.
+    pub fn method(self) -> Method {
+        match self {
+            GradientMethod::Forward => Method::Forward,
+            GradientMethod::Adjoint => Method::Adjoint,
+        }
+    }
+}
+
+/// `impact-adjoint simulate`: the JSON document for the scenario in `text`
+/// (`source` names it in error messages).
+pub fn simulate(text: &str, source: &str) -> Result<String, CliError> {
+    let scenario = Scenario::parse(text, source)?;
+    let problem = scenario.problem()?;
+    let trajectory = ia_events::simulate(&problem)?;
+    Ok(report::document(&scenario.spec.name, scenario.t_end, &trajectory, None).to_pretty_string())
+}
+
+/// `impact-adjoint gradient`: the JSON document, with Jacobians, for the
+/// scenario in `text` (`source` names it in error messages).
+pub fn gradient(text: &str, source: &str, method: GradientMethod) -> Result<String, CliError> {
+    let scenario = Scenario::parse(text, source)?;
+    let problem = scenario.problem()?;
+    let sens = ia_adjoint::jacobian(&problem, method.method())?;
+    Ok(report::document(
+        &scenario.spec.name,
+        scenario.t_end,
+        &sens.trajectory,
+        Some((method.name(), &sens)),
+    )
+    .to_pretty_string())
+}
+
+/// `impact-adjoint models --json`: every model's [`ia_models::ModelSpec`], as
+/// a JSON array.
+pub fn models_json() -> String {
+    let specs: Vec<ia_models::ModelSpec> = ia_models::catalog().iter().map(|m| m.spec()).collect();
+    serde_json::to_string_pretty(&specs).unwrap_or_else(|e| format!("[\"error: {e}\"]"))
+}
+
+/// `impact-adjoint models`: every model, for people.
+pub fn models_table() -> String {
+    use std::fmt::Write;
+    let quantities = |qs: &[ia_models::Quantity]| {
+        qs.iter()
+            .map(|q| {
+                if q.unit == "1" {
+                    format!("{} = {}", q.name, q.default)
+                } else {
+                    format!("{} = {} {}", q.name, q.default, q.unit)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = String::new();
+    for model in ia_models::catalog() {
+        let spec = model.spec();
+        let modes = spec
+            .modes
+            .iter()
+            .map(|m| {
+                if *m == spec.initial_mode {
+                    format!("{m} (initial)")
+                } else {
+                    m.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let transitions = spec
+            .transitions
+            .iter()
+            .map(|t| {
+                let dir = serde_json::to_value(t.direction)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                format!("{} ({} -> {}, guard {dir})", t.name, t.from, t.to)
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let rules = rules::rules_for(&spec.name)
+            .iter()
+            .map(|(p, r, _)| format!("{p} {}", r.describe()))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let _ = writeln!(out, "{}", spec.name);
+        let _ = writeln!(out, "  {}", spec.description);
+        let _ = writeln!(out, "  states:       {}", quantities(&spec.states));
+        let _ = writeln!(out, "  params:       {}", quantities(&spec.params));
+        if !rules.is_empty() {
+            let _ = writeln!(out, "  valid params: {rules}");
+        }
+        let _ = writeln!(out, "  modes:        {modes}");
+        let _ = writeln!(out, "  transitions:  {transitions}");
+        let _ = writeln!(out, "  t_end:        {} (default run)", spec.t_end);
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,190 @@
+//! Building the JSON documents the commands print (their format is
+//! documented in the [crate documentation](crate)).
+//!
+//! Objects keep their keys in insertion order, so state and parameter keys
+//! appear in the model's order; this is done with a small ordered value type
+//! rather than serde_json's `preserve_order` feature, which would change the
+//! key order of every other crate of the workspace built together with this
+//! one.
+
+use ia_adjoint::Sensitivities;
+use ia_core::Trajectory;
+use nalgebra::DMatrix;
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+
+/// A JSON value whose objects keep their keys in insertion order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Json {
+    /// A number (non-finite values print as `null`, as serde_json does).
+    Num(f64),
+    /// A whole number.
+    Int(u64),
+    /// A string.
+    Str(String),
+    /// An array.
+    Arr(Vec<Json>),
+    /// An object, keys in order.
+    Obj(Vec<(String, Json)>),
+}
+
+impl Serialize for Json {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Json::Num(x) if x.is_finite() => serializer.serialize_f64(*x),
+            Json::Num(_) => serializer.serialize_unit(),
+            Json::Int(n) => serializer.serialize_u64(*n),
+            Json::Str(s) => serializer.serialize_str(s),
+            Json::Arr(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Json::Obj(entries) => {
+                let mut map = serializer.serialize_map(Some(entries.len()))?;
+                for (k, v) in entries {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+impl Json {
+    /// Pretty-printed JSON text.
+    pub fn to_pretty_string(&self) -> String {
+        // Serializing this type into a String cannot fail: every key is a
+        // string and every writer call goes to memory.
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+fn str(s: &str) -> Json {
+    Json::Str(s.to_string())
+}
+
+/// `{name: value}` in the order of `names`.
+fn named(names: &[String], values: &[f64]) -> Json {
+    Json::Obj(
+        names
+            .iter()
+            .zip(values)
+            .map(|(n, &v)| (n.clone(), Json::Num(v)))
+            .collect(),
+    )
+}
+
+/// `{state: {wrt: d state / d wrt}}`.
+fn jacobian(states: &[String], wrt: &[String], jac: &DMatrix<f64>) -> Json {
+    Json::Obj(
+        states
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let row: Vec<f64> = (0..wrt.len()).map(|j| jac[(i, j)]).collect();
+                (s.clone(), named(wrt, &row))
+            })
+            .collect(),
+    )
+}
+
+/// The output of `simulate` (`sens` absent) or `gradient` (`sens` present,
+/// with the method's name).
+pub fn document(
+    model: &str,
+    t_end: f64,
+    trajectory: &Trajectory,
+    sens: Option<(&str, &Sensitivities)>,
+) -> Json {
+    let states = &trajectory.state_names;
+    let mut out = vec![("model".to_string(), str(model))];
+    if let Some((method, _)) = sens {
+        out.push(("method".into(), str(method)));
+    }
+    out.push(("t_end".into(), Json::Num(t_end)));
+    out.push(("final_mode".into(), str(&trajectory.final_mode)));
+    out.push(("final_state".into(), named(states, &trajectory.final_state)));
+    if let Some((_, s)) = sens {
+        out.push((
+            "wrt".into(),
+            Json::Arr(s.wrt.iter().map(|w| str(w)).collect()),
+        ));
+        out.push((
+            "jacobian".into(),
+            jacobian(states, &s.wrt, &s.final_jacobian),
+        ));
+    }
+    let events = trajectory
+        .events
+        .iter()
+        .enumerate()
+        .map(|(k, e)| {
+            let mut ev = vec![
+                ("index".to_string(), Json::Int(e.index as u64)),
+                ("time".into(), Json::Num(e.time)),
+                ("transition".into(), str(&e.transition)),
+                ("from_mode".into(), str(&e.from_mode)),
+                ("to_mode".into(), str(&e.to_mode)),
+                ("state_before".into(), named(states, &e.state_before)),
+                ("state_after".into(), named(states, &e.state_after)),
+            ];
+            if let Some((_, s)) = sens {
+                if let Some(g) = s.event_time_gradients.get(k) {
+                    ev.push(("time_gradient".into(), named(&s.wrt, g)));
+                }
+            }
+            Json::Obj(ev)
+        })
+        .collect();
+    out.push(("events".into(), Json::Arr(events)));
+    let observations = trajectory
+        .observations
+        .iter()
+        .enumerate()
+        .map(|(k, o)| {
+            let mut ob = vec![
+                ("time".to_string(), Json::Num(o.time)),
+                ("state".into(), named(states, &o.state)),
+            ];
+            if let Some((_, s)) = sens {
+                if let Some(j) = s.observation_jacobians.get(k) {
+                    ob.push(("jacobian".into(), jacobian(states, &s.wrt, j)));
+                }
+            }
+            Json::Obj(ob)
+        })
+        .collect();
+    out.push(("observations".into(), Json::Arr(observations)));
+    let st = &trajectory.stats;
+    out.push((
+        "stats".into(),
+        Json::Obj(vec![
+            ("steps".into(), Json::Int(st.steps as u64)),
+            (
+                "rhs_evaluations".into(),
+                Json::Int(st.rhs_evaluations as u64),
+            ),
+            ("events".into(), Json::Int(st.events as u64)),
+        ]),
+    ));
+    Json::Obj(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_keep_insertion_order_and_full_precision() {
+        let v = Json::Obj(vec![
+            ("z".into(), Json::Num(0.1 + 0.2)),
+            ("a".into(), Json::Num(f64::NAN)),
+            ("m".into(), Json::Int(3)),
+        ]);
+        let text = serde_json::to_string(&v).unwrap();
+        assert_eq!(text, r#"{"z":0.30000000000000004,"a":null,"m":3}"#);
+    }
+}

@@ -1,0 +1,352 @@
+//! Reading and checking a scenario file (its format is documented in the
+//! [crate documentation](crate)).
+
+use crate::error::CliError;
+use crate::rules;
+use ia_core::{HybridError, HybridSystem};
+use ia_events::{EventOptions, OdeSolversMethod, Problem, SolverChoice};
+use ia_models::ModelSpec;
+use serde_json::{Map, Value};
+
+/// The keys a scenario may have.
+pub const SCENARIO_KEYS: [&str; 8] = [
+    "model",
+    "params",
+    "initial_state",
+    "initial_mode",
+    "t_end",
+    "observe",
+    "solver",
+    "max_events",
+];
+
+/// The solver method names a scenario may give, the default first.
+pub const SOLVER_METHODS: [&str; 5] = [
+    "dopri5",
+    "rk4",
+    "ode_solvers.dopri5",
+    "ode_solvers.dop853",
+    "ode_solvers.rk4",
+];
+
+/// Default `rtol` and `atol` of the adaptive solvers.
+pub const DEFAULT_TOLERANCE: f64 = 1e-10;
+
+/// Default step of `rk4`, and of `ode_solvers.rk4`'s macro step, as a
+/// fraction of `t_end`.
+pub const DEFAULT_RK4_STEPS: f64 = 1000.0;
+
+/// Default macro step of `ode_solvers.dopri5` and `ode_solvers.dop853`, as a
+/// fraction of `t_end`.
+pub const DEFAULT_MACRO_STEPS: f64 = 100.0;
+
+/// A checked scenario: a catalogue model with every value filled in.
+#[derive(Debug)]
+pub struct Scenario {
+    /// The model's description.
+    pub spec: ModelSpec,
+    /// The model's hybrid system.
+    pub system: HybridSystem,
+    /// Parameter values, in the model's order.
+    pub params: Vec<f64>,
+    /// Initial state, in the model's order.
+    pub initial_state: Vec<f64>,
+    /// Initial mode name.
+    pub initial_mode: String,
+    /// End time (the run starts at `t = 0`).
+    pub t_end: f64,
+    /// Observation times.
+    pub observe: Vec<f64>,
+    /// The solver.
+    pub solver: SolverChoice,
+    /// Event options (`max_events` from the scenario, the rest defaults).
+    pub events: EventOptions,
+}
+
+impl Scenario {
+    /// Parses and checks the scenario in `text`; `source` names where it
+    /// came from in messages (a file name, or `standard input`).
+    pub fn parse(text: &str, source: &str) -> Result<Self, CliError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| malformed(&e, source))?;
+        Self::from_value(&value)
+    }
+
+    /// Checks a scenario already parsed as JSON.
+    pub fn from_value(value: &Value) -> Result<Self, CliError> {
+        let obj = value.as_object().ok_or_else(|| {
+            invalid(format!(
+                "a scenario must be a JSON object, got {}",
+                type_name(value)
+            ))
+        })?;
+        check_keys(obj, &SCENARIO_KEYS, "the scenario")?;
+
+        let model_name = match obj.get("model") {
+            None => return Err(missing("model", "the scenario")),
+            Some(Value::String(s)) => s.as_str(),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "'model' must be a string (a model name), got {}",
+                    type_name(other)
+                )))
+            }
+        };
+        let model = ia_models::by_name(model_name)?;
+        let spec = model.spec();
+        let system = model.system();
+
+        let t_end = match obj.get("t_end") {
+            None => return Err(missing("t_end", "the scenario")),
+            Some(v) => number(v, "t_end")?,
+        };
+        if t_end <= 0.0 {
+            return Err(HybridError::invalid(
+                "t_end",
+                t_end,
+                "must be greater than 0 (runs start at t = 0)",
+            )
+            .into());
+        }
+
+        let mut params = spec.default_params();
+        if let Some(v) = obj.get("params") {
+            for (name, x) in object(v, "params")? {
+                let i = spec.param_index(name)?;
+                params[i] = number(x, &format!("params.{name}"))?;
+            }
+        }
+        rules::check_params(&spec.name, &spec.param_names(), &params)?;
+
+        let mut initial_state = spec.default_state();
+        if let Some(v) = obj.get("initial_state") {
+            for (name, x) in object(v, "initial_state")? {
+                let i = spec.state_index(name)?;
+                initial_state[i] = number(x, &format!("initial_state.{name}"))?;
+            }
+        }
+
+        let initial_mode = match obj.get("initial_mode") {
+            None => spec.initial_mode.clone(),
+            Some(Value::String(s)) => {
+                spec.mode_index(s)?;
+                s.clone()
+            }
+            Some(other) => {
+                return Err(invalid(format!(
+                    "'initial_mode' must be a string (a mode name: {}), got {}",
+                    spec.modes.join(", "),
+                    type_name(other)
+                )))
+            }
+        };
+
+        let observe = match obj.get("observe") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(k, x)| number(x, &format!("observe[{k}]")))
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(other) => {
+                return Err(invalid(format!(
+                    "'observe' must be an array of times, got {}",
+                    type_name(other)
+                )))
+            }
+        };
+        for (k, &t) in observe.iter().enumerate() {
+            if !(0.0..=t_end).contains(&t) {
+                return Err(HybridError::invalid(
+                    format!("observe[{k}]"),
+                    t,
+                    format!("observation times must lie in [0, t_end] = [0, {t_end}]"),
+                )
+                .into());
+            }
+            if k > 0 && t < observe[k - 1] {
+                return Err(HybridError::invalid(
+                    format!("observe[{k}]"),
+                    t,
+                    "observation times must be non-decreasing",
+                )
+                .into());
+            }
+        }
+
+        let solver = match obj.get("solver") {
+            None => SolverChoice::dopri5(DEFAULT_TOLERANCE),
+            Some(v) => parse_solver(v, t_end)?,
+        };
+        solver.validate()?;
+
+        let mut events = EventOptions::default();
+        if let Some(v) = obj.get("max_events") {
+            events.max_events = match v.as_u64() {
+                Some(n) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
+                _ => {
+                    return Err(HybridError::invalid(
+                        "max_events",
+                        v,
+                        "must be a whole number of at least 1",
+                    )
+                    .into())
+                }
+            };
+        }
+
+        Ok(Scenario {
+            spec,
+            system,
+            params,
+            initial_state,
+            initial_mode,
+            t_end,
+            observe,
+            solver,
+            events,
+        })
+    }
+
+    /// The run the scenario describes.
+    pub fn problem(&self) -> Result<Problem<'_>, CliError> {
+        let problem = Problem::new(
+            &self.system,
+            self.initial_state.clone(),
+            self.params.clone(),
+            self.t_end,
+        )
+        .with_mode(&self.initial_mode)?
+        .with_solver(self.solver.clone())
+        .with_observations(self.observe.clone())
+        .with_event_options(self.events.clone());
+        problem.validate()?;
+        Ok(problem)
+    }
+}
+
+/// The solver object: `{"method": ..., ...}` with the keys of its method.
+fn parse_solver(value: &Value, t_end: f64) -> Result<SolverChoice, CliError> {
+    let obj = object(value, "solver")?;
+    let method = match obj.get("method") {
+        None => "dopri5",
+        Some(Value::String(s)) => s.as_str(),
+        Some(other) => {
+            return Err(invalid(format!(
+                "'solver.method' must be a string (one of {}), got {}",
+                SOLVER_METHODS.join(", "),
+                type_name(other)
+            )))
+        }
+    };
+    let context = format!("solver (method {method})");
+    let get = |key: &str, default: f64| -> Result<f64, CliError> {
+        match obj.get(key) {
+            None => Ok(default),
+            Some(v) => number(v, &format!("solver.{key}")),
+        }
+    };
+    match method {
+        "dopri5" => {
+            check_keys(obj, &["method", "rtol", "atol", "max_step"], &context)?;
+            Ok(SolverChoice::Dopri5 {
+                rtol: get("rtol", DEFAULT_TOLERANCE)?,
+                atol: get("atol", DEFAULT_TOLERANCE)?,
+                max_step: match obj.get("max_step") {
+                    None => None,
+                    Some(v) => Some(number(v, "solver.max_step")?),
+                },
+            })
+        }
+        "rk4" => {
+            check_keys(obj, &["method", "dt"], &context)?;
+            Ok(SolverChoice::Rk4 {
+                dt: get("dt", t_end / DEFAULT_RK4_STEPS)?,
+            })
+        }
+        _ => {
+            let Some(&(integrator, _)) = OdeSolversMethod::ALL.iter().find(|(_, n)| *n == method)
+            else {
+                return Err(HybridError::UnknownName {
+                    kind: "solver method".into(),
+                    name: method.into(),
+                    valid: SOLVER_METHODS.iter().map(|s| s.to_string()).collect(),
+                }
+                .into());
+            };
+            check_keys(obj, &["method", "rtol", "atol", "macro_step"], &context)?;
+            let steps = if integrator == OdeSolversMethod::Rk4 {
+                DEFAULT_RK4_STEPS
+            } else {
+                DEFAULT_MACRO_STEPS
+            };
+            Ok(SolverChoice::OdeSolvers {
+                integrator,
+                rtol: get("rtol", DEFAULT_TOLERANCE)?,
+                atol: get("atol", DEFAULT_TOLERANCE)?,
+                macro_step: get("macro_step", t_end / steps)?,
+            })
+        }
+    }
+}
+
+fn malformed(e: &serde_json::Error, source: &str) -> CliError {
+    let text = e.to_string();
+    if text.starts_with("number out of range") {
+        CliError::MalformedJson(format!(
+            "{text} in {source}: a number overflows a 64-bit float to infinity; \
+             every number must be finite (below about 1.8e308 in magnitude)"
+        ))
+    } else {
+        CliError::MalformedJson(format!("malformed JSON in {source}: {text}"))
+    }
+}
+
+fn invalid(message: String) -> CliError {
+    CliError::InvalidScenario(message)
+}
+
+fn missing(key: &str, context: &str) -> CliError {
+    invalid(format!("{context} has no '{key}': it is required"))
+}
+
+fn check_keys(obj: &Map<String, Value>, valid: &[&str], context: &str) -> Result<(), CliError> {
+    match obj.keys().find(|k| !valid.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(key) => Err(invalid(format!(
+            "unknown key '{key}' in {context}; valid keys: {}",
+            valid.join(", ")
+        ))),
+    }
+}
+
+fn object<'v>(value: &'v Value, key: &str) -> Result<&'v Map<String, Value>, CliError> {
+    value.as_object().ok_or_else(|| {
+        invalid(format!(
+            "'{key}' must be an object of names and values, got {}",
+            type_name(value)
+        ))
+    })
+}
+
+/// A finite number.
+fn number(value: &Value, key: &str) -> Result<f64, CliError> {
+    match value.as_f64() {
+        Some(x) if x.is_finite() => Ok(x),
+        Some(x) => Err(HybridError::invalid(key, x, "every number must be finite").into()),
+        None => Err(invalid(format!(
+            "'{key}' must be a number, got {}",
+            type_name(value)
+        ))),
+    }
+}
+
+fn type_name(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}

@@ -1,0 +1,697 @@
+//! Tests of the `impact-adjoint` binary: every example scenario, every kind
+//! of bad input, and the numbers against closed-form references.
+
+use rstest::rstest;
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_impact-adjoint");
+const REFERENCES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/references/closed_form.json"
+);
+
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios")
+}
+
+fn scenario(name: &str) -> String {
+    scenarios_dir().join(name).to_string_lossy().into_owned()
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {BIN}: {e}"))
+}
+
+/// Runs with `stdin` fed to standard input.
+fn run_stdin(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {BIN}: {e}"));
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+fn stdout_json(out: &Output) -> Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "status {:?}, stderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {text}"))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// An object's keys in document order (serde_json's `Value` sorts them).
+struct Keys(Vec<String>);
+
+impl<'de> Deserialize<'de> for Keys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Keys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                let mut keys = Vec::new();
+                while let Some((k, IgnoredAny)) = map.next_entry::<String, IgnoredAny>()? {
+                    keys.push(k);
+                }
+                Ok(Keys(keys))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// An object of objects: outer keys in order, with each inner object's keys.
+struct NestedKeys(Vec<(String, Vec<String>)>);
+
+impl<'de> Deserialize<'de> for NestedKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NestedKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of objects")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NestedKeys, A::Error> {
+                let mut keys = Vec::new();
+                while let Some((k, Keys(inner))) = map.next_entry::<String, Keys>()? {
+                    keys.push((k, inner));
+                }
+                Ok(NestedKeys(keys))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Outline {
+    final_state: Keys,
+    #[serde(default)]
+    jacobian: Option<NestedKeys>,
+}
+
+fn example_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(scenarios_dir())
+        .expect("examples/scenarios exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn spec_of(model: &str) -> ia_models::ModelSpec {
+    ia_models::by_name(model)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .spec()
+}
+
+fn uses_ode_solvers(path: &Path) -> bool {
+    let text = std::fs::read_to_string(path).expect("read scenario");
+    let v: Value = serde_json::from_str(&text).expect("scenario is JSON");
+    v["solver"]["method"]
+        .as_str()
+        .is_some_and(|m| m.starts_with("ode_solvers."))
+}
+
+/// Checks the documented keys and key order of one output document.
+fn check_document(doc: &Value, text: &str, gradient: bool, file: &Path) {
+    let ctx = file.display();
+    let model = doc["model"].as_str().expect("model");
+    let spec = spec_of(model);
+    let states = spec.state_names();
+    let mut wrt: Vec<String> = states.iter().map(|s| format!("initial.{s}")).collect();
+    wrt.extend(spec.param_names().iter().map(|p| format!("param.{p}")));
+
+    let top = serde_json::from_str::<Keys>(text)
+        .expect("top-level keys")
+        .0;
+    let expected_top: Vec<&str> = if gradient {
+        vec![
+            "model",
+            "method",
+            "t_end",
+            "final_mode",
+            "final_state",
+            "wrt",
+            "jacobian",
+            "events",
+            "observations",
+            "stats",
+        ]
+    } else {
+        vec![
+            "model",
+            "t_end",
+            "final_mode",
+            "final_state",
+            "events",
+            "observations",
+            "stats",
+        ]
+    };
+    assert_eq!(top, expected_top, "{ctx}");
+    assert!(doc["t_end"].as_f64().is_some_and(|t| t > 0.0), "{ctx}");
+    assert!(spec
+        .modes
+        .contains(&doc["final_mode"].as_str().expect("final_mode").to_string()));
+
+    let outline: Outline = serde_json::from_str(text).expect("outline");
+    assert_eq!(outline.final_state.0, states, "{ctx}: final_state order");
+    for s in &states {
+        assert!(doc["final_state"][s].as_f64().is_some(), "{ctx}: {s}");
+    }
+    if gradient {
+        let w: Vec<String> = doc["wrt"]
+            .as_array()
+            .expect("wrt")
+            .iter()
+            .map(|v| v.as_str().expect("wrt entry").to_string())
+            .collect();
+        assert_eq!(w, wrt, "{ctx}: wrt");
+        let jac = outline.jacobian.expect("jacobian").0;
+        assert_eq!(
+            jac.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>(),
+            states,
+            "{ctx}: jacobian rows"
+        );
+        for (_, cols) in &jac {
+            assert_eq!(cols, &wrt, "{ctx}: jacobian columns");
+        }
+        assert!(["forward", "adjoint"].contains(&doc["method"].as_str().expect("method")));
+    }
+
+    let events = doc["events"].as_array().expect("events");
+    for (k, e) in events.iter().enumerate() {
+        assert_eq!(e["index"].as_u64(), Some(k as u64), "{ctx}");
+        assert!(e["time"].as_f64().is_some(), "{ctx}");
+        let t = e["transition"].as_str().expect("transition");
+        assert!(spec.transition_names().iter().any(|n| n == t), "{ctx}");
+        for key in ["from_mode", "to_mode"] {
+            let m = e[key].as_str().expect("mode");
+            assert!(spec.modes.iter().any(|n| n == m), "{ctx}");
+        }
+        for key in ["state_before", "state_after"] {
+            for s in &states {
+                assert!(e[key][s].as_f64().is_some(), "{ctx}: {key}.{s}");
+            }
+        }
+        if gradient {
+            for w in &wrt {
+                assert!(e["time_gradient"][w].as_f64().is_some(), "{ctx}: {w}");
+            }
+        } else {
+            assert!(e.get("time_gradient").is_none(), "{ctx}");
+        }
+    }
+    for o in doc["observations"].as_array().expect("observations") {
+        assert!(o["time"].as_f64().is_some(), "{ctx}");
+        for s in &states {
+            assert!(o["state"][s].as_f64().is_some(), "{ctx}");
+        }
+        if gradient {
+            for s in &states {
+                for w in &wrt {
+                    assert!(o["jacobian"][s][w].as_f64().is_some(), "{ctx}");
+                }
+            }
+        } else {
+            assert!(o.get("jacobian").is_none(), "{ctx}");
+        }
+    }
+    let stats = &doc["stats"];
+    assert!(stats["steps"].as_u64().is_some_and(|n| n > 0), "{ctx}");
+    assert!(
+        stats["rhs_evaluations"].as_u64().is_some_and(|n| n > 0),
+        "{ctx}"
+    );
+    assert_eq!(stats["events"].as_u64(), Some(events.len() as u64), "{ctx}");
+}
+
+#[test]
+fn every_model_has_an_example_scenario() {
+    for model in ia_models::model_names() {
+        let path = scenarios_dir().join(format!("{model}.json"));
+        assert!(path.is_file(), "missing {}", path.display());
+        let text = std::fs::read_to_string(&path).expect("read");
+        let v: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(v["model"].as_str(), Some(model));
+    }
+}
+
+#[rstest]
+fn every_example_runs(#[values("simulate", "forward", "adjoint")] command: &str) {
+    let files = example_files();
+    assert!(files.len() >= 13, "found {} scenarios", files.len());
+    for file in files {
+        let path = file.to_string_lossy().into_owned();
+        let args: Vec<&str> = match command {
+            "simulate" => vec!["simulate", &path],
+            "forward" => vec!["gradient", &path],
+            _ => vec!["gradient", &path, "--method", "adjoint"],
+        };
+        let out = run(&args);
+        if command == "adjoint" && uses_ode_solvers(&file) {
+            assert_eq!(out.status.code(), Some(2), "{path}");
+            let err = stderr(&out);
+            assert!(
+                err.starts_with("error: ") && err.contains("unsupported"),
+                "{err}"
+            );
+            assert!(out.stdout.is_empty());
+            continue;
+        }
+        let doc = stdout_json(&out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        check_document(&doc, &text, command != "simulate", &file);
+        if command == "adjoint" {
+            assert_eq!(doc["method"], "adjoint");
+        }
+    }
+}
+
+#[test]
+fn forward_is_the_default_method() {
+    let doc = stdout_json(&run(&["gradient", &scenario("lif.json")]));
+    assert_eq!(doc["method"], "forward");
+    let doc = stdout_json(&run(&[
+        "gradient",
+        &scenario("lif.json"),
+        "--method",
+        "forward",
+    ]));
+    assert_eq!(doc["method"], "forward");
+}
+
+#[test]
+fn dash_reads_standard_input() {
+    let text = std::fs::read_to_string(scenario("two-ball.json")).expect("read");
+    let a = stdout_json(&run_stdin(&["gradient", "-"], &text));
+    let b = stdout_json(&run(&["gradient", &scenario("two-ball.json")]));
+    assert_eq!(a, b);
+}
+
+#[test]
+fn defaults_fill_missing_values() {
+    let out = run_stdin(
+        &["simulate", "-"],
+        r#"{"model": "ball2d-flat", "t_end": 2}"#,
+    );
+    let doc = stdout_json(&out);
+    let reference = stdout_json(&run(&["simulate", &scenario("ball2d-flat.json")]));
+    // Same model defaults, looser default tolerance.
+    let a = doc["final_state"]["x"].as_f64().expect("x");
+    let b = reference["final_state"]["x"].as_f64().expect("x");
+    assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    assert_eq!(doc["events"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn models_json_lists_every_model() {
+    let doc = stdout_json(&run(&["models", "--json"]));
+    let names: Vec<&str> = doc
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|m| m["name"].as_str().expect("name"))
+        .collect();
+    let expected = [
+        "ball1d",
+        "ball2d-flat",
+        "ball2d-bowl",
+        "two-ball",
+        "lif",
+        "thermostat",
+        "impact-pendulum",
+        "rimless-wheel",
+        "slip-hopper",
+    ];
+    assert_eq!(names, expected);
+    for m in doc.as_array().expect("array") {
+        for key in [
+            "states",
+            "params",
+            "modes",
+            "initial_mode",
+            "t_end",
+            "transitions",
+        ] {
+            assert!(m.get(key).is_some(), "{key} missing in {m}");
+        }
+        for q in m["states"].as_array().expect("states") {
+            assert!(q["name"].is_string() && q["default"].is_number() && q["unit"].is_string());
+        }
+    }
+}
+
+#[test]
+fn models_table_lists_every_model() {
+    let out = run(&["models"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in ia_models::model_names() {
+        assert!(text.contains(name), "{name} missing");
+    }
+    assert!(text.contains("mu = 0.7"), "{text}");
+}
+
+/// Bad inputs: exit 2, one line on standard error starting `error: `, and
+/// every expected fragment in it.
+#[rstest]
+#[case::unknown_model(r#"{"model": "nope", "t_end": 1}"#, &["'nope'", "ball2d-flat", "slip-hopper"])]
+#[case::unknown_state(
+    r#"{"model": "ball2d-flat", "t_end": 1, "initial_state": {"z": 1}}"#,
+    &["state 'z'", "x, y, vx, vy"]
+)]
+#[case::unknown_param(
+    r#"{"model": "ball2d-flat", "t_end": 1, "params": {"k": 1}}"#,
+    &["parameter 'k'", "g, e, mu"]
+)]
+#[case::unknown_mode(
+    r#"{"model": "thermostat", "t_end": 1, "initial_mode": "heating"}"#,
+    &["mode 'heating'", "off, on"]
+)]
+#[case::unknown_solver(
+    r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "euler"}}"#,
+    &["'euler'", "dopri5, rk4, ode_solvers.dopri5, ode_solvers.dop853, ode_solvers.rk4"]
+)]
+#[case::unknown_key(
+    r#"{"model": "lif", "tend": 0.05}"#,
+    &["'tend'", "model, params, initial_state, initial_mode, t_end, observe, solver, max_events"]
+)]
+#[case::unknown_solver_key(
+    r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "rk4", "rtol": 1e-6}}"#,
+    &["'rtol'", "method, dt"]
+)]
+#[case::missing_model(r#"{"t_end": 1}"#, &["'model'", "required"])]
+#[case::missing_t_end(r#"{"model": "lif"}"#, &["'t_end'", "required"])]
+#[case::not_an_object(r#"[1, 2]"#, &["JSON object"])]
+#[case::malformed("{\"model\": \"lif\",\n  \"t_end\": }", &["malformed JSON", "line 2 column"])]
+#[case::trailing_comma("{\"model\": \"lif\",\n\n \"t_end\": 1,\n}", &["line 4 column 1"])]
+#[case::nan_literal(r#"{"model": "lif", "t_end": NaN}"#, &["malformed JSON", "line 1 column"])]
+#[case::infinity_literal(r#"{"model": "lif", "t_end": Infinity}"#, &["malformed JSON", "line 1"])]
+#[case::overflow(r#"{"model": "lif", "t_end": 1e999}"#, &["out of range", "infinity", "finite", "line 1"])]
+#[case::overflow_param(
+    r#"{"model": "lif", "t_end": 1, "params": {"I": -1e400}}"#,
+    &["out of range", "finite"]
+)]
+#[case::string_number(r#"{"model": "lif", "t_end": "1"}"#, &["'t_end' must be a number"])]
+#[case::null_param(
+    r#"{"model": "lif", "t_end": 1, "params": {"I": null}}"#,
+    &["'params.I' must be a number"]
+)]
+#[case::t_end_zero(r#"{"model": "lif", "t_end": 0}"#, &["t_end", "greater than 0"])]
+#[case::t_end_negative(r#"{"model": "lif", "t_end": -1}"#, &["t_end = -1", "greater than 0"])]
+#[case::negative_dt(
+    r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "rk4", "dt": -0.001}}"#,
+    &["dt = -0.001", "greater than 0"]
+)]
+#[case::zero_dt(
+    r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "rk4", "dt": 0}}"#,
+    &["dt = 0", "greater than 0"]
+)]
+#[case::negative_rtol(
+    r#"{"model": "lif", "t_end": 0.05, "solver": {"rtol": -1e-8}}"#,
+    &["rtol", "[1e-15, 1)"]
+)]
+#[case::negative_atol(
+    r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "ode_solvers.dopri5", "atol": -1}}"#,
+    &["atol", "[1e-15, 1)"]
+)]
+#[case::negative_macro_step(
+    r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "ode_solvers.rk4", "macro_step": -1}}"#,
+    &["macro_step", "greater than 0"]
+)]
+#[case::negative_g(
+    r#"{"model": "ball1d", "t_end": 1, "params": {"g": -9.81}}"#,
+    &["parameter 'g' = -9.81", "greater than 0", "ball1d"]
+)]
+#[case::restitution_above_one(
+    r#"{"model": "ball2d-bowl", "t_end": 1, "params": {"e": 1.5}}"#,
+    &["parameter 'e' = 1.5", "[0, 1]"]
+)]
+#[case::restitution_negative(
+    r#"{"model": "two-ball", "t_end": 1, "params": {"e": -0.1}}"#,
+    &["parameter 'e'", "[0, 1]"]
+)]
+#[case::friction_above_one(
+    r#"{"model": "ball2d-flat", "t_end": 1, "params": {"mu": 2}}"#,
+    &["parameter 'mu'", "[0, 1]"]
+)]
+#[case::negative_mass(
+    r#"{"model": "two-ball", "t_end": 1, "params": {"m1": -1}}"#,
+    &["parameter 'm1'", "greater than 0"]
+)]
+#[case::negative_radius(
+    r#"{"model": "two-ball", "t_end": 1, "params": {"r": -0.1}}"#,
+    &["parameter 'r'", "0 or greater"]
+)]
+#[case::zero_tau(
+    r#"{"model": "lif", "t_end": 1, "params": {"tau": 0}}"#,
+    &["parameter 'tau' = 0", "greater than 0"]
+)]
+#[case::negative_cooling(
+    r#"{"model": "thermostat", "t_end": 1, "params": {"a": -0.2}}"#,
+    &["parameter 'a'", "greater than 0"]
+)]
+#[case::negative_length(
+    r#"{"model": "impact-pendulum", "t_end": 1, "params": {"l": -1}}"#,
+    &["parameter 'l'", "greater than 0"]
+)]
+#[case::negative_spoke(
+    r#"{"model": "rimless-wheel", "t_end": 1, "params": {"l": -1}}"#,
+    &["parameter 'l'", "greater than 0"]
+)]
+#[case::negative_stiffness(
+    r#"{"model": "slip-hopper", "t_end": 1, "params": {"k": -20000}}"#,
+    &["parameter 'k'", "greater than 0"]
+)]
+#[case::negative_rest_length(
+    r#"{"model": "slip-hopper", "t_end": 1, "params": {"l0": -1}}"#,
+    &["parameter 'l0'", "greater than 0"]
+)]
+#[case::negative_hopper_mass(
+    r#"{"model": "slip-hopper", "t_end": 1, "params": {"m": 0}}"#,
+    &["parameter 'm'", "greater than 0"]
+)]
+#[case::observation_outside(
+    r#"{"model": "lif", "t_end": 0.05, "observe": [0.01, 0.5]}"#,
+    &["observe[1] = 0.5", "[0, 0.05]"]
+)]
+#[case::observation_decreasing(
+    r#"{"model": "lif", "t_end": 0.05, "observe": [0.02, 0.01]}"#,
+    &["observe[1]", "non-decreasing"]
+)]
+#[case::max_events_zero(r#"{"model": "lif", "t_end": 0.05, "max_events": 0}"#, &["max_events", "at least 1"])]
+#[case::max_events_fraction(r#"{"model": "lif", "t_end": 0.05, "max_events": 2.5}"#, &["max_events", "whole number"])]
+#[case::zeno(r#"{"model": "ball1d", "t_end": 10}"#, &["Zeno"])]
+#[case::too_many_events(r#"{"model": "ball1d", "t_end": 2, "max_events": 2}"#, &["Zeno", "max_events = 2"])]
+#[case::grazing(
+    r#"{"model": "ball1d", "t_end": 0.001, "initial_state": {"h": 1e-14}}"#,
+    &["grazing", "'impact'"]
+)]
+#[case::guard_violated_at_start(
+    r#"{"model": "ball1d", "t_end": 1, "initial_state": {"h": -0.5}}"#,
+    &["guard of transition 'impact'", "already at or beyond zero"]
+)]
+#[case::underflow(r#"{"model": "lif", "t_end": 1, "params": {"tau": 1e-20}}"#, &["step size underflow"])]
+fn bad_input_exits_2_naming_the_offender(
+    #[case] input: &str,
+    #[case] fragments: &[&str],
+    #[values("simulate", "gradient")] command: &str,
+) {
+    let out = run_stdin(&[command, "-"], input);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(out.stdout.is_empty(), "stdout not empty");
+    assert!(err.starts_with("error: "), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    for f in fragments {
+        assert!(err.contains(f), "'{f}' not in: {err}");
+    }
+}
+
+#[test]
+fn adjoint_with_ode_solvers_is_unsupported() {
+    let input = r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "ode_solvers.dop853"}}"#;
+    let out = run_stdin(&["gradient", "-", "--method", "adjoint"], input);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.starts_with("error: unsupported"), "{err}");
+    // The same scenario runs forward.
+    stdout_json(&run_stdin(&["gradient", "-"], input));
+}
+
+#[rstest]
+#[case::no_subcommand(&[])]
+#[case::unknown_subcommand(&["integrate", "x.json"])]
+#[case::unknown_flag(&["models", "--bogus"])]
+#[case::unknown_method(&["gradient", "x.json", "--method", "backward"])]
+#[case::missing_file_argument(&["simulate"])]
+fn usage_errors_exit_2(#[case] args: &[&str]) {
+    let out = run(args);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!stderr(&out).is_empty());
+}
+
+#[test]
+fn unreadable_file_exits_2() {
+    let out = run(&["simulate", "/nonexistent/scenario.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error: ") && err.contains("/nonexistent/scenario.json"),
+        "{err}"
+    );
+}
+
+#[test]
+fn help_exits_0() {
+    let out = run(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("gradient"));
+}
+
+fn close(got: f64, reference: f64) -> bool {
+    if reference.abs() < 1e-3 {
+        (got - reference).abs() <= 1e-9
+    } else {
+        (got - reference).abs() <= 1e-7 * reference.abs()
+    }
+}
+
+#[rstest]
+fn matches_closed_form(
+    #[values("ball2d_flat_a", "ball2d_bowl_a", "lif_a", "thermostat_a")] case: &str,
+    #[values("forward", "adjoint")] method: &str,
+) {
+    let text = std::fs::read_to_string(REFERENCES)
+        .unwrap_or_else(|e| panic!("cannot read {REFERENCES}: {e}"));
+    let refs: Value = serde_json::from_str(&text).expect("references are JSON");
+    let r = &refs["cases"][case];
+    assert!(r.is_object(), "no reference case {case}");
+    let doc = stdout_json(&run(&[
+        "gradient",
+        &scenario(&format!("{case}.json")),
+        "--method",
+        method,
+    ]));
+    assert_eq!(doc["model"], r["model"]);
+    assert_eq!(doc["t_end"], r["t_end"]);
+    let mut checked = 0;
+    let mut check = |what: String, got: &Value, reference: &Value| {
+        let g = got
+            .as_f64()
+            .unwrap_or_else(|| panic!("{case}/{method}: {what} missing"));
+        let want = reference.as_f64().expect("reference number");
+        assert!(
+            close(g, want),
+            "{case}/{method}: {what} = {g}, reference {want}, difference {:e}",
+            g - want
+        );
+        checked += 1;
+    };
+    for (s, v) in r["final_state"].as_object().expect("final_state") {
+        check(format!("final_state.{s}"), &doc["final_state"][s], v);
+    }
+    let times = r["event_times"].as_array().expect("event_times");
+    let events = doc["events"].as_array().expect("events");
+    assert_eq!(events.len(), times.len(), "{case}/{method}: event count");
+    for (k, t) in times.iter().enumerate() {
+        check(format!("events[{k}].time"), &events[k]["time"], t);
+    }
+    for (s, row) in r["jacobian"].as_object().expect("jacobian") {
+        for (w, v) in row.as_object().expect("row") {
+            check(format!("jacobian.{s}.{w}"), &doc["jacobian"][s][w], v);
+        }
+    }
+    if let Some(etj) = r.get("event_time_jacobian").and_then(Value::as_object) {
+        for (k, row) in etj {
+            let k: usize = k.parse().expect("event index");
+            for (w, v) in row.as_object().expect("row") {
+                check(
+                    format!("events[{k}].time_gradient.{w}"),
+                    &events[k]["time_gradient"][w],
+                    v,
+                );
+            }
+        }
+    }
+    assert!(checked > 10, "{case}: only {checked} numbers compared");
+}
+
+#[rstest]
+fn two_ball_exchanges_velocities(#[values("forward", "adjoint")] method: &str) {
+    let doc = stdout_json(&run(&[
+        "gradient",
+        &scenario("two-ball.json"),
+        "--method",
+        method,
+    ]));
+    let x2 = doc["final_state"]["x2"].as_f64().expect("x2");
+    assert!((x2 - 1.2).abs() < 1e-9, "x2(T) = {x2}");
+    let expected = [
+        ("initial.x1", 1.0),
+        ("initial.x2", 0.0),
+        ("initial.v1", 1.0),
+        ("initial.v2", 0.0),
+    ];
+    for (w, want) in expected {
+        let got = doc["jacobian"]["x2"][w].as_f64().expect("entry");
+        assert!(
+            (got - want).abs() < 1e-9,
+            "{method}: d x2/d {w} = {got}, want {want}"
+        );
+    }
+    let events = doc["events"].as_array().expect("events");
+    assert_eq!(events.len(), 1);
+    let t = events[0]["time"].as_f64().expect("time");
+    assert!((t - 0.32).abs() < 1e-9, "impact at {t}");
+}
+
+#[test]
+fn simulate_and_gradient_agree_on_the_run() {
+    let sim = stdout_json(&run(&["simulate", &scenario("ball2d-bowl.json")]));
+    let grad = stdout_json(&run(&[
+        "gradient",
+        &scenario("ball2d-bowl.json"),
+        "--method",
+        "adjoint",
+    ]));
+    for s in ["x", "y", "vx", "vy"] {
+        let a = sim["final_state"][s].as_f64().expect("sim");
+        let b = grad["final_state"][s].as_f64().expect("grad");
+        assert!((a - b).abs() < 1e-12, "{s}: {a} vs {b}");
+    }
+    assert_eq!(
+        sim["events"].as_array().map(Vec::len),
+        grad["events"].as_array().map(Vec::len)
+    );
+    assert_eq!(sim["observations"].as_array().map(Vec::len), Some(2));
+}

@@ -1,0 +1,376 @@
+//! Sensitivities (ia-adjoint) against independent references:
+//! * the closed-form Jacobians and event-time gradients of
+//!   `shared/references/closed_form.json` (sympy/mpmath, outside this project);
+//! * this project's own closed forms (`ia_verify::closed_form`, dual numbers
+//!   on the symbolic solution) for cases the file does not cover;
+//! * the other mode: forward against adjoint.
+
+use ia_adjoint::{gradient, gradient_forward, jacobian, jacobian_without_saltation, FinalComponent, LossSeeds, Method};
+use ia_core::Trajectory;
+use ia_events::{Problem, SolverChoice};
+use ia_verify::closed_form::closed_form;
+use ia_verify::references::{reference_case, reference_error};
+use nalgebra::DMatrix;
+use rstest::rstest;
+
+const CASES: [&str; 5] = ["ball2d_flat_a", "ball2d_flat_b", "ball2d_bowl_a", "lif_a", "thermostat_a"];
+
+/// Relative error, absolute where the reference is below 1e-3 in size.
+fn err(value: f64, reference: f64) -> f64 {
+    reference_error(value, reference, 1e-3)
+}
+
+#[rstest]
+fn jacobians_match_the_reference_file(
+    #[values("ball2d_flat_a", "ball2d_flat_b", "ball2d_bowl_a", "lif_a", "thermostat_a")] name: &str,
+    #[values(Method::Forward, Method::Adjoint)] method: Method,
+) {
+    let case = reference_case(name).unwrap();
+    let model = ia_models::by_name(&case.model).unwrap();
+    let system = model.system();
+    let problem = case
+        .problem(model.as_ref(), &system)
+        .unwrap()
+        .with_solver(SolverChoice::dopri5(1e-12));
+    let sens = jacobian(&problem, method).unwrap();
+    let mut checked = 0;
+    for (state, row) in &case.jacobian {
+        let i = system.state_index(state).unwrap();
+        for (wrt, &reference) in row {
+            let j = sens.wrt.iter().position(|w| w == wrt).unwrap();
+            let value = sens.final_jacobian[(i, j)];
+            let e = err(value, reference);
+            assert!(e < 1e-7, "{name} {method:?} d{state}/d{wrt}: {value} vs {reference} ({e:e})");
+            checked += 1;
+        }
+    }
+    assert!(checked >= system.state_dim() * system.param_dim(), "{name}: {checked} entries");
+    // Entries the file leaves out (the trivial initial.x column of the flat
+    // cases) against this project's closed form.
+    let exact = closed_form(
+        &case.model,
+        &problem.initial_state,
+        &problem.params,
+        case.initial_mode.as_deref(),
+        case.t_end,
+    )
+    .unwrap();
+    for i in 0..system.state_dim() {
+        for j in 0..sens.wrt.len() {
+            let (v, r) = (sens.final_jacobian[(i, j)], exact.jacobian[i][j]);
+            assert!(err(v, r) < 1e-7, "{name} {method:?} d{i}/d{}: {v} vs {r}", sens.wrt[j]);
+        }
+    }
+    for (event, row) in &case.event_time_jacobian {
+        let k: usize = event.parse().unwrap();
+        for (wrt, &reference) in row {
+            let j = sens.wrt.iter().position(|w| w == wrt).unwrap();
+            let value = sens.event_time_gradients[k][j];
+            assert!(err(value, reference) < 1e-7, "{name} {method:?} dt{k}/d{wrt}: {value} vs {reference}");
+        }
+    }
+}
+
+/// Every event-time gradient, against this project's closed form (the
+/// reference file gives them for lif only).
+#[rstest]
+fn event_time_gradients_match_closed_form(
+    #[values("ball2d_flat_a", "ball2d_flat_b", "ball2d_bowl_a", "lif_a", "thermostat_a")] name: &str,
+    #[values(Method::Forward, Method::Adjoint)] method: Method,
+) {
+    let case = reference_case(name).unwrap();
+    let model = ia_models::by_name(&case.model).unwrap();
+    let system = model.system();
+    let problem = case
+        .problem(model.as_ref(), &system)
+        .unwrap()
+        .with_solver(SolverChoice::dopri5(1e-12));
+    let sens = jacobian(&problem, method).unwrap();
+    let exact = closed_form(
+        &case.model,
+        &problem.initial_state,
+        &problem.params,
+        case.initial_mode.as_deref(),
+        case.t_end,
+    )
+    .unwrap();
+    assert_eq!(exact.wrt, sens.wrt);
+    assert_eq!(exact.event_time_jacobian.len(), sens.event_time_gradients.len());
+    for (k, (row, exact_row)) in sens.event_time_gradients.iter().zip(&exact.event_time_jacobian).enumerate() {
+        for (j, (v, r)) in row.iter().zip(exact_row).enumerate() {
+            assert!(err(*v, *r) < 1e-7, "{name} event {k} d/d{}: {v} vs {r}", sens.wrt[j]);
+        }
+    }
+}
+
+fn worst_disagreement(a: &DMatrix<f64>, b: &DMatrix<f64>) -> f64 {
+    a.iter()
+        .zip(b.iter())
+        .map(|(x, y)| (x - y).abs() / x.abs().max(y.abs()).max(1e-3))
+        .fold(0.0, f64::max)
+}
+
+fn rows_disagreement(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
+    a.iter()
+        .flatten()
+        .zip(b.iter().flatten())
+        .map(|(x, y)| (x - y).abs() / x.abs().max(y.abs()).max(1e-3))
+        .fold(0.0, f64::max)
+}
+
+/// Forward (error control covering the sensitivities) against adjoint: two
+/// discretisations of the same derivative, both converged at 1e-12.
+#[rstest]
+fn forward_and_adjoint_agree(#[values("ball2d_flat_a", "ball2d_flat_b", "ball2d_bowl_a", "lif_a", "thermostat_a")] name: &str) {
+    let case = reference_case(name).unwrap();
+    let model = ia_models::by_name(&case.model).unwrap();
+    let system = model.system();
+    let problem = case
+        .problem(model.as_ref(), &system)
+        .unwrap()
+        .with_solver(SolverChoice::dopri5(1e-12))
+        .with_observations(vec![case.t_end * 0.3, case.t_end * 0.7]);
+    let forward = jacobian(&problem, Method::Forward).unwrap();
+    let adjoint = jacobian(&problem, Method::Adjoint).unwrap();
+    assert!(worst_disagreement(&forward.final_jacobian, &adjoint.final_jacobian) < 1e-9);
+    for (f, a) in forward.observation_jacobians.iter().zip(&adjoint.observation_jacobians) {
+        assert!(worst_disagreement(f, a) < 1e-9);
+    }
+    assert!(rows_disagreement(&forward.event_time_gradients, &adjoint.event_time_gradients) < 1e-9);
+}
+
+/// On the state's own steps, forward sensitivities and the discrete adjoint
+/// are the same linear maps, applied in opposite orders: they agree to
+/// rounding, at any tolerance and with either stepper. Rounding accumulates
+/// over the steps and events, so the bound is 100 ulp of the matrix's
+/// largest entry per step and event.
+#[rstest]
+fn adjoint_is_the_transpose_of_forward_on_the_same_steps(
+    #[values("ball2d_bowl_a", "lif_a", "thermostat_a")] name: &str,
+    #[values(SolverChoice::dopri5(1e-5), SolverChoice::Rk4 { dt: 1e-3 })] solver: SolverChoice,
+) {
+    let case = reference_case(name).unwrap();
+    let model = ia_models::by_name(&case.model).unwrap();
+    let system = model.system();
+    let problem = case
+        .problem(model.as_ref(), &system)
+        .unwrap()
+        .with_solver(solver)
+        .with_observations(vec![case.t_end * 0.5]);
+    let forward = jacobian(&problem, Method::ForwardOnStateSteps).unwrap();
+    let adjoint = jacobian(&problem, Method::Adjoint).unwrap();
+    let steps = forward.trajectory.stats.steps;
+    assert_eq!(steps, adjoint.trajectory.stats.steps);
+    let operations = steps + forward.trajectory.events.len();
+    let bound = 100.0 * operations as f64 * f64::EPSILON;
+    let pairs = [
+        (&forward.final_jacobian, &adjoint.final_jacobian),
+        (&forward.observation_jacobians[0], &adjoint.observation_jacobians[0]),
+    ];
+    for (f, a) in pairs {
+        let d = scaled_disagreement(f.iter(), a.iter());
+        assert!(d < bound, "{name}: {d:e} over {operations} steps and events");
+    }
+    let d = scaled_disagreement(
+        forward.event_time_gradients.iter().flatten(),
+        adjoint.event_time_gradients.iter().flatten(),
+    );
+    assert!(d < bound, "{name}: event times {d:e} over {operations} steps and events");
+}
+
+/// Largest difference relative to the largest entry.
+fn scaled_disagreement<'a>(a: impl Iterator<Item = &'a f64> + Clone, b: impl Iterator<Item = &'a f64>) -> f64 {
+    let scale = a.clone().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+    a.zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / scale
+}
+
+/// A ball on flat ground with restitution close to one bounces a dozen times
+/// in 6 s; the closed form (ia_verify::closed_form) gives every derivative.
+#[rstest]
+fn many_impacts_match_closed_form(#[values(Method::Forward, Method::Adjoint)] method: Method) {
+    let system = ia_models::by_name("ball2d-flat").unwrap().system();
+    let (x0, p) = (vec![0.0, 1.0, 0.5, 0.0], vec![9.81, 0.92, 0.97]);
+    let problem = Problem::new(&system, x0.clone(), p.clone(), 6.0).with_solver(SolverChoice::dopri5(1e-12));
+    let sens = jacobian(&problem, method).unwrap();
+    let exact = closed_form("ball2d-flat", &x0, &p, None, 6.0).unwrap();
+    assert!(sens.trajectory.events.len() >= 10, "{} impacts", sens.trajectory.events.len());
+    assert_eq!(sens.trajectory.events.len(), exact.event_times.len());
+    for i in 0..4 {
+        for j in 0..7 {
+            let (v, r) = (sens.final_jacobian[(i, j)], exact.jacobian[i][j]);
+            assert!(err(v, r) < 1e-7, "d{i}/d{j}: {v} vs {r}");
+        }
+    }
+    assert!(rows_disagreement(&sens.event_time_gradients, &exact.event_time_jacobian) < 1e-7);
+}
+
+/// Forward against adjoint on seeded random draws of the initial state and
+/// parameters of the bowl (a small linear congruential generator keeps the
+/// table reproducible without a dependency).
+#[test]
+fn forward_and_adjoint_agree_on_random_draws() {
+    let system = ia_models::by_name("ball2d-bowl").unwrap().system();
+    let mut seed: u64 = 0x5eed;
+    let mut uniform = |lo: f64, hi: f64| {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        lo + (hi - lo) * ((seed >> 11) as f64 / (1u64 << 53) as f64)
+    };
+    for draw in 0..12 {
+        // Restitution and span keep clear of the chattering regime, where
+        // impacts accumulate at the bottom of the bowl (Zeno).
+        let x0 = vec![uniform(-0.3, 0.3), uniform(0.5, 1.5), uniform(-0.5, 0.5), uniform(-0.5, 0.5)];
+        let p = vec![uniform(8.0, 11.0), uniform(0.75, 0.95), uniform(0.2, 0.8)];
+        let problem = Problem::new(&system, x0.clone(), p.clone(), 1.2).with_solver(SolverChoice::dopri5(1e-11));
+        let forward = jacobian(&problem, Method::Forward).unwrap();
+        let adjoint = jacobian(&problem, Method::Adjoint).unwrap();
+        let d = worst_disagreement(&forward.final_jacobian, &adjoint.final_jacobian);
+        assert!(d < 1e-8, "draw {draw} x0={x0:?} p={p:?}: {d:e}");
+        let exact = closed_form("ball2d-bowl", &x0, &p, None, 1.2).unwrap();
+        for i in 0..4 {
+            for j in 0..7 {
+                let (v, r) = (adjoint.final_jacobian[(i, j)], exact.jacobian[i][j]);
+                assert!(err(v, r) < 1e-6, "draw {draw} d{i}/d{j}: {v} vs {r}");
+            }
+        }
+    }
+}
+
+/// A loss reading the final state, an observed state and an event time: the
+/// adjoint's one backward pass against the forward Jacobians contracted
+/// with the same seeds.
+#[test]
+fn scalar_loss_over_every_kind_of_output() {
+    let case = reference_case("ball2d_bowl_a").unwrap();
+    let model = ia_models::by_name(&case.model).unwrap();
+    let system = model.system();
+    let problem = case
+        .problem(model.as_ref(), &system)
+        .unwrap()
+        .with_solver(SolverChoice::dopri5(1e-12))
+        .with_observations(vec![0.7]);
+    let loss = |tr: &Trajectory, seeds: &mut LossSeeds| {
+        let (x, y) = (tr.final_state[0], tr.final_state[1]);
+        let obs_vx = tr.observations[0].state[2];
+        let t2 = tr.events[1].time;
+        seeds.final_state[0] = 2.0 * x;
+        seeds.final_state[1] = 1.0;
+        seeds.observations[0][2] = 3.0;
+        seeds.event_times[1] = -0.5;
+        x * x + y + 3.0 * obs_vx - 0.5 * t2
+    };
+    let reverse = gradient(&problem, &loss).unwrap();
+    let forward = gradient_forward(&problem, &loss, Method::Forward).unwrap();
+    assert!((reverse.value - forward.value).abs() < 1e-12);
+    for (a, b) in reverse.concatenated().iter().zip(forward.concatenated()) {
+        assert!((a - b).abs() < 1e-9 * b.abs().max(1.0), "{a} vs {b}");
+    }
+    assert!(reverse.tape_floats > 0);
+}
+
+/// Without the saltation term (the reset's Jacobian alone, as autodiff of a
+/// time-stepper applies it), d x(T)/d vy0 on flat ground is exactly 0; the
+/// library returns the closed form's +0.06697247706422019.
+#[test]
+fn the_saltation_term_matters() {
+    let case = reference_case("ball2d_flat_a").unwrap();
+    let model = ia_models::by_name(&case.model).unwrap();
+    let system = model.system();
+    let problem = case
+        .problem(model.as_ref(), &system)
+        .unwrap()
+        .with_solver(SolverChoice::dopri5(1e-12));
+    let (x, vy0) = (system.state_index("x").unwrap(), system.state_index("vy").unwrap());
+    let blind = jacobian_without_saltation(&problem).unwrap();
+    assert_eq!(blind[(x, vy0)], 0.0);
+    let sens = jacobian(&problem, Method::Forward).unwrap();
+    let reference = case.jacobian["x"]["initial.vy"];
+    assert!((sens.final_jacobian[(x, vy0)] - 0.0669724770642).abs() < 1e-12);
+    assert!(err(sens.final_jacobian[(x, vy0)], reference) < 1e-9);
+    let grad = gradient(&problem, &FinalComponent(x)).unwrap();
+    assert!((grad.initial_state[vy0] - reference).abs() < 1e-10);
+}
+
+/// Parameters that enter only the guard and the reset (floor height and
+/// restitution of ball1d): derivatives match the closed form.
+#[rstest]
+fn guard_and_reset_parameters(#[values(Method::Forward, Method::Adjoint)] method: Method) {
+    let system = ia_models::by_name("ball1d").unwrap().system();
+    let (x0, p) = (vec![1.3, 0.4], vec![9.81, 0.7, 0.25]);
+    let problem = Problem::new(&system, x0.clone(), p.clone(), 2.0).with_solver(SolverChoice::dopri5(1e-12));
+    let sens = jacobian(&problem, method).unwrap();
+    let exact = closed_form("ball1d", &x0, &p, None, 2.0).unwrap();
+    for i in 0..2 {
+        for j in 0..5 {
+            let (v, r) = (sens.final_jacobian[(i, j)], exact.jacobian[i][j]);
+            assert!(err(v, r) < 1e-7, "d{i}/d{}: {v} vs {r}", sens.wrt[j]);
+        }
+    }
+    let floor = sens.wrt.iter().position(|w| w == "param.floor").unwrap();
+    assert!(sens.final_jacobian.column(floor).iter().any(|v| v.abs() > 1e-3));
+}
+
+/// A grazing event returns the grazing error, never a huge number.
+#[test]
+fn grazing_returns_the_error_not_a_number() {
+    // two-ball with the second ball overtaken at equal speed: the gap closes
+    // at rate v1 - v2 -> 0. Take v2 a hair below v1.
+    let system = ia_models::by_name("two-ball").unwrap().system();
+    let problem = Problem::new(&system, vec![0.0, 0.3, 1.0, 1.0 - 1e-9], vec![0.1, 1.0, 1.0, 1.0], 2e8)
+        .with_solver(SolverChoice::dopri5(1e-10));
+    for method in [Method::Forward, Method::Adjoint] {
+        let err = jacobian(&problem, method).unwrap_err();
+        assert_eq!(err.kind(), "grazing", "{err}");
+    }
+}
+
+#[test]
+fn adjoint_through_the_adapter_is_refused_with_a_reason() {
+    let system = ia_models::by_name("lif").unwrap().system();
+    let problem = Problem::new(&system, vec![0.2], vec![1.3, 0.01, 1.0, 0.0], 0.05).with_solver(SolverChoice::OdeSolvers {
+        integrator: ia_events::OdeSolversMethod::Dopri5,
+        rtol: 1e-10,
+        atol: 1e-10,
+        macro_step: 0.005,
+    });
+    let err = gradient(&problem, &FinalComponent(0)).unwrap_err();
+    assert_eq!(err.kind(), "unsupported");
+    assert!(err.to_string().contains("dopri5"));
+    // Forward sensitivities run through the adapter.
+    let sens = jacobian(&problem, Method::Forward).unwrap();
+    let case = reference_case("lif_a").unwrap();
+    assert!(err_ok(sens.final_jacobian[(0, 0)], case.jacobian["V"]["initial.V"]));
+}
+
+fn err_ok(v: f64, r: f64) -> bool {
+    err(v, r) < 1e-7
+}
+
+#[test]
+fn all_cases_are_listed() {
+    let names: Vec<String> = ia_verify::references::load_references().unwrap().into_keys().collect();
+    for case in CASES {
+        assert!(names.iter().any(|n| n == case));
+    }
+}
+
+
+/// The bowl with low restitution chatters to rest at its bottom: the run
+/// must end in an error (Zeno or grazing), never in numbers, and every event
+/// before it must be a genuine falling crossing (a regression test: rounding
+/// noise right after an impact was once taken for a second impact, which
+/// reflected the ball into the ground).
+#[test]
+fn chattering_in_the_bowl_is_reported() {
+    let system = ia_models::by_name("ball2d-bowl").unwrap().system();
+    let x0 = vec![0.26144870115813473, 1.3303943052238552, -0.07510708784694708, -0.09049705457696866];
+    let p = vec![8.206690256730038, 0.5160169343419788, 0.6810183957179656];
+    let problem = Problem::new(&system, x0, p, 1.5).with_solver(SolverChoice::dopri5(1e-11));
+    for method in [Method::Forward, Method::Adjoint] {
+        let err = jacobian(&problem, method).unwrap_err();
+        assert!(["zeno", "grazing"].contains(&err.kind()), "{err}");
+        let events = &err.trajectory().unwrap().events;
+        assert!(events.len() > 8);
+        assert!(events.iter().all(|e| e.guard_rate < 0.0));
+        assert!(events.windows(2).all(|w| w[1].time > w[0].time));
+    }
+}
