@@ -61,6 +61,8 @@
 //! assert!((grad.initial_state[0] - 1.0 / (9.81 * t1)).abs() < 1e-9);
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod adjoint;
 pub mod forward;
 pub mod saltation;

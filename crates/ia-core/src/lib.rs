@@ -49,6 +49,8 @@
 //! assert_eq!(ball.mode_index("flight").unwrap(), 0);
 //! ```
 
+#![deny(missing_docs)]
+
 mod autodiff;
 mod error;
 mod record;

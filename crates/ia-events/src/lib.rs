@@ -11,6 +11,8 @@
 //!
 //! See [`Problem`] for a runnable example.
 
+#![deny(missing_docs)]
+
 pub mod integrator;
 pub mod ode_solvers_adapter;
 mod problem;

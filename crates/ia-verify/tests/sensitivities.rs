@@ -5,7 +5,10 @@
 //!   on the symbolic solution) for cases the file does not cover;
 //! * the other mode: forward against adjoint.
 
-use ia_adjoint::{gradient, gradient_forward, jacobian, jacobian_without_saltation, FinalComponent, LossSeeds, Method};
+use ia_adjoint::{
+    gradient, gradient_forward, jacobian, jacobian_without_saltation, FinalComponent, LossSeeds,
+    Method,
+};
 use ia_core::Trajectory;
 use ia_events::{Problem, SolverChoice};
 use ia_verify::closed_form::closed_form;
@@ -13,7 +16,13 @@ use ia_verify::references::{reference_case, reference_error};
 use nalgebra::DMatrix;
 use rstest::rstest;
 
-const CASES: [&str; 5] = ["ball2d_flat_a", "ball2d_flat_b", "ball2d_bowl_a", "lif_a", "thermostat_a"];
+const CASES: [&str; 5] = [
+    "ball2d_flat_a",
+    "ball2d_flat_b",
+    "ball2d_bowl_a",
+    "lif_a",
+    "thermostat_a",
+];
 
 /// Relative error, absolute where the reference is below 1e-3 in size.
 fn err(value: f64, reference: f64) -> f64 {
@@ -22,7 +31,14 @@ fn err(value: f64, reference: f64) -> f64 {
 
 #[rstest]
 fn jacobians_match_the_reference_file(
-    #[values("ball2d_flat_a", "ball2d_flat_b", "ball2d_bowl_a", "lif_a", "thermostat_a")] name: &str,
+    #[values(
+        "ball2d_flat_a",
+        "ball2d_flat_b",
+        "ball2d_bowl_a",
+        "lif_a",
+        "thermostat_a"
+    )]
+    name: &str,
     #[values(Method::Forward, Method::Adjoint)] method: Method,
 ) {
     let case = reference_case(name).unwrap();
@@ -40,11 +56,17 @@ fn jacobians_match_the_reference_file(
             let j = sens.wrt.iter().position(|w| w == wrt).unwrap();
             let value = sens.final_jacobian[(i, j)];
             let e = err(value, reference);
-            assert!(e < 1e-7, "{name} {method:?} d{state}/d{wrt}: {value} vs {reference} ({e:e})");
+            assert!(
+                e < 1e-7,
+                "{name} {method:?} d{state}/d{wrt}: {value} vs {reference} ({e:e})"
+            );
             checked += 1;
         }
     }
-    assert!(checked >= system.state_dim() * system.param_dim(), "{name}: {checked} entries");
+    assert!(
+        checked >= system.state_dim() * system.param_dim(),
+        "{name}: {checked} entries"
+    );
     // Entries the file leaves out (the trivial initial.x column of the flat
     // cases) against this project's closed form.
     let exact = closed_form(
@@ -58,7 +80,11 @@ fn jacobians_match_the_reference_file(
     for i in 0..system.state_dim() {
         for j in 0..sens.wrt.len() {
             let (v, r) = (sens.final_jacobian[(i, j)], exact.jacobian[i][j]);
-            assert!(err(v, r) < 1e-7, "{name} {method:?} d{i}/d{}: {v} vs {r}", sens.wrt[j]);
+            assert!(
+                err(v, r) < 1e-7,
+                "{name} {method:?} d{i}/d{}: {v} vs {r}",
+                sens.wrt[j]
+            );
         }
     }
     for (event, row) in &case.event_time_jacobian {
@@ -66,7 +92,10 @@ fn jacobians_match_the_reference_file(
         for (wrt, &reference) in row {
             let j = sens.wrt.iter().position(|w| w == wrt).unwrap();
             let value = sens.event_time_gradients[k][j];
-            assert!(err(value, reference) < 1e-7, "{name} {method:?} dt{k}/d{wrt}: {value} vs {reference}");
+            assert!(
+                err(value, reference) < 1e-7,
+                "{name} {method:?} dt{k}/d{wrt}: {value} vs {reference}"
+            );
         }
     }
 }
@@ -75,7 +104,14 @@ fn jacobians_match_the_reference_file(
 /// reference file gives them for lif only).
 #[rstest]
 fn event_time_gradients_match_closed_form(
-    #[values("ball2d_flat_a", "ball2d_flat_b", "ball2d_bowl_a", "lif_a", "thermostat_a")] name: &str,
+    #[values(
+        "ball2d_flat_a",
+        "ball2d_flat_b",
+        "ball2d_bowl_a",
+        "lif_a",
+        "thermostat_a"
+    )]
+    name: &str,
     #[values(Method::Forward, Method::Adjoint)] method: Method,
 ) {
     let case = reference_case(name).unwrap();
@@ -95,10 +131,22 @@ fn event_time_gradients_match_closed_form(
     )
     .unwrap();
     assert_eq!(exact.wrt, sens.wrt);
-    assert_eq!(exact.event_time_jacobian.len(), sens.event_time_gradients.len());
-    for (k, (row, exact_row)) in sens.event_time_gradients.iter().zip(&exact.event_time_jacobian).enumerate() {
+    assert_eq!(
+        exact.event_time_jacobian.len(),
+        sens.event_time_gradients.len()
+    );
+    for (k, (row, exact_row)) in sens
+        .event_time_gradients
+        .iter()
+        .zip(&exact.event_time_jacobian)
+        .enumerate()
+    {
         for (j, (v, r)) in row.iter().zip(exact_row).enumerate() {
-            assert!(err(*v, *r) < 1e-7, "{name} event {k} d/d{}: {v} vs {r}", sens.wrt[j]);
+            assert!(
+                err(*v, *r) < 1e-7,
+                "{name} event {k} d/d{}: {v} vs {r}",
+                sens.wrt[j]
+            );
         }
     }
 }
@@ -121,7 +169,16 @@ fn rows_disagreement(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
 /// Forward (error control covering the sensitivities) against adjoint: two
 /// discretisations of the same derivative, both converged at 1e-12.
 #[rstest]
-fn forward_and_adjoint_agree(#[values("ball2d_flat_a", "ball2d_flat_b", "ball2d_bowl_a", "lif_a", "thermostat_a")] name: &str) {
+fn forward_and_adjoint_agree(
+    #[values(
+        "ball2d_flat_a",
+        "ball2d_flat_b",
+        "ball2d_bowl_a",
+        "lif_a",
+        "thermostat_a"
+    )]
+    name: &str,
+) {
     let case = reference_case(name).unwrap();
     let model = ia_models::by_name(&case.model).unwrap();
     let system = model.system();
@@ -133,7 +190,11 @@ fn forward_and_adjoint_agree(#[values("ball2d_flat_a", "ball2d_flat_b", "ball2d_
     let forward = jacobian(&problem, Method::Forward).unwrap();
     let adjoint = jacobian(&problem, Method::Adjoint).unwrap();
     assert!(worst_disagreement(&forward.final_jacobian, &adjoint.final_jacobian) < 1e-9);
-    for (f, a) in forward.observation_jacobians.iter().zip(&adjoint.observation_jacobians) {
+    for (f, a) in forward
+        .observation_jacobians
+        .iter()
+        .zip(&adjoint.observation_jacobians)
+    {
         assert!(worst_disagreement(f, a) < 1e-9);
     }
     assert!(rows_disagreement(&forward.event_time_gradients, &adjoint.event_time_gradients) < 1e-9);
@@ -165,21 +226,33 @@ fn adjoint_is_the_transpose_of_forward_on_the_same_steps(
     let bound = 100.0 * operations as f64 * f64::EPSILON;
     let pairs = [
         (&forward.final_jacobian, &adjoint.final_jacobian),
-        (&forward.observation_jacobians[0], &adjoint.observation_jacobians[0]),
+        (
+            &forward.observation_jacobians[0],
+            &adjoint.observation_jacobians[0],
+        ),
     ];
     for (f, a) in pairs {
         let d = scaled_disagreement(f.iter(), a.iter());
-        assert!(d < bound, "{name}: {d:e} over {operations} steps and events");
+        assert!(
+            d < bound,
+            "{name}: {d:e} over {operations} steps and events"
+        );
     }
     let d = scaled_disagreement(
         forward.event_time_gradients.iter().flatten(),
         adjoint.event_time_gradients.iter().flatten(),
     );
-    assert!(d < bound, "{name}: event times {d:e} over {operations} steps and events");
+    assert!(
+        d < bound,
+        "{name}: event times {d:e} over {operations} steps and events"
+    );
 }
 
 /// Largest difference relative to the largest entry.
-fn scaled_disagreement<'a>(a: impl Iterator<Item = &'a f64> + Clone, b: impl Iterator<Item = &'a f64>) -> f64 {
+fn scaled_disagreement<'a>(
+    a: impl Iterator<Item = &'a f64> + Clone,
+    b: impl Iterator<Item = &'a f64>,
+) -> f64 {
     let scale = a.clone().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
     a.zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / scale
 }
@@ -190,10 +263,15 @@ fn scaled_disagreement<'a>(a: impl Iterator<Item = &'a f64> + Clone, b: impl Ite
 fn many_impacts_match_closed_form(#[values(Method::Forward, Method::Adjoint)] method: Method) {
     let system = ia_models::by_name("ball2d-flat").unwrap().system();
     let (x0, p) = (vec![0.0, 1.0, 0.5, 0.0], vec![9.81, 0.92, 0.97]);
-    let problem = Problem::new(&system, x0.clone(), p.clone(), 6.0).with_solver(SolverChoice::dopri5(1e-12));
+    let problem =
+        Problem::new(&system, x0.clone(), p.clone(), 6.0).with_solver(SolverChoice::dopri5(1e-12));
     let sens = jacobian(&problem, method).unwrap();
     let exact = closed_form("ball2d-flat", &x0, &p, None, 6.0).unwrap();
-    assert!(sens.trajectory.events.len() >= 10, "{} impacts", sens.trajectory.events.len());
+    assert!(
+        sens.trajectory.events.len() >= 10,
+        "{} impacts",
+        sens.trajectory.events.len()
+    );
     assert_eq!(sens.trajectory.events.len(), exact.event_times.len());
     for i in 0..4 {
         for j in 0..7 {
@@ -212,15 +290,23 @@ fn forward_and_adjoint_agree_on_random_draws() {
     let system = ia_models::by_name("ball2d-bowl").unwrap().system();
     let mut seed: u64 = 0x5eed;
     let mut uniform = |lo: f64, hi: f64| {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         lo + (hi - lo) * ((seed >> 11) as f64 / (1u64 << 53) as f64)
     };
     for draw in 0..12 {
         // Restitution and span keep clear of the chattering regime, where
         // impacts accumulate at the bottom of the bowl (Zeno).
-        let x0 = vec![uniform(-0.3, 0.3), uniform(0.5, 1.5), uniform(-0.5, 0.5), uniform(-0.5, 0.5)];
+        let x0 = vec![
+            uniform(-0.3, 0.3),
+            uniform(0.5, 1.5),
+            uniform(-0.5, 0.5),
+            uniform(-0.5, 0.5),
+        ];
         let p = vec![uniform(8.0, 11.0), uniform(0.75, 0.95), uniform(0.2, 0.8)];
-        let problem = Problem::new(&system, x0.clone(), p.clone(), 1.2).with_solver(SolverChoice::dopri5(1e-11));
+        let problem = Problem::new(&system, x0.clone(), p.clone(), 1.2)
+            .with_solver(SolverChoice::dopri5(1e-11));
         let forward = jacobian(&problem, Method::Forward).unwrap();
         let adjoint = jacobian(&problem, Method::Adjoint).unwrap();
         let d = worst_disagreement(&forward.final_jacobian, &adjoint.final_jacobian);
@@ -279,7 +365,10 @@ fn the_saltation_term_matters() {
         .problem(model.as_ref(), &system)
         .unwrap()
         .with_solver(SolverChoice::dopri5(1e-12));
-    let (x, vy0) = (system.state_index("x").unwrap(), system.state_index("vy").unwrap());
+    let (x, vy0) = (
+        system.state_index("x").unwrap(),
+        system.state_index("vy").unwrap(),
+    );
     let blind = jacobian_without_saltation(&problem).unwrap();
     assert_eq!(blind[(x, vy0)], 0.0);
     let sens = jacobian(&problem, Method::Forward).unwrap();
@@ -296,7 +385,8 @@ fn the_saltation_term_matters() {
 fn guard_and_reset_parameters(#[values(Method::Forward, Method::Adjoint)] method: Method) {
     let system = ia_models::by_name("ball1d").unwrap().system();
     let (x0, p) = (vec![1.3, 0.4], vec![9.81, 0.7, 0.25]);
-    let problem = Problem::new(&system, x0.clone(), p.clone(), 2.0).with_solver(SolverChoice::dopri5(1e-12));
+    let problem =
+        Problem::new(&system, x0.clone(), p.clone(), 2.0).with_solver(SolverChoice::dopri5(1e-12));
     let sens = jacobian(&problem, method).unwrap();
     let exact = closed_form("ball1d", &x0, &p, None, 2.0).unwrap();
     for i in 0..2 {
@@ -306,7 +396,11 @@ fn guard_and_reset_parameters(#[values(Method::Forward, Method::Adjoint)] method
         }
     }
     let floor = sens.wrt.iter().position(|w| w == "param.floor").unwrap();
-    assert!(sens.final_jacobian.column(floor).iter().any(|v| v.abs() > 1e-3));
+    assert!(sens
+        .final_jacobian
+        .column(floor)
+        .iter()
+        .any(|v| v.abs() > 1e-3));
 }
 
 /// A grazing event returns the grazing error, never a huge number.
@@ -315,8 +409,13 @@ fn grazing_returns_the_error_not_a_number() {
     // two-ball with the second ball overtaken at equal speed: the gap closes
     // at rate v1 - v2 -> 0. Take v2 a hair below v1.
     let system = ia_models::by_name("two-ball").unwrap().system();
-    let problem = Problem::new(&system, vec![0.0, 0.3, 1.0, 1.0 - 1e-9], vec![0.1, 1.0, 1.0, 1.0], 2e8)
-        .with_solver(SolverChoice::dopri5(1e-10));
+    let problem = Problem::new(
+        &system,
+        vec![0.0, 0.3, 1.0, 1.0 - 1e-9],
+        vec![0.1, 1.0, 1.0, 1.0],
+        2e8,
+    )
+    .with_solver(SolverChoice::dopri5(1e-10));
     for method in [Method::Forward, Method::Adjoint] {
         let err = jacobian(&problem, method).unwrap_err();
         assert_eq!(err.kind(), "grazing", "{err}");
@@ -326,19 +425,24 @@ fn grazing_returns_the_error_not_a_number() {
 #[test]
 fn adjoint_through_the_adapter_is_refused_with_a_reason() {
     let system = ia_models::by_name("lif").unwrap().system();
-    let problem = Problem::new(&system, vec![0.2], vec![1.3, 0.01, 1.0, 0.0], 0.05).with_solver(SolverChoice::OdeSolvers {
-        integrator: ia_events::OdeSolversMethod::Dopri5,
-        rtol: 1e-10,
-        atol: 1e-10,
-        macro_step: 0.005,
-    });
+    let problem = Problem::new(&system, vec![0.2], vec![1.3, 0.01, 1.0, 0.0], 0.05).with_solver(
+        SolverChoice::OdeSolvers {
+            integrator: ia_events::OdeSolversMethod::Dopri5,
+            rtol: 1e-10,
+            atol: 1e-10,
+            macro_step: 0.005,
+        },
+    );
     let err = gradient(&problem, &FinalComponent(0)).unwrap_err();
     assert_eq!(err.kind(), "unsupported");
     assert!(err.to_string().contains("dopri5"));
     // Forward sensitivities run through the adapter.
     let sens = jacobian(&problem, Method::Forward).unwrap();
     let case = reference_case("lif_a").unwrap();
-    assert!(err_ok(sens.final_jacobian[(0, 0)], case.jacobian["V"]["initial.V"]));
+    assert!(err_ok(
+        sens.final_jacobian[(0, 0)],
+        case.jacobian["V"]["initial.V"]
+    ));
 }
 
 fn err_ok(v: f64, r: f64) -> bool {
@@ -347,12 +451,14 @@ fn err_ok(v: f64, r: f64) -> bool {
 
 #[test]
 fn all_cases_are_listed() {
-    let names: Vec<String> = ia_verify::references::load_references().unwrap().into_keys().collect();
+    let names: Vec<String> = ia_verify::references::load_references()
+        .unwrap()
+        .into_keys()
+        .collect();
     for case in CASES {
         assert!(names.iter().any(|n| n == case));
     }
 }
-
 
 /// The bowl with low restitution chatters to rest at its bottom: the run
 /// must end in an error (Zeno or grazing), never in numbers, and every event
@@ -362,7 +468,12 @@ fn all_cases_are_listed() {
 #[test]
 fn chattering_in_the_bowl_is_reported() {
     let system = ia_models::by_name("ball2d-bowl").unwrap().system();
-    let x0 = vec![0.26144870115813473, 1.3303943052238552, -0.07510708784694708, -0.09049705457696866];
+    let x0 = vec![
+        0.26144870115813473,
+        1.3303943052238552,
+        -0.07510708784694708,
+        -0.09049705457696866,
+    ];
     let p = vec![8.206690256730038, 0.5160169343419788, 0.6810183957179656];
     let problem = Problem::new(&system, x0, p, 1.5).with_solver(SolverChoice::dopri5(1e-11));
     for method in [Method::Forward, Method::Adjoint] {

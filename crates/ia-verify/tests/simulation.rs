@@ -14,7 +14,10 @@ fn worst_reference_error(name: &str, solver: SolverChoice) -> (f64, usize) {
     let case = reference_case(name).unwrap();
     let model = ia_models::by_name(&case.model).unwrap();
     let system = model.system();
-    let problem = case.problem(model.as_ref(), &system).unwrap().with_solver(solver);
+    let problem = case
+        .problem(model.as_ref(), &system)
+        .unwrap()
+        .with_solver(solver);
     let run = simulate(&problem).unwrap();
     assert_eq!(
         run.events.len(),
@@ -55,7 +58,10 @@ fn dopri5_reproduces_closed_form(#[case] name: &str) {
 #[case("ball2d_bowl_a", OdeSolversMethod::Dop853)]
 #[case("lif_a", OdeSolversMethod::Dop853)]
 #[case("thermostat_a", OdeSolversMethod::Dop853)]
-fn ode_solvers_adapter_reproduces_closed_form(#[case] name: &str, #[case] integrator: OdeSolversMethod) {
+fn ode_solvers_adapter_reproduces_closed_form(
+    #[case] name: &str,
+    #[case] integrator: OdeSolversMethod,
+) {
     let case = reference_case(name).unwrap();
     let solver = SolverChoice::OdeSolvers {
         integrator,
@@ -64,7 +70,10 @@ fn ode_solvers_adapter_reproduces_closed_form(#[case] name: &str, #[case] integr
         macro_step: case.t_end / 20.0,
     };
     let (worst, _) = worst_reference_error(name, solver);
-    assert!(worst < 1e-9, "{name} through {integrator:?}: worst error {worst:e}");
+    assert!(
+        worst < 1e-9,
+        "{name} through {integrator:?}: worst error {worst:e}"
+    );
 }
 
 /// Ballistic flight is quadratic in time, which RK4 and its cubic Hermite
@@ -108,7 +117,10 @@ fn rk4_converges_at_fourth_order(#[case] name: &str, #[case] dt_coarse: f64) {
         .collect();
     for pair in errors.windows(2) {
         let order = (pair[0] / pair[1]).log2();
-        assert!((3.5..=4.5).contains(&order), "{name}: errors {errors:?}, order {order}");
+        assert!(
+            (3.5..=4.5).contains(&order),
+            "{name}: errors {errors:?}, order {order}"
+        );
     }
 }
 
@@ -143,8 +155,12 @@ fn observations_match_a_run_that_ends_there() {
 }
 
 /// Runs `f` and checks it returns the error `kind` without panicking.
-fn expect_error<T: std::fmt::Debug>(kind: &str, f: impl FnOnce() -> Result<T, HybridError>) -> HybridError {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect("the library panicked");
+fn expect_error<T: std::fmt::Debug>(
+    kind: &str,
+    f: impl FnOnce() -> Result<T, HybridError>,
+) -> HybridError {
+    let outcome =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect("the library panicked");
     let err = outcome.expect_err("expected an error");
     assert_eq!(err.kind(), kind, "got: {err}");
     err
@@ -173,7 +189,11 @@ fn zeno_ball_reports_accumulation_with_events_before_it() {
     let err = expect_error("zeno", || simulate(&problem));
     let trajectory = err.trajectory().expect("Zeno carries the trajectory");
     let accumulation = 3.0 * (2.0f64 / 9.81).sqrt();
-    assert!(trajectory.events.len() >= 10, "{} events", trajectory.events.len());
+    assert!(
+        trajectory.events.len() >= 10,
+        "{} events",
+        trajectory.events.len()
+    );
     let times = trajectory.event_times();
     assert!(times.windows(2).all(|w| w[0] < w[1]));
     assert!(times.iter().all(|&t| t < accumulation));
@@ -217,7 +237,11 @@ fn grazing_contact_is_reported() {
         .with_solver(SolverChoice::dopri5(1e-12));
     let err = expect_error("grazing", || simulate(&problem));
     match err {
-        HybridError::Grazing { transversality, time, .. } => {
+        HybridError::Grazing {
+            transversality,
+            time,
+            ..
+        } => {
             assert!(transversality < 1e-7);
             assert!((time - 1.0).abs() < 1e-4);
         }
@@ -300,7 +324,11 @@ fn dimension_mismatch_is_reported(#[case] x0: Vec<f64>, #[case] p: Vec<f64>, #[c
 #[case(SolverChoice::Rk4 { dt: -0.1 }, 1.0, "dt")]
 #[case(SolverChoice::OdeSolvers { integrator: OdeSolversMethod::Dopri5, rtol: 1e-8, atol: 1e-8, macro_step: 0.0 }, 1.0, "macro_step")]
 #[case(SolverChoice::dopri5(1e-8), 0.0, "t_end")]
-fn invalid_options_are_rejected(#[case] solver: SolverChoice, #[case] t_end: f64, #[case] name: &str) {
+fn invalid_options_are_rejected(
+    #[case] solver: SolverChoice,
+    #[case] t_end: f64,
+    #[case] name: &str,
+) {
     let (system, x0, p, _) = ball2d(vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, 0.7], 1.0);
     let problem = Problem::new(&system, x0, p, t_end).with_solver(solver);
     let err = expect_error("invalid_option", || simulate(&problem));
@@ -311,10 +339,14 @@ fn invalid_options_are_rejected(#[case] solver: SolverChoice, #[case] t_end: f64
 fn unknown_mode_lists_valid_modes() {
     let system = ia_models::Thermostat.system_owned();
     let err = expect_error("unknown_name", || {
-        Problem::new(&system, vec![21.0], vec![0.2, 5.0, 10.0, 19.0, 23.0], 1.0).with_mode("heating")
+        Problem::new(&system, vec![21.0], vec![0.2, 5.0, 10.0, 19.0, 23.0], 1.0)
+            .with_mode("heating")
     });
     let text = err.to_string();
-    assert!(text.contains("'heating'") && text.contains("off") && text.contains("on"), "{text}");
+    assert!(
+        text.contains("'heating'") && text.contains("off") && text.contains("on"),
+        "{text}"
+    );
 }
 
 #[test]
