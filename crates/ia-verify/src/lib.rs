@@ -1,1 +1,42 @@
-//! placeholder
+//! # ia-verify: checks of impact-adjoint, usable from your own tests
+//!
+//! * [`closed_form`]: exact (symbolic) references with dual-number Jacobians
+//!   for the models whose flows have closed-form solutions.
+//! * [`finite_difference`]: a central, Richardson-extrapolated
+//!   finite-difference Jacobian of any run, with an error estimate per
+//!   entry, for models with no closed form ([`finite_difference::fd_jacobian`]).
+//! * [`partials`]: one call that checks hand-written [`ia_core::Flow`],
+//!   [`ia_core::Guard`] and [`ia_core::Reset`] partials against finite
+//!   differences or dual numbers, and names the worst entry
+//!   ([`partials::check_partials`]).
+//! * [`convergence`]: sensitivity error against solver tolerance and step.
+//! * [`baselines`] and [`three_ways`]: the naive ways of differentiating
+//!   through impacts, against this workspace's.
+//! * [`checks`], [`suite`], [`report`]: the studies of `cargo xtask verify`
+//!   as functions returning table rows.
+//! * [`references`]: the reference cases of `shared/references/closed_form.json`.
+//!
+//! A user with a contact model of their own checks its partials in one line
+//! of a test:
+//!
+//! ```
+//! use ia_verify::partials::{check_partials, sample_points_around};
+//! # let model = ia_models::by_name("ball1d").unwrap();
+//! # let system = model.system();
+//! // `system`: your HybridSystem; points around a typical state and parameters.
+//! let points = sample_points_around(1, &[1.0, 0.0], &[9.81, 0.8, 0.0], 2.0, 5, 42);
+//! if let Err(mismatch) = check_partials(&system, &points, 1e-6) {
+//!     panic!("{mismatch}"); // names the entry: "flow 'flight' d f[v]/d param.g: ..."
+//! }
+//! ```
+
+pub mod baselines;
+pub mod checks;
+pub mod closed_form;
+pub mod convergence;
+pub mod finite_difference;
+pub mod partials;
+pub mod references;
+pub mod report;
+pub mod suite;
+pub mod three_ways;
