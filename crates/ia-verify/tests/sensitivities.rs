@@ -485,3 +485,61 @@ fn chattering_in_the_bowl_is_reported() {
         assert!(events.windows(2).all(|w| w[1].time > w[0].time));
     }
 }
+
+/// The models with no closed form: forward and adjoint Jacobians (final state
+/// and event times) against Richardson-extrapolated central differences of
+/// the simulation, within the differences' own error estimate.
+#[rstest]
+fn models_without_closed_form_match_finite_differences(
+    #[values("impact-pendulum", "rimless-wheel", "slip-hopper")] name: &str,
+    #[values(Method::Forward, Method::Adjoint)] method: Method,
+) {
+    use ia_verify::finite_difference::{fd_jacobian, FdJacobian, FdOptions};
+    let model = ia_models::by_name(name).unwrap();
+    let spec = model.spec();
+    let system = model.system();
+    let problem = Problem::new(
+        &system,
+        spec.default_state(),
+        spec.default_params(),
+        spec.t_end,
+    )
+    .with_mode(&spec.initial_mode)
+    .unwrap()
+    .with_solver(SolverChoice::dopri5(1e-12));
+    let sens = jacobian(&problem, method).unwrap();
+    assert!(
+        !sens.trajectory.events.is_empty(),
+        "{name}: the default run has events"
+    );
+    let fd = fd_jacobian(&problem, &FdOptions::default()).unwrap();
+    for i in 0..system.state_dim() {
+        for j in 0..sens.wrt.len() {
+            let (v, r, e) = (
+                sens.final_jacobian[(i, j)],
+                fd.final_jacobian[i][j],
+                fd.final_error[i][j],
+            );
+            assert!(
+                FdJacobian::agrees(v, r, e),
+                "{name} {method:?} d{i}/d{}: {v} vs FD {r} +- {e}",
+                sens.wrt[j]
+            );
+        }
+    }
+    for (k, (row, fd_row)) in sens
+        .event_time_gradients
+        .iter()
+        .zip(&fd.event_time_jacobian)
+        .enumerate()
+    {
+        for (j, (v, r)) in row.iter().zip(fd_row).enumerate() {
+            let e = fd.event_time_error[k][j];
+            assert!(
+                FdJacobian::agrees(*v, *r, e),
+                "{name} {method:?} dt{k}/d{}: {v} vs FD {r} +- {e}",
+                sens.wrt[j]
+            );
+        }
+    }
+}
