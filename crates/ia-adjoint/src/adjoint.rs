@@ -242,27 +242,27 @@ impl<'a> Backward<'a> {
             if k_bar.iter().all(|&v| v == 0.0) {
                 continue;
             }
-            self.partials.clear();
-            flow.partials(
-                t0 + tab.c[i] * h,
-                &self.stage_states[i * n..(i + 1) * n],
-                self.params,
-                &mut self.partials,
-            );
+            let stage_time = t0 + tab.c[i] * h;
+            let stage_state = &self.stage_states[i * n..(i + 1) * n];
             // Y_bar = f_x^T K_bar; p_bar += f_p^T K_bar
-            for (c, yb) in self.scratch.iter_mut().enumerate() {
-                *yb = self
-                    .partials
-                    .x
-                    .column(c)
-                    .dot(&nalgebra::DVectorView::from_slice(k_bar, n));
-            }
-            for (c, pb) in param_bar.iter_mut().enumerate() {
-                *pb += self
-                    .partials
-                    .p
-                    .column(c)
-                    .dot(&nalgebra::DVectorView::from_slice(k_bar, n));
+            let fast = flow.vector_jacobian_product(
+                stage_time,
+                stage_state,
+                self.params,
+                k_bar,
+                &mut self.scratch,
+                param_bar,
+            );
+            if !fast {
+                self.partials.clear();
+                flow.partials(stage_time, stage_state, self.params, &mut self.partials);
+                let k_bar = nalgebra::DVectorView::from_slice(k_bar, n);
+                for (c, yb) in self.scratch.iter_mut().enumerate() {
+                    *yb = self.partials.x.column(c).dot(&k_bar);
+                }
+                for (c, pb) in param_bar.iter_mut().enumerate() {
+                    *pb += self.partials.p.column(c).dot(&k_bar);
+                }
             }
             for (sb, &yb) in self.state_bar.iter_mut().zip(&self.scratch) {
                 *sb += yb;

@@ -9,7 +9,7 @@
 //! fixed; this is what lets the adjoint agree with it to rounding on the same
 //! steps.
 
-use crate::saltation::SaltationWorkspace;
+use crate::saltation::{Saltation, SaltationWorkspace};
 use ia_core::{FlowPartials, HybridError, HybridSystem};
 use ia_events::{Augmentation, EventJump};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
@@ -27,6 +27,8 @@ pub(crate) struct ForwardSensitivity<'a> {
     saltation: SaltationWorkspace,
     /// `dt*/dtheta` per event, m entries each.
     pub event_time_gradients: Vec<Vec<f64>>,
+    /// The saltation of each event.
+    pub saltations: Vec<Saltation>,
     /// `S` at each observation time.
     pub observation_jacobians: Vec<DMatrix<f64>>,
     /// `S` at the end.
@@ -51,6 +53,7 @@ impl<'a> ForwardSensitivity<'a> {
             partials: FlowPartials::zeros(n, n_params),
             saltation: SaltationWorkspace::new(n, n_params),
             event_time_gradients: Vec::new(),
+            saltations: Vec::new(),
             observation_jacobians: Vec::new(),
             final_jacobian: None,
         }
@@ -83,10 +86,12 @@ impl Augmentation for ForwardSensitivity<'_> {
 
     fn extra_rate(&mut self, mode: usize, t: f64, x: &[f64], extra: &[f64], rate: &mut [f64]) {
         let (n, m) = (self.n, self.columns());
+        let flow = &self.system.modes()[mode].flow;
+        if flow.sensitivity_rate(t, x, self.params, extra, rate) {
+            return;
+        }
         self.partials.clear();
-        self.system.modes()[mode]
-            .flow
-            .partials(t, x, self.params, &mut self.partials);
+        flow.partials(t, x, self.params, &mut self.partials);
         let s = DMatrixView::from_slice(extra, n, m);
         let mut ds = DMatrixViewMut::from_slice(rate, n, m);
         ds.gemm(1.0, &self.partials.x, &s, 0.0);
@@ -129,6 +134,7 @@ impl Augmentation for ForwardSensitivity<'_> {
             *g = -(gx_s + gp) / sal.guard_rate;
         }
         self.event_time_gradients.push(gradient);
+        self.saltations.push(sal.clone());
         Ok(())
     }
 

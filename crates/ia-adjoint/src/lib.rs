@@ -203,7 +203,7 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
                 HybridError::Unsupported("the run ended without a final state".into())
             })?;
             Ok(Sensitivities {
-                saltations: saltations(problem, &trajectory),
+                saltations: aug.saltations,
                 trajectory,
                 wrt,
                 final_jacobian,

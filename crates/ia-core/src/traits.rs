@@ -148,6 +148,38 @@ pub trait Flow: Send + Sync {
     fn rate(&self, t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]);
     /// Writes `f_x`, `f_p` and `f_t` at `(t, x, p)` into `out` (already zeroed).
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials);
+
+    /// Optional fast path of forward sensitivities: writes the variational
+    /// rate `f_x S + [0 | f_p]` of the n x (n + n_p) sensitivity `s`
+    /// (column-major: initial-state columns, then parameter columns) into
+    /// `ds` and returns `true`. The default returns `false`, and the library
+    /// forms the product from [`Flow::partials`]. Worth writing where `f_x`
+    /// is sparse or `f_p` mostly zero.
+    fn sensitivity_rate(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        _s: &[f64],
+        _ds: &mut [f64],
+    ) -> bool {
+        false
+    }
+
+    /// Optional fast path of the adjoint: writes `f_x^T v` into `x_bar`,
+    /// adds `f_p^T v` to `p_bar` and returns `true`. The default returns
+    /// `false`, and the library forms the products from [`Flow::partials`].
+    fn vector_jacobian_product(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        _v: &[f64],
+        _x_bar: &mut [f64],
+        _p_bar: &mut [f64],
+    ) -> bool {
+        false
+    }
 }
 
 /// The event surface of one transition: it fires when `g(t, x, p)` crosses

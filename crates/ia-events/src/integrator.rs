@@ -145,16 +145,18 @@ impl<A: Augmentation> OdeRhs for HybridRhs<'_, A> {
     }
 }
 
-/// Time tolerance as a `roots` convergence criterion: stop on an exact zero
-/// or when the bracket is narrower than the tolerance.
+/// Time tolerance as a `roots` convergence criterion: stop when the guard
+/// value is within rounding noise of zero or the bracket is narrower than
+/// the tolerance.
 struct TimeTolerance {
     tolerance: f64,
+    noise: f64,
     max_iterations: usize,
 }
 
 impl Convergency<f64> for TimeTolerance {
     fn is_root_found(&mut self, y: f64) -> bool {
-        y == 0.0
+        y.abs() <= self.noise
     }
     fn is_converged(&mut self, a: f64, b: f64) -> bool {
         (a - b).abs() <= self.tolerance
@@ -164,8 +166,11 @@ impl Convergency<f64> for TimeTolerance {
     }
 }
 
-/// Halvings of the step searched for a bracket when the step start does not
-/// lie on the guard's recorded side (right after an event).
+/// Uniform samples of a step searched for a bracket when the step start does
+/// not lie on the guard's recorded side (right after an event)...
+const COARSE_SAMPLES: usize = 8;
+/// ...and halvings of its first eighth searched when the guard is already
+/// back past zero at the first sample.
 const BRACKET_DOUBLINGS: usize = 60;
 
 struct Run<'p, 's, A> {
@@ -445,33 +450,49 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             guard.value(t, x_probe, p)
         };
         // Right after an event the start may sit a rounding error on the far
-        // side of zero: bracket from the first point on the recorded side,
-        // searching offsets that grow geometrically from the start (the
-        // guard leaves zero right after the event, possibly far earlier than
-        // the step's end).
-        let mut lo = t_prev;
-        let mut hi = t_new;
-        if g_at(t_prev) * side <= band {
+        // side of zero: bracket from the first point clearly on the recorded
+        // side. Eight uniform samples first; if the first of them is already
+        // past the crossing, the guard left zero and came back within the
+        // first eighth, so search that eighth at offsets growing
+        // geometrically from the start.
+        let g_start = g_at(t_prev);
+        let (mut lo, mut hi) = (t_prev, t_new);
+        let mut scale = g_start.abs().max(self.guard_values[k].abs());
+        if g_start * side <= band {
             let width = t_new - t_prev;
+            let eighth = width / COARSE_SAMPLES as f64;
+            let first_coarse_on_side = g_at(t_prev + eighth) * side > band;
+            let fine = (1..=BRACKET_DOUBLINGS)
+                .rev()
+                .map(|i| t_prev + eighth * 0.5f64.powi(i as i32))
+                .take(if first_coarse_on_side {
+                    0
+                } else {
+                    BRACKET_DOUBLINGS
+                });
+            let coarse = (1..=COARSE_SAMPLES).map(|j| {
+                if j == COARSE_SAMPLES {
+                    t_new
+                } else {
+                    t_prev + eighth * j as f64
+                }
+            });
+            let mut on_side: Option<(f64, f64)> = None;
             let mut found = None;
-            let mut on_side: Option<f64> = None;
-            for i in (0..=BRACKET_DOUBLINGS).rev() {
-                let t = t_prev + width * 0.5f64.powi(i as i32);
+            for t in fine.chain(coarse) {
                 let g = g_at(t);
-                match on_side {
-                    None if g * side > band => on_side = Some(t),
-                    Some(a) if g * side <= 0.0 => {
-                        found = Some((a, t));
-                        break;
-                    }
-                    Some(_) => on_side = Some(t),
-                    None => {}
+                if g * side > band {
+                    on_side = Some((t, g));
+                } else if let (Some((a, g_a)), true) = (on_side, g * side <= 0.0) {
+                    found = Some((a, (t, g), g_a));
+                    break;
                 }
             }
             match found {
-                Some((a, b)) => {
+                Some((a, (b, g_b), g_a)) => {
                     lo = a;
                     hi = b;
+                    scale = g_a.abs().max(g_b.abs());
                 }
                 None => {
                     self.trajectory.stats.root_iterations += evaluations;
@@ -486,8 +507,13 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 }
             }
         }
+        // Converged when the bracket is within the time tolerance, or when
+        // the guard value is down to rounding noise of its size at the
+        // bracket's ends (no sample can then tell the root apart).
+        let noise = 4.0 * f64::EPSILON * scale;
         let mut convergence = TimeTolerance {
             tolerance: self.time_tolerance,
+            noise,
             max_iterations: 200,
         };
         let located = find_root_brent(lo, hi, &mut g_at, &mut convergence);
@@ -774,7 +800,21 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
     fn finish(&mut self, t: f64, y: &[f64]) -> Trajectory {
         self.close_segment(t);
         self.rhs.augmentation.finished(t, y);
-        self.snapshot_at(t, &y[..self.rhs.n])
+        let stats = self.stats();
+        let final_mode = self.system().modes()[self.mode()].name.clone();
+        let final_state = y[..self.rhs.n].to_vec();
+        Trajectory {
+            segments: std::mem::take(&mut self.trajectory.segments),
+            events: std::mem::take(&mut self.trajectory.events),
+            observations: std::mem::take(&mut self.trajectory.observations),
+            state_names: std::mem::take(&mut self.trajectory.state_names),
+            initial_state: std::mem::take(&mut self.trajectory.initial_state),
+            initial_time: self.trajectory.initial_time,
+            final_time: t,
+            final_state,
+            final_mode,
+            stats,
+        }
     }
 
     fn non_finite(&self, what: String, time: f64) -> HybridError {

@@ -94,6 +94,40 @@ impl Flow for Flight {
         out.x[(1, 3)] = 1.0;
         out.p[(3, 0)] = -1.0;
     }
+
+    /// `f_x S + [0 | f_p]` without forming the partials: the rows of `x`, `y`
+    /// copy those of `vx`, `vy`, and `g` enters `vy'` only.
+    #[inline]
+    fn sensitivity_rate(&self, _t: f64, _x: &[f64], _p: &[f64], s: &[f64], ds: &mut [f64]) -> bool {
+        for (column, rate) in s.chunks_exact(4).zip(ds.chunks_exact_mut(4)) {
+            rate[0] = column[2];
+            rate[1] = column[3];
+            rate[2] = 0.0;
+            rate[3] = 0.0;
+        }
+        // Column of parameter g (after the four initial-state columns).
+        ds[4 * 4 + 3] -= 1.0;
+        true
+    }
+
+    /// `f_x^T v` and `f_p^T v` without forming the partials.
+    #[inline]
+    fn vector_jacobian_product(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        v: &[f64],
+        x_bar: &mut [f64],
+        p_bar: &mut [f64],
+    ) -> bool {
+        x_bar[0] = 0.0;
+        x_bar[1] = 0.0;
+        x_bar[2] = v[0];
+        x_bar[3] = v[1];
+        p_bar[0] -= v[3];
+        true
+    }
 }
 
 /// The ground: `g = y`, falling; hand-written partials.
@@ -146,6 +180,34 @@ mod tests {
     use super::*;
     use ia_core::{Autodiff, FlowFn, GuardFn, ResetFn, Scalar};
     use rstest::rstest;
+
+    /// The fast paths equal the products formed from the partials.
+    #[test]
+    fn fast_sensitivity_products_match_partials() {
+        let (x, p) = ([0.3, 0.7, -1.1, 2.3], [9.81, 0.8, 0.7]);
+        let mut d = FlowPartials::zeros(4, 3);
+        Flight.partials(0.0, &x, &p, &mut d);
+        let s = nalgebra::DMatrix::from_fn(4, 7, |i, j| (i * 7 + j) as f64 * 0.37 - 3.0);
+        let mut expected = &d.x * &s;
+        for j in 0..3 {
+            for i in 0..4 {
+                expected[(i, 4 + j)] += d.p[(i, j)];
+            }
+        }
+        let mut rate = vec![0.0; 28];
+        assert!(Flight.sensitivity_rate(0.0, &x, &p, s.as_slice(), &mut rate));
+        assert_eq!(rate, expected.as_slice());
+
+        let v = [0.5, -1.5, 2.0, 3.0];
+        let (mut x_bar, mut p_bar) = ([0.0; 4], [1.0; 3]);
+        assert!(Flight.vector_jacobian_product(0.0, &x, &p, &v, &mut x_bar, &mut p_bar));
+        let v = nalgebra::DVector::from_column_slice(&v);
+        assert_eq!(x_bar.as_slice(), (d.x.transpose() * &v).as_slice());
+        let p_expected = d.p.transpose() * &v;
+        for j in 0..3 {
+            assert_eq!(p_bar[j], 1.0 + p_expected[j]);
+        }
+    }
 
     /// Generic references for the hand-written pieces.
     struct FlightRef;

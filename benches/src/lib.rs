@@ -1,0 +1,19 @@
+//! # ia-benches: the cases the criterion benchmarks time
+//!
+//! * [`ball2d`]: the reference case `ball2d_flat_a` (model `ball2d-flat`,
+//!   three impacts in `t_end = 2`), with its closed-form derivatives.
+//! * [`bumpy`]: a ball bouncing on bumpy ground
+//!   `y = sum_{k=1..N} a_k sin(k x) / k^2`, whose state dimension stays 4
+//!   while the number of parameters grows with `N` (the `a_k` enter the
+//!   guard and the reset's contact normal): the scaling case of forward
+//!   sensitivities against the adjoint.
+//! * `peer_diffsol` (feature `peers`): the same `ball2d_flat_a` case through
+//!   the diffsol crate's reset-aware forward sensitivities and adjoint.
+//!
+//! The benchmarks themselves are under `benches/benches/`; the figures are in
+//! `docs/performance.md`.
+
+pub mod ball2d;
+pub mod bumpy;
+#[cfg(feature = "peers")]
+pub mod peer_diffsol;
