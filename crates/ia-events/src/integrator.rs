@@ -457,6 +457,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         // geometrically from the start.
         let g_start = g_at(t_prev);
         let (mut lo, mut hi) = (t_prev, t_new);
+        let (mut lo_value, mut hi_value) = (g_start, self.guard_values[k]);
         let mut scale = g_start.abs().max(self.guard_values[k].abs());
         if g_start * side <= band {
             let width = t_new - t_prev;
@@ -492,6 +493,8 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 Some((a, (b, g_b), g_a)) => {
                     lo = a;
                     hi = b;
+                    lo_value = g_a;
+                    hi_value = g_b;
                     scale = g_a.abs().max(g_b.abs());
                 }
                 None => {
@@ -516,7 +519,19 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             noise,
             max_iterations: 200,
         };
-        let located = find_root_brent(lo, hi, &mut g_at, &mut convergence);
+        // Brent's method starts by evaluating both ends, whose values are
+        // known here.
+        let (g_lo, g_hi) = (lo_value, hi_value);
+        let mut g_cached = |t: f64| {
+            if t == lo {
+                g_lo
+            } else if t == hi {
+                g_hi
+            } else {
+                g_at(t)
+            }
+        };
+        let located = find_root_brent(lo, hi, &mut g_cached, &mut convergence);
         self.trajectory.stats.root_iterations += evaluations;
         located.map_err(|e| {
             let name = system.transitions()[k].name.clone();

@@ -128,6 +128,11 @@ pub struct RkStepper {
     k: Vec<f64>,
     stage: Vec<f64>,
     y_new: Vec<f64>,
+    /// Coefficients of the continuous extension of the last step, five per
+    /// component, for the leading `dense_ready` components (0 after every
+    /// step: prepared on the first interpolation).
+    dense: Vec<f64>,
+    dense_ready: usize,
     counters: StepCounters,
 }
 
@@ -169,6 +174,8 @@ impl RkStepper {
             k: Vec::new(),
             stage: Vec::new(),
             y_new: Vec::new(),
+            dense: Vec::new(),
+            dense_ready: 0,
             counters: StepCounters::default(),
         }
     }
@@ -220,20 +227,28 @@ impl RkStepper {
 
     /// Scaled RMS norm of the embedded error estimate over the controlled
     /// components (Dormand-Prince only).
-    fn error_norm(&self, h: f64, rtol: f64, atol: f64, controlled: usize) -> f64 {
+    fn error_norm(&mut self, h: f64, rtol: f64, atol: f64, controlled: usize) -> f64 {
         let n = self.dim;
-        let mut sum = 0.0;
-        for i in 0..controlled {
-            let mut e = 0.0;
-            for (j, &w) in DOPRI5_ERROR.iter().enumerate() {
-                if w != 0.0 {
-                    e += w * self.k[j * n + i];
+        // The embedded error estimate, accumulated stage by stage (contiguous
+        // slices) into the stage buffer, free between steps.
+        let estimate = &mut self.stage[..controlled];
+        estimate.fill(0.0);
+        for (j, &w) in DOPRI5_ERROR.iter().enumerate() {
+            if w != 0.0 {
+                let stage = &self.k[j * n..j * n + controlled];
+                for (e, &k) in estimate.iter_mut().zip(stage) {
+                    *e += w * k;
                 }
             }
-            let scale = atol + rtol * self.y[i].abs().max(self.y_new[i].abs());
-            let r = h * e / scale;
-            sum += r * r;
         }
+        let sum: f64 = estimate
+            .iter()
+            .zip(self.y.iter().zip(&self.y_new))
+            .map(|(&e, (&y, &y_new))| {
+                let r = h * e / (atol + rtol * y.abs().max(y_new.abs()));
+                r * r
+            })
+            .sum();
         (sum / controlled.max(1) as f64).sqrt()
     }
 
@@ -277,31 +292,23 @@ impl RkStepper {
 
     /// The continuous extension of the last step at `t`: Dormand-Prince's
     /// fourth-order one, or cubic Hermite for RK4.
-    pub fn dense_output(&self, t: f64, out: &mut [f64]) {
+    pub fn dense_output(&mut self, t: f64, out: &mut [f64]) {
+        let m = out.len();
         let h = self.t - self.t_prev;
         if h == 0.0 {
-            out.copy_from_slice(&self.y[..out.len()]);
+            out.copy_from_slice(&self.y[..m]);
             return;
+        }
+        if self.dense_ready < m {
+            self.prepare_dense(m);
         }
         let theta = (t - self.t_prev) / h;
         let theta1 = 1.0 - theta;
-        let n = self.dim;
-        let f0 = self.stage_slice(0);
-        let f1 = self.end_rate();
+        let c = &self.dense;
         if std::ptr::eq(self.tableau, &DOPRI5) {
             for (i, o) in out.iter_mut().enumerate() {
-                let y0 = self.y_prev[i];
-                let diff = self.y[i] - y0;
-                let bspl = h * f0[i] - diff;
-                let r4 = diff - h * f1[i] - bspl;
-                let mut r5 = 0.0;
-                for (j, &d) in DOPRI5_DENSE.iter().enumerate() {
-                    if d != 0.0 {
-                        r5 += d * self.k[j * n + i];
-                    }
-                }
-                r5 *= h;
-                *o = y0 + theta * (diff + theta1 * (bspl + theta * (r4 + theta1 * r5)));
+                let r = &c[5 * i..5 * i + 5];
+                *o = r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * r[4])));
             }
         } else {
             // Cubic Hermite through both ends and their derivatives.
@@ -310,9 +317,40 @@ impl RkStepper {
             let h01 = theta * theta * (3.0 - 2.0 * theta);
             let h11 = -theta * theta * theta1;
             for (i, o) in out.iter_mut().enumerate() {
-                *o = h00 * self.y_prev[i] + h * h10 * f0[i] + h01 * self.y[i] + h * h11 * f1[i];
+                let r = &c[5 * i..5 * i + 5];
+                *o = h00 * r[0] + h10 * r[1] + h01 * r[2] + h11 * r[3];
             }
         }
+    }
+
+    /// The continuous extension's coefficients of the leading `m` components:
+    /// Dormand-Prince's (Hairer, Norsett, Wanner, dense output of DOPRI5), or
+    /// the Hermite data `y0, h f0, y1, h f1` for RK4.
+    fn prepare_dense(&mut self, m: usize) {
+        let n = self.dim;
+        let h = self.t - self.t_prev;
+        let dopri5 = std::ptr::eq(self.tableau, &DOPRI5);
+        let s = self.stages();
+        for i in 0..m {
+            let y0 = self.y_prev[i];
+            let f0 = self.k[i];
+            let f1 = self.k[s * n + i];
+            let r = &mut self.dense[5 * i..5 * i + 5];
+            if dopri5 {
+                let diff = self.y[i] - y0;
+                let bspl = h * f0 - diff;
+                let mut r5 = 0.0;
+                for (j, &d) in DOPRI5_DENSE.iter().enumerate() {
+                    if d != 0.0 {
+                        r5 += d * self.k[j * n + i];
+                    }
+                }
+                r.copy_from_slice(&[y0, diff, bspl, diff - h * f1 - bspl, h * r5]);
+            } else {
+                r.copy_from_slice(&[y0, h * f0, self.y[i], h * f1, 0.0]);
+            }
+        }
+        self.dense_ready = m;
     }
 
     fn min_step(&self, t_limit: f64) -> f64 {
@@ -320,6 +358,7 @@ impl RkStepper {
     }
 
     fn accept(&mut self, h: f64) {
+        self.dense_ready = 0;
         std::mem::swap(&mut self.y_prev, &mut self.y);
         self.y.copy_from_slice(&self.y_new);
         self.t_prev = self.t;
@@ -349,11 +388,13 @@ impl Stepper for RkStepper {
             self.k = vec![0.0; (self.stages() + 1) * n];
             self.stage = vec![0.0; n];
             self.y_new = vec![0.0; n];
+            self.dense = vec![0.0; 5 * n];
         }
         self.y.copy_from_slice(y);
         self.y_prev.copy_from_slice(y);
         self.t = t;
         self.t_prev = t;
+        self.dense_ready = 0;
         let (first, _) = self.k.split_at_mut(n);
         rhs.eval(t, y, first);
         self.counters.rhs_evaluations += 1;
