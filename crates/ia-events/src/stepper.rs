@@ -184,15 +184,6 @@ impl RkStepper {
         self.tableau.solution_stages()
     }
 
-    fn stage_slice(&self, i: usize) -> &[f64] {
-        &self.k[i * self.dim..(i + 1) * self.dim]
-    }
-
-    /// The derivative at the end of the last step.
-    fn end_rate(&self) -> &[f64] {
-        self.stage_slice(self.stages())
-    }
-
     /// One Runge-Kutta step of size `h` from `(t, y)` into `y_new`, with the
     /// end rate in the last stage block. `k[0]` must hold `F(t, y)`.
     fn attempt(&mut self, rhs: &mut dyn OdeRhs, h: f64) {
