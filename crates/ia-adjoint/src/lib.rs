@@ -193,7 +193,7 @@ fn adjoint_tableau(
 /// backward pass.
 pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, HybridError> {
     let sys = problem.system;
-    let wrt = sys.wrt_names();
+    let wrt = sys.wrt_names().to_vec();
     match method {
         Method::Forward | Method::ForwardOnStateSteps => {
             let mut aug =

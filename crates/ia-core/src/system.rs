@@ -41,6 +41,7 @@ pub struct Transition {
 pub struct HybridSystem {
     state_names: Vec<String>,
     param_names: Vec<String>,
+    wrt_names: Vec<String>,
     modes: Vec<Mode>,
     transitions: Vec<Transition>,
 }
@@ -134,12 +135,8 @@ impl HybridSystem {
     }
 
     /// Names of the sensitivity inputs: `initial.<state>` then `param.<name>`.
-    pub fn wrt_names(&self) -> Vec<String> {
-        self.state_names
-            .iter()
-            .map(|s| format!("initial.{s}"))
-            .chain(self.param_names.iter().map(|p| format!("param.{p}")))
-            .collect()
+    pub fn wrt_names(&self) -> &[String] {
+        &self.wrt_names
     }
 }
 
@@ -272,9 +269,16 @@ impl HybridSystemBuilder {
                 terminal: t.terminal,
             });
         }
+        let wrt_names = self
+            .state_names
+            .iter()
+            .map(|s| format!("initial.{s}"))
+            .chain(self.param_names.iter().map(|p| format!("param.{p}")))
+            .collect();
         Ok(HybridSystem {
             state_names: self.state_names,
             param_names: self.param_names,
+            wrt_names,
             modes,
             transitions,
         })
@@ -348,7 +352,7 @@ mod tests {
             .unwrap();
         assert_eq!(sys.modes()[0].outgoing, vec![0]);
         assert_eq!(sys.modes()[1].outgoing, vec![1]);
-        assert_eq!(sys.wrt_names(), vec!["initial.x", "param.k"]);
+        assert_eq!(sys.wrt_names(), ["initial.x", "param.k"]);
         assert_eq!(sys.param_index("z").unwrap_err().kind(), "unknown_name");
     }
 }

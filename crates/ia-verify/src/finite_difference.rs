@@ -210,7 +210,7 @@ pub fn fd_jacobian(problem: &Problem<'_>, options: &FdOptions) -> Result<FdJacob
     let nominal_transitions = transitions(&nominal);
     let system = problem.system;
     let n = system.state_dim();
-    let wrt = system.wrt_names();
+    let wrt = system.wrt_names().to_vec();
     let m = wrt.len();
     let theta: Vec<f64> = problem
         .initial_state
