@@ -13,6 +13,8 @@
 //! The benchmarks themselves are under `benches/benches/`; the figures are in
 //! `docs/performance.md`.
 
+#![deny(missing_docs)]
+
 pub mod ball2d;
 pub mod bumpy;
 #[cfg(feature = "peers")]

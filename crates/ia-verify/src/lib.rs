@@ -30,6 +30,8 @@
 //! }
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod baselines;
 pub mod checks;
 pub mod closed_form;
