@@ -26,8 +26,8 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
-use crate::{finish, Model, ModelSpec, Table};
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, ResetFn, Scalar};
+use crate::Table;
+use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
 
 const TABLE: Table = Table {
     name: "ball1d",
@@ -45,28 +45,15 @@ const TABLE: Table = Table {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ball1d;
 
-impl Model for Ball1d {
-    fn name(&self) -> &'static str {
-        TABLE.name
-    }
-
-    fn spec(&self) -> ModelSpec {
-        TABLE.spec()
-    }
-
-    fn system(&self) -> HybridSystem {
-        finish(
-            TABLE.builder().mode("flight", Autodiff(Fall)).transition(
-                "impact",
-                "flight",
-                "flight",
-                Autodiff(Floor),
-                Autodiff(Bounce),
-            ),
-            TABLE.name,
-        )
-    }
-}
+catalogued_model!(Ball1d, |builder| builder
+    .mode("flight", Autodiff(Fall))
+    .transition(
+        "impact",
+        "flight",
+        "flight",
+        Autodiff(Floor),
+        Autodiff(Bounce),
+    ));
 
 /// Free fall: `h' = v, v' = -g`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

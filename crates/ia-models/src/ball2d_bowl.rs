@@ -31,8 +31,8 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
-use crate::{finish, Model, ModelSpec, Table};
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, ResetFn, Scalar};
+use crate::Table;
+use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
 
 const TABLE: Table = Table {
     name: "ball2d-bowl",
@@ -56,28 +56,15 @@ const TABLE: Table = Table {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ball2dBowl;
 
-impl Model for Ball2dBowl {
-    fn name(&self) -> &'static str {
-        TABLE.name
-    }
-
-    fn spec(&self) -> ModelSpec {
-        TABLE.spec()
-    }
-
-    fn system(&self) -> HybridSystem {
-        finish(
-            TABLE.builder().mode("flight", Autodiff(Flight)).transition(
-                "impact",
-                "flight",
-                "flight",
-                Autodiff(Bowl),
-                Autodiff(Impact),
-            ),
-            TABLE.name,
-        )
-    }
-}
+catalogued_model!(Ball2dBowl, |builder| builder
+    .mode("flight", Autodiff(Flight))
+    .transition(
+        "impact",
+        "flight",
+        "flight",
+        Autodiff(Bowl),
+        Autodiff(Impact),
+    ));
 
 /// Ballistic flight: `x' = vx, y' = vy, vx' = 0, vy' = -g`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -28,10 +28,8 @@
 //! derivatives (a benchmark times them); the tests check them against
 //! [`ia_core::Autodiff`] of a generic implementation.
 
-use crate::{finish, Model, ModelSpec, Table};
-use ia_core::{
-    Direction, Flow, FlowPartials, Guard, GuardPartials, HybridSystem, Reset, ResetPartials,
-};
+use crate::Table;
+use ia_core::{Direction, Flow, FlowPartials, Guard, GuardPartials, Reset, ResetPartials};
 
 const TABLE: Table = Table {
     name: "ball2d-flat",
@@ -54,25 +52,10 @@ const TABLE: Table = Table {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ball2dFlat;
 
-impl Model for Ball2dFlat {
-    fn name(&self) -> &'static str {
-        TABLE.name
-    }
-
-    fn spec(&self) -> ModelSpec {
-        TABLE.spec()
-    }
-
-    fn system(&self) -> HybridSystem {
-        finish(
-            TABLE
-                .builder()
-                .mode("flight", Flight)
-                .transition("impact", "flight", "flight", Ground, Impact),
-            TABLE.name,
-        )
-    }
-}
+catalogued_model!(Ball2dFlat, |_builder| TABLE
+    .builder()
+    .mode("flight", Flight)
+    .transition("impact", "flight", "flight", Ground, Impact));
 
 /// Ballistic flight: `x' = vx, y' = vy, vx' = 0, vy' = -g`, with
 /// hand-written partials.

@@ -32,8 +32,8 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
-use crate::{finish, Model, ModelSpec, Table};
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, ResetFn, Scalar};
+use crate::Table;
+use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
 
 const TABLE: Table = Table {
     name: "impact-pendulum",
@@ -57,28 +57,15 @@ const TABLE: Table = Table {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ImpactPendulum;
 
-impl Model for ImpactPendulum {
-    fn name(&self) -> &'static str {
-        TABLE.name
-    }
-
-    fn spec(&self) -> ModelSpec {
-        TABLE.spec()
-    }
-
-    fn system(&self) -> HybridSystem {
-        finish(
-            TABLE.builder().mode("swing", Autodiff(Swing)).transition(
-                "impact",
-                "swing",
-                "swing",
-                Autodiff(Wall),
-                Autodiff(Rebound),
-            ),
-            TABLE.name,
-        )
-    }
-}
+catalogued_model!(ImpactPendulum, |builder| builder
+    .mode("swing", Autodiff(Swing))
+    .transition(
+        "impact",
+        "swing",
+        "swing",
+        Autodiff(Wall),
+        Autodiff(Rebound),
+    ));
 
 /// The pendulum: `theta' = omega, omega' = -(g/l) sin(theta)`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

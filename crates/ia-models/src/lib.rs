@@ -41,6 +41,28 @@
 use ia_core::{Direction, HybridError, HybridSystem};
 use serde::{Deserialize, Serialize};
 
+/// Implements [`Model`] for a model's unit struct from its module's `TABLE`
+/// (names, defaults, units) and a function that adds the modes and
+/// transitions to the builder the table starts.
+macro_rules! catalogued_model {
+    ($model:ty, $wire:expr) => {
+        impl $crate::Model for $model {
+            fn name(&self) -> &'static str {
+                TABLE.name
+            }
+
+            fn spec(&self) -> $crate::ModelSpec {
+                TABLE.spec()
+            }
+
+            fn system(&self) -> ia_core::HybridSystem {
+                let wire: fn(ia_core::HybridSystemBuilder) -> ia_core::HybridSystemBuilder = $wire;
+                $crate::finish(wire(TABLE.builder()), TABLE.name)
+            }
+        }
+    };
+}
+
 pub mod ball1d;
 pub mod ball2d_bowl;
 pub mod ball2d_flat;

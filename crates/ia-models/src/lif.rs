@@ -27,8 +27,8 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
-use crate::{finish, Model, ModelSpec, Table};
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, ResetFn, Scalar};
+use crate::Table;
+use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
 
 const TABLE: Table = Table {
     name: "lif",
@@ -51,31 +51,16 @@ const TABLE: Table = Table {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Lif;
 
-impl Model for Lif {
-    fn name(&self) -> &'static str {
-        TABLE.name
-    }
-
-    fn spec(&self) -> ModelSpec {
-        TABLE.spec()
-    }
-
-    fn system(&self) -> HybridSystem {
-        finish(
-            TABLE
-                .builder()
-                .mode("subthreshold", Autodiff(Leak))
-                .transition(
-                    "spike",
-                    "subthreshold",
-                    "subthreshold",
-                    Autodiff(Threshold),
-                    Autodiff(Fire),
-                ),
-            TABLE.name,
-        )
-    }
-}
+catalogued_model!(Lif, |_builder| TABLE
+    .builder()
+    .mode("subthreshold", Autodiff(Leak))
+    .transition(
+        "spike",
+        "subthreshold",
+        "subthreshold",
+        Autodiff(Threshold),
+        Autodiff(Fire),
+    ));
 
 /// Leaky integration: `V' = (I - V) / tau`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

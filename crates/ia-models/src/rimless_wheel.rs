@@ -36,8 +36,8 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
-use crate::{finish, Model, ModelSpec, Table};
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, ResetFn, Scalar};
+use crate::Table;
+use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
 
 /// Default spoke half-angle, `pi / 8`.
 const ALPHA: f64 = std::f64::consts::FRAC_PI_8;
@@ -67,28 +67,15 @@ const TABLE: Table = Table {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RimlessWheel;
 
-impl Model for RimlessWheel {
-    fn name(&self) -> &'static str {
-        TABLE.name
-    }
-
-    fn spec(&self) -> ModelSpec {
-        TABLE.spec()
-    }
-
-    fn system(&self) -> HybridSystem {
-        finish(
-            TABLE.builder().mode("stance", Autodiff(Stance)).transition(
-                "step",
-                "stance",
-                "stance",
-                Autodiff(NextSpoke),
-                Autodiff(Strike),
-            ),
-            TABLE.name,
-        )
-    }
-}
+catalogued_model!(RimlessWheel, |builder| builder
+    .mode("stance", Autodiff(Stance))
+    .transition(
+        "step",
+        "stance",
+        "stance",
+        Autodiff(NextSpoke),
+        Autodiff(Strike),
+    ));
 
 /// The stance phase, an inverted pendulum: `theta' = omega,
 /// omega' = (g/l) sin(theta)`.

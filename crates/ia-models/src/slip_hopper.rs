@@ -62,8 +62,8 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
-use crate::{finish, Model, ModelSpec, Table};
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, Identity, ResetFn, Scalar};
+use crate::Table;
+use ia_core::{Autodiff, Direction, FlowFn, GuardFn, Identity, ResetFn, Scalar};
 
 const TABLE: Table = Table {
     name: "slip-hopper",
@@ -107,33 +107,18 @@ const THETA_TD: usize = 4;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SlipHopper;
 
-impl Model for SlipHopper {
-    fn name(&self) -> &'static str {
-        TABLE.name
-    }
-
-    fn spec(&self) -> ModelSpec {
-        TABLE.spec()
-    }
-
-    fn system(&self) -> HybridSystem {
-        finish(
-            TABLE
-                .builder()
-                .mode("flight", Autodiff(Flight))
-                .mode("stance", Autodiff(Stance))
-                .transition(
-                    "touchdown",
-                    "flight",
-                    "stance",
-                    Autodiff(Touchdown),
-                    Autodiff(PlaceFoot),
-                )
-                .transition("liftoff", "stance", "flight", Autodiff(Liftoff), Identity),
-            TABLE.name,
-        )
-    }
-}
+catalogued_model!(SlipHopper, |_builder| TABLE
+    .builder()
+    .mode("flight", Autodiff(Flight))
+    .mode("stance", Autodiff(Stance))
+    .transition(
+        "touchdown",
+        "flight",
+        "stance",
+        Autodiff(Touchdown),
+        Autodiff(PlaceFoot),
+    )
+    .transition("liftoff", "stance", "flight", Autodiff(Liftoff), Identity));
 
 /// Leg length `sqrt((x - xf)^2 + y^2)`.
 fn leg_length<S: Scalar>(x: &[S]) -> S {

@@ -32,8 +32,8 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
-use crate::{finish, Model, ModelSpec, Table};
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, Identity, Scalar};
+use crate::Table;
+use ia_core::{Autodiff, Direction, FlowFn, GuardFn, Identity, Scalar};
 
 const TABLE: Table = Table {
     name: "thermostat",
@@ -61,27 +61,12 @@ const TABLE: Table = Table {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Thermostat;
 
-impl Model for Thermostat {
-    fn name(&self) -> &'static str {
-        TABLE.name
-    }
-
-    fn spec(&self) -> ModelSpec {
-        TABLE.spec()
-    }
-
-    fn system(&self) -> HybridSystem {
-        finish(
-            TABLE
-                .builder()
-                .mode("off", Autodiff(Room { heating: false }))
-                .mode("on", Autodiff(Room { heating: true }))
-                .transition("switch_on", "off", "on", Autodiff(TooCold), Identity)
-                .transition("switch_off", "on", "off", Autodiff(TooHot), Identity),
-            TABLE.name,
-        )
-    }
-}
+catalogued_model!(Thermostat, |_builder| TABLE
+    .builder()
+    .mode("off", Autodiff(Room { heating: false }))
+    .mode("on", Autodiff(Room { heating: true }))
+    .transition("switch_on", "off", "on", Autodiff(TooCold), Identity)
+    .transition("switch_off", "on", "off", Autodiff(TooHot), Identity));
 
 /// The room: `T' = -a (T - Tout)`, plus `b` when `heating`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

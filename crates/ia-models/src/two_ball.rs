@@ -35,8 +35,8 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
-use crate::{finish, Model, ModelSpec, Table};
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, ResetFn, Scalar};
+use crate::Table;
+use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
 
 const TABLE: Table = Table {
     name: "two-ball",
@@ -65,28 +65,15 @@ const TABLE: Table = Table {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TwoBall;
 
-impl Model for TwoBall {
-    fn name(&self) -> &'static str {
-        TABLE.name
-    }
-
-    fn spec(&self) -> ModelSpec {
-        TABLE.spec()
-    }
-
-    fn system(&self) -> HybridSystem {
-        finish(
-            TABLE.builder().mode("flight", Autodiff(Drift)).transition(
-                "impact",
-                "flight",
-                "flight",
-                Autodiff(Gap),
-                Autodiff(Collision),
-            ),
-            TABLE.name,
-        )
-    }
-}
+catalogued_model!(TwoBall, |builder| builder
+    .mode("flight", Autodiff(Drift))
+    .transition(
+        "impact",
+        "flight",
+        "flight",
+        Autodiff(Gap),
+        Autodiff(Collision),
+    ));
 
 /// Free motion: `x1' = v1, x2' = v2, v1' = v2' = 0`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
