@@ -633,17 +633,8 @@ pub fn fd_rows() -> Vec<Row> {
     let mut rows = Vec::new();
     for &name in FD_MODELS {
         let model = ia_models::by_name(name).expect("FD model in the catalogue");
-        let spec = model.spec();
         let system = model.system();
-        let problem = Problem::new(
-            &system,
-            spec.default_state(),
-            spec.default_params(),
-            spec.t_end,
-        )
-        .with_mode(&spec.initial_mode)
-        .expect("catalogue initial mode")
-        .with_solver(tight_solver());
+        let problem = crate::references::default_problem(model.as_ref(), &system, tight_solver());
         match fd_jacobian(&problem, &FdOptions::default()) {
             Ok(fd) => rows.extend(fd_comparison_rows(study, name, &problem, &fd)),
             Err(e) => rows.push(Row::failure(study, name, "FD reference", e)),
@@ -764,17 +755,8 @@ pub fn partials_rows() -> Vec<Row> {
 pub fn agreement_rows_for(model: &dyn Model) -> Vec<Row> {
     let study = "agreement";
     let case = model.name();
-    let spec = model.spec();
     let system = model.system();
-    let problem = Problem::new(
-        &system,
-        spec.default_state(),
-        spec.default_params(),
-        spec.t_end,
-    )
-    .with_mode(&spec.initial_mode)
-    .expect("catalogue initial mode")
-    .with_solver(tight_solver());
+    let problem = crate::references::default_problem(model, &system, tight_solver());
     let run = |method| jacobian(&problem, method);
     let adjoint = match run(Method::Adjoint) {
         Ok(s) => s,

@@ -144,3 +144,54 @@ pub fn reference_error(value: f64, reference: f64, floor: f64) -> f64 {
         diff
     }
 }
+
+/// A reference case with its model and built system, ready to run.
+pub struct ReferenceRun {
+    /// The case.
+    pub case: ReferenceCase,
+    /// Its model.
+    pub model: Box<dyn Model>,
+    /// The model's system.
+    pub system: ia_core::HybridSystem,
+}
+
+impl ReferenceRun {
+    /// Loads case `name` and builds its model.
+    pub fn load(name: &str) -> Result<Self, String> {
+        let case = reference_case(name)?;
+        let model = ia_models::by_name(&case.model).map_err(|e| e.to_string())?;
+        let system = model.system();
+        Ok(Self {
+            case,
+            model,
+            system,
+        })
+    }
+
+    /// The case's run with `solver`.
+    pub fn problem(&self, solver: ia_events::SolverChoice) -> Problem<'_> {
+        self.case
+            .problem(self.model.as_ref(), &self.system)
+            .expect("reference cases name valid states, parameters and modes")
+            .with_solver(solver)
+    }
+}
+
+/// The default run of a catalogue model (its spec's initial state,
+/// parameters, mode and span) on `system`, with `solver`.
+pub fn default_problem<'a>(
+    model: &dyn Model,
+    system: &'a ia_core::HybridSystem,
+    solver: ia_events::SolverChoice,
+) -> Problem<'a> {
+    let spec = model.spec();
+    Problem::new(
+        system,
+        spec.default_state(),
+        spec.default_params(),
+        spec.t_end,
+    )
+    .with_mode(&spec.initial_mode)
+    .expect("catalogue initial modes exist")
+    .with_solver(solver)
+}

@@ -12,7 +12,7 @@ use ia_adjoint::{
 use ia_core::Trajectory;
 use ia_events::{Problem, SolverChoice};
 use ia_verify::closed_form::closed_form;
-use ia_verify::references::{reference_case, reference_error};
+use ia_verify::references::{default_problem, reference_case, reference_error, ReferenceRun};
 use nalgebra::DMatrix;
 use rstest::rstest;
 
@@ -41,13 +41,9 @@ fn jacobians_match_the_reference_file(
     name: &str,
     #[values(Method::Forward, Method::Adjoint)] method: Method,
 ) {
-    let case = reference_case(name).unwrap();
-    let model = ia_models::by_name(&case.model).unwrap();
-    let system = model.system();
-    let problem = case
-        .problem(model.as_ref(), &system)
-        .unwrap()
-        .with_solver(SolverChoice::dopri5(1e-12));
+    let run = ReferenceRun::load(name).unwrap();
+    let (case, system) = (&run.case, &run.system);
+    let problem = run.problem(SolverChoice::dopri5(1e-12));
     let sens = jacobian(&problem, method).unwrap();
     let mut checked = 0;
     for (state, row) in &case.jacobian {
@@ -114,13 +110,9 @@ fn event_time_gradients_match_closed_form(
     name: &str,
     #[values(Method::Forward, Method::Adjoint)] method: Method,
 ) {
-    let case = reference_case(name).unwrap();
-    let model = ia_models::by_name(&case.model).unwrap();
-    let system = model.system();
-    let problem = case
-        .problem(model.as_ref(), &system)
-        .unwrap()
-        .with_solver(SolverChoice::dopri5(1e-12));
+    let run = ReferenceRun::load(name).unwrap();
+    let case = &run.case;
+    let problem = run.problem(SolverChoice::dopri5(1e-12));
     let sens = jacobian(&problem, method).unwrap();
     let exact = closed_form(
         &case.model,
@@ -179,13 +171,10 @@ fn forward_and_adjoint_agree(
     )]
     name: &str,
 ) {
-    let case = reference_case(name).unwrap();
-    let model = ia_models::by_name(&case.model).unwrap();
-    let system = model.system();
-    let problem = case
-        .problem(model.as_ref(), &system)
-        .unwrap()
-        .with_solver(SolverChoice::dopri5(1e-12))
+    let run = ReferenceRun::load(name).unwrap();
+    let case = &run.case;
+    let problem = run
+        .problem(SolverChoice::dopri5(1e-12))
         .with_observations(vec![case.t_end * 0.3, case.t_end * 0.7]);
     let forward = jacobian(&problem, Method::Forward).unwrap();
     let adjoint = jacobian(&problem, Method::Adjoint).unwrap();
@@ -210,13 +199,10 @@ fn adjoint_is_the_transpose_of_forward_on_the_same_steps(
     #[values("ball2d_bowl_a", "lif_a", "thermostat_a")] name: &str,
     #[values(SolverChoice::dopri5(1e-5), SolverChoice::Rk4 { dt: 1e-3 })] solver: SolverChoice,
 ) {
-    let case = reference_case(name).unwrap();
-    let model = ia_models::by_name(&case.model).unwrap();
-    let system = model.system();
-    let problem = case
-        .problem(model.as_ref(), &system)
-        .unwrap()
-        .with_solver(solver)
+    let run = ReferenceRun::load(name).unwrap();
+    let case = &run.case;
+    let problem = run
+        .problem(solver)
         .with_observations(vec![case.t_end * 0.5]);
     let forward = jacobian(&problem, Method::ForwardOnStateSteps).unwrap();
     let adjoint = jacobian(&problem, Method::Adjoint).unwrap();
@@ -326,13 +312,9 @@ fn forward_and_adjoint_agree_on_random_draws() {
 /// with the same seeds.
 #[test]
 fn scalar_loss_over_every_kind_of_output() {
-    let case = reference_case("ball2d_bowl_a").unwrap();
-    let model = ia_models::by_name(&case.model).unwrap();
-    let system = model.system();
-    let problem = case
-        .problem(model.as_ref(), &system)
-        .unwrap()
-        .with_solver(SolverChoice::dopri5(1e-12))
+    let run = ReferenceRun::load("ball2d_bowl_a").unwrap();
+    let problem = run
+        .problem(SolverChoice::dopri5(1e-12))
         .with_observations(vec![0.7]);
     let loss = |tr: &Trajectory, seeds: &mut LossSeeds| {
         let (x, y) = (tr.final_state[0], tr.final_state[1]);
@@ -358,13 +340,9 @@ fn scalar_loss_over_every_kind_of_output() {
 /// library returns the closed form's +0.06697247706422019.
 #[test]
 fn the_saltation_term_matters() {
-    let case = reference_case("ball2d_flat_a").unwrap();
-    let model = ia_models::by_name(&case.model).unwrap();
-    let system = model.system();
-    let problem = case
-        .problem(model.as_ref(), &system)
-        .unwrap()
-        .with_solver(SolverChoice::dopri5(1e-12));
+    let run = ReferenceRun::load("ball2d_flat_a").unwrap();
+    let (case, system) = (&run.case, &run.system);
+    let problem = run.problem(SolverChoice::dopri5(1e-12));
     let (x, vy0) = (
         system.state_index("x").unwrap(),
         system.state_index("vy").unwrap(),
@@ -496,17 +474,8 @@ fn models_without_closed_form_match_finite_differences(
 ) {
     use ia_verify::finite_difference::{fd_jacobian, FdJacobian, FdOptions};
     let model = ia_models::by_name(name).unwrap();
-    let spec = model.spec();
     let system = model.system();
-    let problem = Problem::new(
-        &system,
-        spec.default_state(),
-        spec.default_params(),
-        spec.t_end,
-    )
-    .with_mode(&spec.initial_mode)
-    .unwrap()
-    .with_solver(SolverChoice::dopri5(1e-12));
+    let problem = default_problem(model.as_ref(), &system, SolverChoice::dopri5(1e-12));
     let sens = jacobian(&problem, method).unwrap();
     assert!(
         !sens.trajectory.events.is_empty(),
