@@ -72,11 +72,7 @@ def find_reference(cli_path: str | None) -> Path:
         candidates.append(Path(cli_path))
     if os.environ.get("IMPACT_ADJOINT_REFERENCE"):
         candidates.append(Path(os.environ["IMPACT_ADJOINT_REFERENCE"]))
-    candidates += [
-        REPO_ROOT / "shared" / "references" / "closed_form.json",
-        REPO_ROOT.parent / "shared" / "references" / "closed_form.json",
-        Path("/work/shared/references/closed_form.json"),
-    ]
+    candidates.append(REPO_ROOT / "crates" / "ia-verify" / "references" / "closed_form.json")
     for c in candidates:
         if c.is_file():
             return c.resolve()
@@ -84,6 +80,15 @@ def find_reference(cli_path: str | None) -> Path:
         "closed_form.json not found; pass --reference PATH "
         f"(tried: {', '.join(str(c) for c in candidates)})"
     )
+
+
+def display_path(path: Path) -> str:
+    """The path relative to the repository where it lies inside it, so that no
+    written result names a folder of the machine it ran on."""
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return path.name
 
 
 def load_case(path: Path) -> dict:
@@ -364,7 +369,7 @@ def main():
     x0 = float(ini["x"])
     p = jnp.array([ini["y"], ini["vx"], ini["vy"], par["g"], par["e"], par["mu"]], dtype=jnp.float64)
 
-    print(f"reference: {ref_path} [{CASE}]")
+    print(f"reference: {display_path(ref_path)} [{CASE}]")
     print(f"jax {jax.__version__} on {jax.devices()}, diffrax {diffrax.__version__}")
     dts = [float(s) for s in args.dts.split(",") if s]
     tols = [float(s) for s in args.tols.split(",") if s]
@@ -400,13 +405,12 @@ def main():
     try:
         rel = Path(__file__).resolve().relative_to(Path.cwd())
     except ValueError:
-        rel = Path(__file__).resolve()
+        rel = Path(__file__).resolve().relative_to(REPO_ROOT)
     command = " ".join(["python3", str(rel)] + sys.argv[1:])
     meta = {
         "case": CASE,
-        "reference_file": str(ref_path),
+        "reference_file": display_path(ref_path),
         "command": command,
-        "cwd": str(Path.cwd()),
         "generated_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": versions(),
         "jax_devices": [str(d) for d in jax.devices()],
@@ -442,7 +446,7 @@ def main():
         f"- versions: python {v['python']}, jax {v['jax']}, jaxlib {v['jaxlib']}, diffrax {v['diffrax']}, "
         f"optimistix {v['optimistix']}, equinox {v['equinox']}, lineax {v['lineax']}, numpy {v['numpy']}",
         f"- CPU: {meta['cpu']['model_name']}, nproc = {meta['cpu']['nproc']}",
-        f"- reference: `{ref_path}`",
+        f"- reference: `{display_path(ref_path)}`",
         f"- generated: {meta['generated_utc']}, total wall time {total:.0f} s",
         "",
         table,

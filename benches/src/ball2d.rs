@@ -15,11 +15,11 @@ pub const T_END: f64 = 2.0;
 /// Relative and absolute tolerance of the benchmarked runs.
 pub const TOL: f64 = 1e-10;
 
-/// `x(T)` from `/work/shared/references/closed_form.json`.
+/// `x(T)` from `crates/ia-verify/references/closed_form.json`.
 pub const CLOSED_FORM_X_T: f64 = 1.32552002414655;
 
 /// Closed-form gradient of `x(T)` (from
-/// `/work/shared/references/closed_form.json`), in the order of
+/// `crates/ia-verify/references/closed_form.json`), in the order of
 /// [`ia_core::HybridSystem::wrt_names`]: `initial.x, initial.y, initial.vx,
 /// initial.vy, param.g, param.e, param.mu`.
 pub const CLOSED_FORM_GRAD_X_T: [f64; 7] = [

@@ -334,7 +334,7 @@ fn sensitivity_rows(
     rows
 }
 
-/// Every check of one reference case of `shared/references/closed_form.json`:
+/// Every check of one reference case of `crates/ia-verify/references/closed_form.json`:
 /// simulation, forward and adjoint Jacobians against the file and against
 /// the [`crate::closed_form`] module, and the module against the file.
 pub fn reference_case_rows(name: &str, case: &ReferenceCase) -> Vec<Row> {
@@ -416,7 +416,7 @@ pub fn reference_case_rows(name: &str, case: &ReferenceCase) -> Vec<Row> {
     rows
 }
 
-/// Every reference case of `shared/references/closed_form.json`
+/// Every reference case of `crates/ia-verify/references/closed_form.json`
 /// ([`reference_case_rows`] for each).
 pub fn reference_rows() -> Vec<Row> {
     match load_references() {

@@ -6,7 +6,7 @@
 //! Each point is one [`Row`] marked [`crate::report::Verdict::Info`]: the
 //! largest error over the final-state Jacobian (relative where
 //! `|reference| >= 1e-3`, absolute below) against
-//! `shared/references/closed_form.json`. Each curve then gets one checked row:
+//! `crates/ia-verify/references/closed_form.json`. Each curve then gets one checked row:
 //! it **passes** when its last (tightest) point meets the Jacobian rule of
 //! [`crate::checks`] (`1e-7` relative, `1e-9` absolute) and no point is more
 //! than [`MAX_RISE`] times worse than the one before or than

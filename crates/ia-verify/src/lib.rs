@@ -14,7 +14,7 @@
 //!   through impacts, against this workspace's.
 //! * [`checks`], [`suite`], [`report`]: the studies of `cargo xtask verify`
 //!   as functions returning table rows.
-//! * [`references`]: the reference cases of `shared/references/closed_form.json`.
+//! * [`references`]: the reference cases of `crates/ia-verify/references/closed_form.json`.
 //!
 //! A user with a contact model of their own checks its partials in one line
 //! of a test:

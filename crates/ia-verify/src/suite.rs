@@ -55,7 +55,9 @@ pub fn run(options: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> SuiteResul
         rows.extend(new);
     };
     stage("reference cases (closed_form.json)", progress, &mut |_| {
-        checks::reference_rows()
+        let mut rows = crate::references::shared_copy_rows();
+        rows.extend(checks::reference_rows());
+        rows
     });
     stage("closed forms (ball1d, two-ball)", progress, &mut |_| {
         checks::closed_form_rows()

@@ -1,4 +1,4 @@
-//! Closed-form references: the shared reference cases, hand derivations,
+//! Closed-form references: the project's reference cases, hand derivations,
 //! dual numbers against finite differences, and the naive baselines.
 
 use ia_verify::baselines::{interpolated_crossing, naive_time_stepping, Ground};
@@ -10,15 +10,11 @@ use rstest::rstest;
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------
-// The shared reference cases.
+// The reference cases (crates/ia-verify/references/closed_form.json).
 
 fn references() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/references/closed_form.json"
-    );
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
-    serde_json::from_str(&text).expect("closed_form.json is valid JSON")
+    serde_json::from_str(ia_verify::references::REFERENCE_JSON)
+        .expect("closed_form.json is valid JSON")
 }
 
 /// Relative 1e-10, absolute 1e-12 where the reference is below 1e-3.
@@ -57,7 +53,7 @@ fn ordered(object: &Value, names: &[&str]) -> Vec<f64> {
 #[case::ball2d_bowl_a("ball2d_bowl_a")]
 #[case::lif_a("lif_a")]
 #[case::thermostat_a("thermostat_a")]
-fn reproduces_shared_reference(#[case] name: &str) {
+fn reproduces_reference_case(#[case] name: &str) {
     let all = references();
     let case = &all["cases"][name];
     let spec = model_spec(case["model"].as_str().unwrap()).unwrap();
@@ -128,7 +124,7 @@ fn reproduces_shared_reference(#[case] name: &str) {
 }
 
 #[test]
-fn the_shared_file_has_exactly_the_reproduced_cases() {
+fn the_reference_file_has_exactly_the_reproduced_cases() {
     let all = references();
     let mut names: Vec<&String> = all["cases"].as_object().unwrap().keys().collect();
     names.sort();

@@ -1,6 +1,6 @@
 //! Sensitivities (ia-adjoint) against independent references:
 //! * the closed-form Jacobians and event-time gradients of
-//!   `shared/references/closed_form.json` (sympy/mpmath, outside this project);
+//!   `crates/ia-verify/references/closed_form.json` (sympy/mpmath, outside this project);
 //! * this project's own closed forms (`ia_verify::closed_form`, dual numbers
 //!   on the symbolic solution) for cases the file does not cover;
 //! * the other mode: forward against adjoint.

@@ -1,5 +1,5 @@
 //! The hybrid integrator (ia-events) against the closed-form references of
-//! `shared/references/closed_form.json` (computed outside this project with
+//! `crates/ia-verify/references/closed_form.json` (computed outside this project with
 //! sympy/mpmath), and one test per error it reports.
 
 use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridError, HybridSystem, Identity, Scalar};
