@@ -146,6 +146,9 @@ impl<'a> Backward<'a> {
     ) -> (Vec<f64>, Vec<f64>) {
         let mut lambda = seeds.final_state.clone();
         let mut param_bar = vec![0.0; self.system.param_dim()];
+        // dL/dt* of the located event that started the cascade being walked
+        // back through, gathered from the events of that cascade.
+        let mut cascade_time_bar = 0.0;
         for entry in tape.entries.iter().rev() {
             match *entry {
                 TapeEntry::Observation { index } => {
@@ -156,7 +159,13 @@ impl<'a> Backward<'a> {
                 TapeEntry::Event { index } => {
                     let event = &trajectory.events[index];
                     let time_seed = seeds.event_times.get(index).copied().unwrap_or(0.0);
-                    self.event(event, time_seed, &mut lambda, &mut param_bar);
+                    self.event(
+                        event,
+                        time_seed,
+                        &mut cascade_time_bar,
+                        &mut lambda,
+                        &mut param_bar,
+                    );
                 }
                 TapeEntry::Step {
                     mode,
@@ -172,21 +181,45 @@ impl<'a> Backward<'a> {
         (lambda, param_bar)
     }
 
+    /// Transposes one event's jump. An event of a cascade
+    /// (`S+ = r_x S- + r_p - w dt*/dtheta`, sharing the time of the event
+    /// that started it) passes `time_seed - w . lambda+` on through
+    /// `cascade_time_bar`; the located event adds it to its own time seed.
     fn event(
         &mut self,
         event: &ia_core::EventRecord,
         time_seed: f64,
+        cascade_time_bar: &mut f64,
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
         let sal = self.saltation.compute_for(self.system, self.params, event);
+        let time_seed = if sal.cascade_of.is_some() {
+            let w_lambda: f64 = sal
+                .time_shift
+                .iter()
+                .zip(lambda.iter())
+                .map(|(w, l)| w * l)
+                .sum();
+            *cascade_time_bar += time_seed - w_lambda;
+            0.0
+        } else {
+            time_seed + std::mem::take(cascade_time_bar)
+        };
+        // The event-time term -time_seed g / gdot, absent for a cascade event
+        // (whose guard rate may be zero).
+        let time_weight = if time_seed == 0.0 {
+            0.0
+        } else {
+            time_seed / sal.guard_rate
+        };
         for (j, pb) in param_bar.iter_mut().enumerate() {
             let xi_p_l: f64 = lambda
                 .iter()
                 .enumerate()
                 .map(|(i, l)| sal.xi_p[(i, j)] * l)
                 .sum();
-            *pb += xi_p_l - time_seed * sal.guard_p[j] / sal.guard_rate;
+            *pb += xi_p_l - time_weight * sal.guard_p[j];
         }
         for (j, s) in self.scratch.iter_mut().enumerate() {
             let xi_l: f64 = lambda
@@ -194,7 +227,7 @@ impl<'a> Backward<'a> {
                 .enumerate()
                 .map(|(i, l)| sal.xi[(i, j)] * l)
                 .sum();
-            *s = xi_l - time_seed * sal.guard_x[j] / sal.guard_rate;
+            *s = xi_l - time_weight * sal.guard_x[j];
         }
         lambda.copy_from_slice(&self.scratch);
     }

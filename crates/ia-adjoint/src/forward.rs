@@ -113,6 +113,7 @@ impl Augmentation for ForwardSensitivity<'_> {
             jump.time,
             jump.state_before,
             jump.state_after,
+            jump.cascade_of,
         );
         let s_minus = DMatrixView::from_slice(before, n, m);
         let mut s_plus = DMatrixViewMut::from_slice(after, n, m);
@@ -127,12 +128,26 @@ impl Augmentation for ForwardSensitivity<'_> {
             .columns_mut(n, self.n_params)
             .zip_apply(jump_p, |d, v| *d += v);
         let sal = &self.saltation.saltation;
-        let mut gradient = vec![0.0; m];
-        for (j, g) in gradient.iter_mut().enumerate() {
-            let gx_s: f64 = (0..n).map(|i| sal.guard_x[i] * s_minus[(i, j)]).sum();
-            let gp = if j >= n { sal.guard_p[j - n] } else { 0.0 };
-            *g = -(gx_s + gp) / sal.guard_rate;
-        }
+        let gradient = match jump.cascade_of {
+            // dt*/dtheta = -(g_x S- + g_p) / gdot
+            None => (0..m)
+                .map(|j| {
+                    let gx_s: f64 = (0..n).map(|i| sal.guard_x[i] * s_minus[(i, j)]).sum();
+                    let gp = if j >= n { sal.guard_p[j - n] } else { 0.0 };
+                    -(gx_s + gp) / sal.guard_rate
+                })
+                .collect::<Vec<f64>>(),
+            // The cascade's time: S+ = r_x S- + r_p - w (dt*/dtheta).
+            Some(root) => {
+                let gradient = self.event_time_gradients[root].clone();
+                if self.apply_saltation {
+                    for (j, dt) in gradient.iter().enumerate() {
+                        s_plus.column_mut(j).axpy(-dt, &sal.time_shift, 1.0);
+                    }
+                }
+                gradient
+            }
+        };
         self.event_time_gradients.push(gradient);
         self.saltations.push(sal.clone());
         Ok(())

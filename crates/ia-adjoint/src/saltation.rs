@@ -12,6 +12,20 @@
 //! dt*/dtheta = -(g_x^T S- + g_p) / gdot
 //! ```
 //!
+//! Written with the time shift `w = f+ - r_x f- - r_t` and the event-time
+//! gradient `dt*/dtheta`, the jump of the sensitivity is
+//!
+//! ```text
+//! S+ = r_x S- + [0 | r_p] - w (dt*/dtheta)
+//! ```
+//!
+//! which is the form that also covers an event of a cascade (a guard pushed
+//! past zero by an earlier reset at the same instant): its time is the time
+//! of the located event that started the cascade, so `dt*/dtheta` is that
+//! event's, and its own guard plays no part. For such an event `Xi = r_x`
+//! and `xi_p = r_p`, and the `w` term is applied with the cascade's
+//! event-time gradient.
+//!
 //! A terminal event ends the run at the (moving) event time, so there is no
 //! flow after it: `f+ = 0`, and `Xi S- + xi_p` is the derivative of the final
 //! state `r(t*, x(t*))` itself.
@@ -33,6 +47,11 @@ pub struct Saltation {
     pub guard_x: DVector<f64>,
     /// `g_p` at the event.
     pub guard_p: DVector<f64>,
+    /// The time shift `w = f+ - r_x f- - r_t`.
+    pub time_shift: DVector<f64>,
+    /// For an event of a cascade, the index of the located event whose time
+    /// it shares (then `xi = r_x`, `xi_p = r_p`); `None` for a crossing.
+    pub cascade_of: Option<usize>,
 }
 
 /// Buffers for computing saltation matrices without allocating.
@@ -62,12 +81,15 @@ impl SaltationWorkspace {
                 guard_rate: 0.0,
                 guard_x: DVector::zeros(n),
                 guard_p: DVector::zeros(n_params),
+                time_shift: DVector::zeros(n),
+                cascade_of: None,
             },
         }
     }
 
     /// Computes the saltation of transition `transition` fired at `time`
-    /// from `state_before` to `state_after`, into `self.saltation`.
+    /// from `state_before` to `state_after`, into `self.saltation`;
+    /// `cascade_of` as in [`EventRecord::cascade_of`].
     #[allow(clippy::too_many_arguments)]
     pub fn compute(
         &mut self,
@@ -77,6 +99,7 @@ impl SaltationWorkspace {
         time: f64,
         state_before: &[f64],
         state_after: &[f64],
+        cascade_of: Option<usize>,
     ) -> &Saltation {
         let tr = &system.transitions()[transition];
         system.modes()[tr.from]
@@ -103,18 +126,23 @@ impl SaltationWorkspace {
                 .map(|(a, b)| a * b)
                 .sum::<f64>()
                 + g.t;
-        // mismatch = (f+ - r_x f- - r_t) / gdot
+        let out = &mut self.saltation;
+        // w = f+ - r_x f- - r_t
         for i in 0..self.mismatch.len() {
             let rx_f: f64 = (0..self.flow_minus.len())
                 .map(|j| r.x[(i, j)] * self.flow_minus[j])
                 .sum();
-            self.mismatch[i] = (self.flow_plus[i] - rx_f - r.t[i]) / guard_rate;
+            out.time_shift[i] = self.flow_plus[i] - rx_f - r.t[i];
         }
-        let out = &mut self.saltation;
         out.xi.copy_from(&r.x);
-        out.xi.ger(1.0, &self.mismatch, &g.x, 1.0);
         out.xi_p.copy_from(&r.p);
-        out.xi_p.ger(1.0, &self.mismatch, &g.p, 1.0);
+        if cascade_of.is_none() {
+            self.mismatch.copy_from(&out.time_shift);
+            self.mismatch /= guard_rate;
+            out.xi.ger(1.0, &self.mismatch, &g.x, 1.0);
+            out.xi_p.ger(1.0, &self.mismatch, &g.p, 1.0);
+        }
+        out.cascade_of = cascade_of;
         out.guard_rate = guard_rate;
         out.guard_x.copy_from(&g.x);
         out.guard_p.copy_from(&g.p);
@@ -141,6 +169,7 @@ impl SaltationWorkspace {
             event.time,
             &event.state_before,
             &event.state_after,
+            event.cascade_of,
         )
     }
 }

@@ -49,6 +49,8 @@
 //! |---|---|---|
 //! | `model` | yes | a model name (see `impact-adjoint models`) |
 //! | `t_end` | yes | end time, `> 0`; the run starts at `t = 0` |
+//! | `size` | no | the number of elements of a sized model (`lif-network`: neurons; default 3); the state, parameter and transition names follow from it |
+//! | `connections` | no | `lif-network` only: the synapses as `[from, to]` neuron pairs, replacing the default pattern; each gets a weight parameter `w<to>_<from>` |
 //! | `params` | no | parameter values by name; missing ones take the model's defaults |
 //! | `initial_state` | no | initial state entries by name; missing ones take the model's defaults |
 //! | `initial_mode` | no | the mode the run starts in; default the model's initial mode |

@@ -14,6 +14,7 @@
 //! | `ball2d-bowl` | `g > 0`, `e` in `[0, 1]` |
 //! | `two-ball` | `r >= 0`, `m1 > 0`, `m2 > 0`, `e` in `[0, 1]` |
 //! | `lif` | `tau > 0` |
+//! | `lif-network` | `tau > 0` |
 //! | `thermostat` | `a > 0` |
 //! | `impact-pendulum` | `g > 0`, `l > 0`, `e` in `[0, 1]` |
 //! | `rimless-wheel` | `g > 0`, `l > 0` |
@@ -84,6 +85,10 @@ pub const PARAM_RULES: &[(&str, &[ParamRule])] = &[
         ],
     ),
     ("lif", &[("tau", Rule::Positive, "membrane time constant")]),
+    (
+        "lif-network",
+        &[("tau", Rule::Positive, "membrane time constant")],
+    ),
     ("thermostat", &[("a", Rule::Positive, "cooling rate")]),
     (
         "impact-pendulum",

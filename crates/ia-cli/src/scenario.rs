@@ -9,8 +9,10 @@ use ia_models::ModelSpec;
 use serde_json::{Map, Value};
 
 /// The keys a scenario may have.
-pub const SCENARIO_KEYS: [&str; 8] = [
+pub const SCENARIO_KEYS: [&str; 10] = [
     "model",
+    "size",
+    "connections",
     "params",
     "initial_state",
     "initial_mode",
@@ -91,7 +93,22 @@ impl Scenario {
                 )))
             }
         };
-        let model = ia_models::by_name(model_name)?;
+        let size = obj.get("size").map(|v| whole(v, "size")).transpose()?;
+        let model = match obj.get("connections") {
+            None => ia_models::sized(model_name, size)?,
+            Some(v) if model_name == "lif-network" => {
+                let size = size.unwrap_or_else(|| ia_models::LifNetwork::default().size());
+                Box::new(ia_models::LifNetwork::with_connections(
+                    size,
+                    connection_list(v)?,
+                )?)
+            }
+            Some(_) => {
+                return Err(invalid(format!(
+                    "'connections' applies to the lif-network model only, not to '{model_name}'"
+                )))
+            }
+        };
         let spec = model.spec();
         let system = model.system();
 
@@ -222,6 +239,44 @@ impl Scenario {
         problem.validate()?;
         Ok(problem)
     }
+}
+
+/// A whole number of at least 1 (`3` or `3.0`) for the key `key`.
+fn whole(value: &Value, key: &str) -> Result<usize, CliError> {
+    let n = value.as_f64().filter(|n| n.fract() == 0.0 && *n >= 1.0);
+    match n {
+        Some(n) if n <= usize::MAX as f64 => Ok(n as usize),
+        _ => Err(
+            HybridError::invalid(key, value, "must be a whole number of at least 1, like 3").into(),
+        ),
+    }
+}
+
+/// `connections`: an array of `[from, to]` neuron pairs.
+fn connection_list(value: &Value) -> Result<Vec<(usize, usize)>, CliError> {
+    let Value::Array(items) = value else {
+        return Err(invalid(format!(
+            "'connections' must be an array of [from, to] neuron pairs, like [[0, 1], [1, 2]], got {}",
+            type_name(value)
+        )));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(k, item)| {
+            let pair = item.as_array().filter(|a| a.len() == 2);
+            let index = |v: &Value| v.as_u64().and_then(|n| usize::try_from(n).ok());
+            match pair.map(|a| (index(&a[0]), index(&a[1]))) {
+                Some((Some(from), Some(to))) => Ok((from, to)),
+                _ => Err(HybridError::invalid(
+                    format!("connections[{k}]"),
+                    item,
+                    "a synapse is a pair [from, to] of neuron numbers from 0",
+                )
+                .into()),
+            }
+        })
+        .collect()
 }
 
 /// The solver object: `{"method": ..., ...}` with the keys of its method.

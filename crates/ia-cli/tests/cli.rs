@@ -126,10 +126,13 @@ fn example_files() -> Vec<PathBuf> {
     files
 }
 
-fn spec_of(model: &str) -> ia_models::ModelSpec {
-    ia_models::by_name(model)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .spec()
+/// The spec of the model a scenario file runs (its size and connections
+/// included).
+fn spec_of(file: &Path) -> ia_models::ModelSpec {
+    let text = std::fs::read_to_string(file).expect("read scenario");
+    ia_cli::scenario::Scenario::parse(&text, "scenario")
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+        .spec
 }
 
 fn uses_ode_solvers(path: &Path) -> bool {
@@ -143,8 +146,8 @@ fn uses_ode_solvers(path: &Path) -> bool {
 /// Checks the documented keys and key order of one output document.
 fn check_document(doc: &Value, text: &str, gradient: bool, file: &Path) {
     let ctx = file.display();
-    let model = doc["model"].as_str().expect("model");
-    let spec = spec_of(model);
+    let spec = spec_of(file);
+    assert_eq!(doc["model"].as_str(), Some(spec.name.as_str()));
     let states = spec.state_names();
     let mut wrt: Vec<String> = states.iter().map(|s| format!("initial.{s}")).collect();
     wrt.extend(spec.param_names().iter().map(|p| format!("param.{p}")));
@@ -347,6 +350,7 @@ fn models_json_lists_every_model() {
         "ball2d-bowl",
         "two-ball",
         "lif",
+        "lif-network",
         "thermostat",
         "impact-pendulum",
         "rimless-wheel",
@@ -401,9 +405,37 @@ fn models_table_lists_every_model() {
     r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "euler"}}"#,
     &["'euler'", "dopri5, rk4, ode_solvers.dopri5, ode_solvers.dop853, ode_solvers.rk4"]
 )]
+#[case::size_of_an_unsized_model(
+    r#"{"model": "lif", "t_end": 0.05, "size": 4}"#,
+    &["invalid size = 4", "model 'lif' has no size", "lif-network"]
+)]
+#[case::size_zero(
+    r#"{"model": "lif-network", "t_end": 0.05, "size": 0}"#,
+    &["invalid size = 0", "whole number of at least 1"]
+)]
+#[case::size_not_whole(
+    r#"{"model": "lif-network", "t_end": 0.05, "size": 2.5}"#,
+    &["invalid size = 2.5", "whole number"]
+)]
+#[case::connection_out_of_range(
+    r#"{"model": "lif-network", "t_end": 0.05, "size": 2, "connections": [[0, 2]]}"#,
+    &["invalid connections = [0, 2]", "numbered 0 to 1"]
+)]
+#[case::connection_not_a_pair(
+    r#"{"model": "lif-network", "t_end": 0.05, "connections": [[0]]}"#,
+    &["connections[0]", "[from, to]"]
+)]
+#[case::connections_of_another_model(
+    r#"{"model": "lif", "t_end": 0.05, "connections": [[0, 1]]}"#,
+    &["'connections' applies to the lif-network model only"]
+)]
+#[case::weight_of_a_missing_synapse(
+    r#"{"model": "lif-network", "t_end": 0.05, "connections": [[0, 1]], "params": {"w0_1": 0.1}}"#,
+    &["'w0_1'", "w1_0"]
+)]
 #[case::unknown_key(
     r#"{"model": "lif", "tend": 0.05}"#,
-    &["'tend'", "model, params, initial_state, initial_mode, t_end, observe, solver, max_events"]
+    &["'tend'", "model, size, connections, params, initial_state, initial_mode, t_end, observe, solver, max_events"]
 )]
 #[case::unknown_solver_key(
     r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "rk4", "rtol": 1e-6}}"#,
@@ -744,4 +776,21 @@ fn readme_examples_are_the_current_output() {
         shown, printed,
         "README.md: the two-ball example output is stale; re-run the command it shows"
     );
+}
+
+/// The cascade scenario: neuron 0's spike kicks neuron 1 past threshold
+/// (it fires at the same instant) and neuron 2 to 0.99, short of it (it must
+/// not fire). Reference: the equations by hand (both rest at their drives
+/// until the kick).
+#[test]
+fn a_kick_short_of_threshold_does_not_fire() {
+    let doc = stdout_json(&run(&["simulate", &scenario("lif_network_cascade.json")]));
+    let events = doc["events"].as_array().expect("events");
+    let fired: Vec<&str> = events
+        .iter()
+        .map(|e| e["transition"].as_str().unwrap())
+        .collect();
+    assert_eq!(fired, ["spike0", "spike1"]);
+    assert_eq!(events[0]["time"], events[1]["time"]);
+    assert!((events[1]["state_before"]["V2"].as_f64().unwrap() - 0.99).abs() < 1e-12);
 }

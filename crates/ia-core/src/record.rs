@@ -25,6 +25,13 @@ pub struct EventRecord {
     pub guard_rate: f64,
     /// Whether the transition ends the run.
     pub terminal: bool,
+    /// For an event fired at once because a reset at the same instant moved
+    /// its guard strictly past zero (a cascade: a kick over threshold), the
+    /// index of the located event that started the cascade. Its time is that
+    /// event's time and moves with it, not with this guard; `None` for an
+    /// event whose own guard crossed zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cascade_of: Option<usize>,
 }
 
 /// A stretch of flow in one mode between two events (or the run's ends).

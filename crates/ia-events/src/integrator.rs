@@ -15,13 +15,24 @@
 //!   within the time tolerance of each other count as simultaneous; the one
 //!   declared first fires first.
 //! * Restart: after the reset, every guard of the new mode is re-evaluated.
-//!   A guard within the location uncertainty of zero takes the side its rate
-//!   points to. The transition that just fired is armed on that side, so a
-//!   threshold crossed with an identity reset is not fired again. Any other
-//!   guard at zero heading into its crossing, and any guard already beyond
-//!   zero in its direction, fires at once, at the same time, with its own
-//!   reset (simultaneous events). Such immediate events count towards Zeno
-//!   detection like any other.
+//!   A guard within the rounding band of zero takes the side its rate points
+//!   to; the band comes from the tolerances (the located event's residual,
+//!   `4 |gdot| time_tolerance` and rounding of `g_x . x`), never from how far
+//!   a reset overshot. The transition that just fired is armed on that side,
+//!   so a threshold crossed with an identity reset is not fired again.
+//! * Cascades: a guard of the same mode fires at once, at the same time, if
+//!   and only if the reset moved it from the side it crosses from to zero or
+//!   beyond in its direction; a guard left short of zero does not fire.
+//!   After a switch to another mode, a guard of the new mode that starts at
+//!   zero heading into its crossing, or beyond zero, fires at once. Of
+//!   several, the first declared fires first, then the rule is applied again
+//!   after its reset, until no guard is due. An event whose guard sat on zero
+//!   (a simultaneous crossing) keeps its own event time; an event whose guard
+//!   a reset pushed strictly past zero is part of the cascade of the located
+//!   event that started it ([`EventJump::cascade_of`]): its time is that
+//!   event's time, and its sensitivities are those of the composite jump at
+//!   that time. Events of a cascade count towards Zeno detection like any
+//!   other.
 //! * A guard that crosses zero and back within one step is not seen; bound
 //!   the step with `max_step` where that can happen.
 
@@ -52,6 +63,10 @@ pub struct EventJump<'a> {
     pub state_after: &'a [f64],
     /// Whether the run ends here.
     pub terminal: bool,
+    /// For an event of a cascade (its guard pushed past zero by an earlier
+    /// reset at the same instant), the index of the located event that
+    /// started it: see [`EventRecord::cascade_of`].
+    pub cascade_of: Option<usize>,
 }
 
 /// Extra quantities integrated along with the state (for example forward
@@ -172,6 +187,9 @@ const COARSE_SAMPLES: usize = 8;
 /// ...and halvings of its first eighth searched when the guard is already
 /// back past zero at the first sample.
 const BRACKET_DOUBLINGS: usize = 60;
+/// Events per transition beyond which a cascade at one instant is reported
+/// as Zeno behaviour.
+const CASCADE_EVENTS_PER_TRANSITION: usize = 4;
 
 struct Run<'p, 's, A> {
     problem: &'p Problem<'p>,
@@ -545,16 +563,19 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         })
     }
 
-    /// Fires `transition` at `t` from `self.y`, then every guard of the new
-    /// mode that is already beyond zero. Returns the finished trajectory when
-    /// a terminal transition fired.
+    /// Fires `transition` at `t` from `self.y`, then every guard due at once
+    /// after its reset (see the module's event rules). Returns the finished
+    /// trajectory when a terminal transition fired.
     fn fire_cascade(
         &mut self,
         t: f64,
         mut transition: usize,
     ) -> Result<Option<Trajectory>, HybridError> {
+        let root = self.trajectory.events.len();
+        let mut cascade_of = None;
         loop {
-            let residual = self.fire(t, transition)?;
+            let from = self.mode();
+            let residual = self.fire(t, transition, cascade_of)?;
             let tr = &self.system().transitions()[transition];
             if tr.terminal {
                 self.rhs.mode = tr.to;
@@ -562,8 +583,17 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 return Ok(Some(self.finish(t, &y)));
             }
             self.rhs.mode = tr.to;
-            match self.arm_guards(t, residual, transition)? {
-                Some(next) => transition = next,
+            match self.arm_guards(t, residual, transition, from == tr.to)? {
+                Some((next, pushed_past)) => {
+                    transition = next;
+                    // A guard pushed past zero fires because of the reset, at
+                    // the time of the event that started the cascade.
+                    cascade_of = if pushed_past {
+                        Some(cascade_of.unwrap_or(root))
+                    } else {
+                        None
+                    };
+                }
                 None => {
                     self.restart(t)?;
                     return Ok(None);
@@ -573,9 +603,12 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
     }
 
     /// Applies transition `k` at `t` to `self.y` (state and extras). Returns
-    /// the bound on the guard's residual at the located event, used to decide
-    /// which guards sit at zero after the reset.
-    fn fire(&mut self, t: f64, k: usize) -> Result<f64, HybridError> {
+    /// the rounding band within which a guard counts as sitting on zero
+    /// after the reset: the located event's residual and the uncertainty of
+    /// its time, never the overshoot of a guard pushed past zero (an event
+    /// of a cascade, `cascade_of` set, whose guard is not checked for
+    /// crossing direction or transversality: it did not cross).
+    fn fire(&mut self, t: f64, k: usize, cascade_of: Option<usize>) -> Result<f64, HybridError> {
         let system = self.system();
         let n = self.rhs.n;
         let p = &self.problem.params;
@@ -607,7 +640,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             Direction::Rising => guard_rate < 0.0,
             Direction::Either => false,
         };
-        if against {
+        if against && cascade_of.is_none() {
             return Err(HybridError::EventLocation {
                 transition: transition.name.clone(),
                 from: t,
@@ -619,7 +652,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             });
         }
         let transversal = transversality >= self.problem.events.grazing_threshold;
-        if !transversal || guard_rate == 0.0 {
+        if cascade_of.is_none() && (!transversal || guard_rate == 0.0) {
             return Err(HybridError::Grazing {
                 transition: transition.name.clone(),
                 time: t,
@@ -652,6 +685,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             state_before: &y_minus[..n],
             state_after: x_after,
             terminal: transition.terminal,
+            cascade_of,
         };
         self.rhs
             .augmentation
@@ -667,33 +701,44 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             state_after: self.y_after[..n].to_vec(),
             guard_rate,
             terminal: transition.terminal,
+            cascade_of,
         };
         self.close_segment(t);
         self.trajectory.events.push(record);
         self.trajectory.stats.events += 1;
         std::mem::swap(&mut self.y, &mut self.y_after);
-        self.check_zeno(t)?;
+        self.check_zeno(t, cascade_of)?;
         let x_scale: f64 = self.y[..n].iter().map(|v| v * v).sum::<f64>().sqrt();
-        Ok(2.0 * g_minus.abs()
+        let location_residual = if cascade_of.is_none() {
+            2.0 * g_minus.abs()
+        } else {
+            0.0
+        };
+        Ok(location_residual
             + 4.0 * guard_rate.abs() * self.time_tolerance
             + 8.0 * f64::EPSILON * gx_norm * x_scale)
     }
 
     /// Sets each guard's side in the new mode at `t` from `self.y`; returns a
-    /// transition that must fire at once, if any (the first declared).
+    /// transition that must fire at once, if any (the first declared), and
+    /// whether the reset pushed its guard strictly past zero (a cascade)
+    /// rather than leaving it on zero (a simultaneous crossing).
     ///
-    /// A guard within `residual` of zero counts as sitting on zero and takes
-    /// the side its rate points to. The transition that just `fired` is then
+    /// A guard within `band` of zero counts as sitting on zero and takes the
+    /// side its rate points to. The transition that just `fired` is then
     /// armed on that side (it has had its event; an identity reset on a
-    /// threshold lets the state run on through); any other guard sitting on
-    /// zero and heading into its crossing is a simultaneous event and fires
-    /// at once, as does any guard already beyond zero.
+    /// threshold lets the state run on through). In the same mode
+    /// (`same_mode`), any other guard fires when it went from the side it
+    /// was last seen on to zero or beyond in its direction; after a mode
+    /// switch, a guard of the new mode fires when it starts on zero heading
+    /// into its crossing or beyond zero.
     fn arm_guards(
         &mut self,
         t: f64,
-        residual: f64,
+        band: f64,
         fired: usize,
-    ) -> Result<Option<usize>, HybridError> {
+        same_mode: bool,
+    ) -> Result<Option<(usize, bool)>, HybridError> {
         let system = self.system();
         let n = self.rhs.n;
         let p = &self.problem.params;
@@ -710,7 +755,8 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 );
                 return Err(self.non_finite(what, t));
             }
-            let heading = if g.abs() <= residual {
+            let at_zero = g.abs() <= band;
+            let heading = if at_zero {
                 if !rate_ready {
                     system.modes()[mode].flow.rate(t, x, p, &mut self.rate);
                     self.extra_rhs_evaluations += 1;
@@ -723,14 +769,21 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             } else {
                 g
             };
-            let at_zero = g.abs() <= residual;
-            if guard.direction().violated_at_start(heading) && !(at_zero && k == fired) {
-                return Ok(Some(k));
+            let direction = guard.direction();
+            let due = if k == fired && at_zero {
+                false
+            } else if same_mode {
+                direction.crossed(self.sides[k], heading)
+            } else {
+                direction.violated_at_start(heading)
+            };
+            if due {
+                return Ok(Some((k, !at_zero)));
             }
             self.sides[k] = heading.signum();
-            self.zero_bands[k] = if at_zero { residual } else { 0.0 };
+            self.zero_bands[k] = if at_zero { band } else { 0.0 };
             self.band_ends[k] = if at_zero && heading != 0.0 {
-                t + 10.0 * residual / heading.abs()
+                t + 10.0 * band / heading.abs()
             } else {
                 t
             };
@@ -738,14 +791,27 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         Ok(None)
     }
 
-    fn check_zeno(&mut self, t: f64) -> Result<(), HybridError> {
+    /// Zeno detection after an event at `t`. The events of a cascade share
+    /// one instant by construction, so their zero gaps are not evidence of
+    /// Zeno behaviour; a cascade is reported only when it grows past
+    /// [`CASCADE_EVENTS_PER_TRANSITION`] events per transition of the system
+    /// (the resets then keep pushing guards past zero without end).
+    fn check_zeno(&mut self, t: f64, cascade_of: Option<usize>) -> Result<(), HybridError> {
         let events = &self.trajectory.events;
         let options = &self.problem.events;
+        let cascade_limit = CASCADE_EVENTS_PER_TRANSITION * self.system().transitions().len();
         let reason = if events.len() > options.max_events {
             Some(format!(
                 "more than max_events = {} events",
                 options.max_events
             ))
+        } else if let Some(root) = cascade_of {
+            let length = events.len() - root;
+            (length > cascade_limit).then(|| {
+                format!(
+                    "a cascade of more than {cascade_limit} events at one instant: each reset pushes another guard past zero"
+                )
+            })
         } else {
             let span = self.problem.t_end - self.problem.t0;
             let gap = |i: usize| events[i].time - events[i - 1].time;

@@ -12,6 +12,7 @@
 //! | `ball2d-bowl` | [`Ball2dBowl`] | x, y, vx, vy | g, e, c | flight |
 //! | `two-ball` | [`TwoBall`] | x1, x2, v1, v2 | r, m1, m2, e | flight |
 //! | `lif` | [`Lif`] | V | I, tau, Vth, Vr | subthreshold |
+//! | `lif-network` | [`LifNetwork`] (sized) | V0 .. V<N-1> | I0 .. I<N-1>, tau, Vth, Vr, w<j>_<i> | subthreshold |
 //! | `thermostat` | [`Thermostat`] | T | a, b, Tout, Tlo, Thi | off, on |
 //! | `impact-pendulum` | [`ImpactPendulum`] | theta, omega | g, l, e, theta_wall | swing |
 //! | `rimless-wheel` | [`RimlessWheel`] | theta, omega | g, l, alpha, gamma | stance |
@@ -68,6 +69,7 @@ pub mod ball2d_bowl;
 pub mod ball2d_flat;
 pub mod impact_pendulum;
 pub mod lif;
+pub mod lif_network;
 pub mod rimless_wheel;
 pub mod slip_hopper;
 pub mod thermostat;
@@ -78,6 +80,7 @@ pub use ball2d_bowl::Ball2dBowl;
 pub use ball2d_flat::Ball2dFlat;
 pub use impact_pendulum::ImpactPendulum;
 pub use lif::Lif;
+pub use lif_network::LifNetwork;
 pub use rimless_wheel::RimlessWheel;
 pub use slip_hopper::SlipHopper;
 pub use thermostat::Thermostat;
@@ -215,6 +218,7 @@ pub fn catalog() -> Vec<Box<dyn Model>> {
         Box::new(Ball2dBowl),
         Box::new(TwoBall),
         Box::new(Lif),
+        Box::new(LifNetwork::default()),
         Box::new(Thermostat),
         Box::new(ImpactPendulum),
         Box::new(RimlessWheel),
@@ -245,6 +249,34 @@ pub fn by_name(name: &str) -> Result<Box<dyn Model>, HybridError> {
         }),
     }
 }
+
+/// The model named `name` with `size` elements (neurons, bodies), for the
+/// sized models; `None` gives the default size. A size for a model that has
+/// none is an error naming the sized models.
+///
+/// ```
+/// let net = ia_models::sized("lif-network", Some(5)).unwrap();
+/// assert_eq!(net.spec().states.len(), 5);
+/// assert!(ia_models::sized("ball1d", Some(5)).is_err());
+/// ```
+pub fn sized(name: &str, size: Option<usize>) -> Result<Box<dyn Model>, HybridError> {
+    let model = by_name(name)?;
+    match (name, size) {
+        (_, None) => Ok(model),
+        ("lif-network", Some(n)) => Ok(Box::new(LifNetwork::new(n)?)),
+        (_, Some(n)) => Err(HybridError::invalid(
+            "size",
+            n,
+            format!(
+                "model '{name}' has no size; sized models: {}",
+                SIZED_MODELS.join(", ")
+            ),
+        )),
+    }
+}
+
+/// The models that take a size.
+pub const SIZED_MODELS: &[&str] = &["lif-network"];
 
 /// A state entry or parameter of a model, as written in the model modules:
 /// `(name, default, unit)`.

@@ -18,6 +18,12 @@ use rstest::rstest;
        &[("impact", "flight", "flight", Direction::Falling)])]
 #[case("lif", &["V"], &["I", "tau", "Vth", "Vr"], &["subthreshold"], "subthreshold",
        &[("spike", "subthreshold", "subthreshold", Direction::Rising)])]
+#[case("lif-network", &["V0", "V1", "V2"],
+       &["I0", "I1", "I2", "tau", "Vth", "Vr", "w0_1", "w0_2", "w1_0", "w1_2", "w2_0", "w2_1"],
+       &["subthreshold"], "subthreshold",
+       &[("spike0", "subthreshold", "subthreshold", Direction::Rising),
+         ("spike1", "subthreshold", "subthreshold", Direction::Rising),
+         ("spike2", "subthreshold", "subthreshold", Direction::Rising)])]
 #[case("thermostat", &["T"], &["a", "b", "Tout", "Tlo", "Thi"], &["off", "on"], "on",
        &[("switch_on", "off", "on", Direction::Falling),
          ("switch_off", "on", "off", Direction::Rising)])]
@@ -63,6 +69,7 @@ fn catalogue_lists_every_model_once() {
             "ball2d-bowl",
             "two-ball",
             "lif",
+            "lif-network",
             "thermostat",
             "impact-pendulum",
             "rimless-wheel",
@@ -439,6 +446,7 @@ fn simulate(
 #[case("ball2d-bowl", 3)]
 #[case("two-ball", 1)]
 #[case("lif", 3)]
+#[case("lif-network", 24)]
 #[case("thermostat", 12)]
 #[case("impact-pendulum", 3)]
 #[case("rimless-wheel", 3)]
