@@ -7,6 +7,9 @@
 //!   while the number of parameters grows with `N` (the `a_k` enter the
 //!   guard and the reset's contact normal): the scaling case of forward
 //!   sensitivities against the adjoint.
+//! * [`network`]: the spiking network `lif-network` of N neurons with its
+//!   default connectivity and run, and the loss its adjoint benchmark reads
+//!   (every final potential and the last ten spike times).
 //! * `peer_diffsol` (feature `peers`): the same `ball2d_flat_a` case through
 //!   the diffsol crate's reset-aware forward sensitivities and adjoint.
 //!
@@ -17,5 +20,6 @@
 
 pub mod ball2d;
 pub mod bumpy;
+pub mod network;
 #[cfg(feature = "peers")]
 pub mod peer_diffsol;

@@ -111,6 +111,7 @@ pub(crate) struct Backward<'a> {
     stage_bars: Vec<f64>,
     state_bar: Vec<f64>,
     scratch: Vec<f64>,
+    guard_x: Vec<f64>,
 }
 
 impl<'a> Backward<'a> {
@@ -133,6 +134,7 @@ impl<'a> Backward<'a> {
             stage_bars: vec![0.0; s * n],
             state_bar: vec![0.0; n],
             scratch: vec![0.0; n],
+            guard_x: vec![0.0; n],
         }
     }
 
@@ -193,41 +195,45 @@ impl<'a> Backward<'a> {
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
-        let sal = self.saltation.compute_for(self.system, self.params, event);
-        let time_seed = if sal.cascade_of.is_some() {
-            let w_lambda: f64 = sal
-                .time_shift
-                .iter()
-                .zip(lambda.iter())
-                .map(|(w, l)| w * l)
-                .sum();
+        let at = event.into();
+        let geometry = self.saltation.geometry(self.system, self.params, at);
+        let w_lambda: f64 = geometry
+            .time_shift
+            .iter()
+            .zip(lambda.iter())
+            .map(|(w, l)| w * l)
+            .sum();
+        // lambda- = r_x^T lambda+ + g_x c and p_bar += r_p^T lambda+ + g_p c,
+        // with c = (w . lambda+ - dL/dt*) / gdot for a crossing; an event of
+        // a cascade passes dL/dt* - w . lambda+ on to the event that started
+        // it instead.
+        let coefficient = if geometry.cascade_of.is_some() {
             *cascade_time_bar += time_seed - w_lambda;
             0.0
         } else {
-            time_seed + std::mem::take(cascade_time_bar)
+            let time_seed = time_seed + std::mem::take(cascade_time_bar);
+            (w_lambda - time_seed) / geometry.guard_rate
         };
-        // The event-time term -time_seed g / gdot, absent for a cascade event
-        // (whose guard rate may be zero).
-        let time_weight = if time_seed == 0.0 {
-            0.0
-        } else {
-            time_seed / sal.guard_rate
-        };
-        for (j, pb) in param_bar.iter_mut().enumerate() {
-            let xi_p_l: f64 = lambda
-                .iter()
-                .enumerate()
-                .map(|(i, l)| sal.xi_p[(i, j)] * l)
-                .sum();
-            *pb += xi_p_l - time_weight * sal.guard_p[j];
+        let guard_x_scaled = coefficient != 0.0;
+        if guard_x_scaled {
+            // g partials are overwritten by the next event's geometry only.
+            self.guard_x.copy_from_slice(geometry.guard.x.as_slice());
+            for (pb, gp) in param_bar.iter_mut().zip(geometry.guard.p.iter()) {
+                *pb += coefficient * gp;
+            }
         }
-        for (j, s) in self.scratch.iter_mut().enumerate() {
-            let xi_l: f64 = lambda
-                .iter()
-                .enumerate()
-                .map(|(i, l)| sal.xi[(i, j)] * l)
-                .sum();
-            *s = xi_l - time_weight * sal.guard_x[j];
+        self.saltation.reset_transpose(
+            self.system,
+            self.params,
+            at,
+            lambda,
+            &mut self.scratch,
+            param_bar,
+        );
+        if guard_x_scaled {
+            for (s, gx) in self.scratch.iter_mut().zip(&self.guard_x) {
+                *s += coefficient * gx;
+            }
         }
         lambda.copy_from_slice(&self.scratch);
     }

@@ -106,28 +106,24 @@ impl Augmentation for ForwardSensitivity<'_> {
         after: &mut [f64],
     ) -> Result<(), HybridError> {
         let (n, m) = (self.n, self.columns());
-        let sal = self.saltation.compute(
-            self.system,
-            self.params,
-            jump.transition,
-            jump.time,
-            jump.state_before,
-            jump.state_after,
-            jump.cascade_of,
-        );
+        self.saltation
+            .compute_for(self.system, self.params, jump.into());
+        let sal = self.saltation.saltation().expect("formed above");
         let s_minus = DMatrixView::from_slice(before, n, m);
         let mut s_plus = DMatrixViewMut::from_slice(after, n, m);
         let (jump_x, jump_p) = if self.apply_saltation {
             (&sal.xi, &sal.xi_p)
         } else {
-            let reset = self.saltation.reset_partials();
+            let reset = self
+                .saltation
+                .reset_partials()
+                .expect("compute_for forms the reset's partials");
             (&reset.x, &reset.p)
         };
         s_plus.gemm(1.0, jump_x, &s_minus, 0.0);
         s_plus
             .columns_mut(n, self.n_params)
             .zip_apply(jump_p, |d, v| *d += v);
-        let sal = &self.saltation.saltation;
         let gradient = match jump.cascade_of {
             // dt*/dtheta = -(g_x S- + g_p) / gdot
             None => (0..m)

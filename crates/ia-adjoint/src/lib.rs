@@ -171,7 +171,7 @@ fn saltations(problem: &Problem<'_>, trajectory: &Trajectory) -> Vec<Saltation> 
     trajectory
         .events
         .iter()
-        .map(|e| ws.compute_for(sys, &problem.params, e).clone())
+        .map(|e| ws.compute_for(sys, &problem.params, e.into()).clone())
         .collect()
 }
 

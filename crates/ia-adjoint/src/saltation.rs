@@ -31,6 +31,7 @@
 //! state `r(t*, x(t*))` itself.
 
 use ia_core::{EventRecord, GuardPartials, HybridSystem, ResetPartials};
+use ia_events::EventJump;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
@@ -54,122 +55,302 @@ pub struct Saltation {
     pub cascade_of: Option<usize>,
 }
 
-/// Buffers for computing saltation matrices without allocating.
+/// The event a geometry or saltation is computed for, from the integrator's
+/// jump ([`EventJump`]) or a recorded event ([`EventRecord`]).
+#[derive(Clone, Copy, Debug)]
+pub struct EventAt<'a> {
+    /// Transition index in the system.
+    pub transition: usize,
+    /// Event time.
+    pub time: f64,
+    /// State before the reset.
+    pub state_before: &'a [f64],
+    /// State after the reset.
+    pub state_after: &'a [f64],
+    /// As in [`EventRecord::cascade_of`].
+    pub cascade_of: Option<usize>,
+}
+
+impl<'a> From<&'a EventRecord> for EventAt<'a> {
+    fn from(e: &'a EventRecord) -> Self {
+        Self {
+            transition: e.transition_index,
+            time: e.time,
+            state_before: &e.state_before,
+            state_after: &e.state_after,
+            cascade_of: e.cascade_of,
+        }
+    }
+}
+
+impl<'a> From<&EventJump<'a>> for EventAt<'a> {
+    fn from(e: &EventJump<'a>) -> Self {
+        Self {
+            transition: e.transition,
+            time: e.time,
+            state_before: e.state_before,
+            state_after: e.state_after,
+            cascade_of: e.cascade_of,
+        }
+    }
+}
+
+/// What every sensitivity consumer needs of one event, computed once per
+/// event: the flows on both sides, the guard's partials and rate, and the
+/// time shift `w = f+ - r_x f- - r_t` (formed with the reset's
+/// Jacobian-vector product where it has one). The saltation matrix is a
+/// function of it and the reset's partials; the adjoint applies it as a
+/// rank-one update of the reset's vector-Jacobian product and never forms an
+/// n x n matrix.
+#[derive(Clone, Debug)]
+pub struct EventGeometry {
+    /// `f-`, the flow of the mode before at `(t*, x-)`.
+    pub flow_before: Vec<f64>,
+    /// `f+`, the flow of the mode after at `(t*, x+)` (zero for a terminal
+    /// event).
+    pub flow_after: Vec<f64>,
+    /// `g_x`, `g_p`, `g_t` at `(t*, x-)`.
+    pub guard: GuardPartials,
+    /// `gdot = g_x f- + g_t`.
+    pub guard_rate: f64,
+    /// `w = f+ - r_x f- - r_t`.
+    pub time_shift: DVector<f64>,
+    /// As in [`EventRecord::cascade_of`].
+    pub cascade_of: Option<usize>,
+}
+
+/// Buffers for computing event geometry and saltation matrices without
+/// allocating per event. The dense parts (the reset's partials, `Xi`,
+/// `xi_p`) are allocated on first use only, so a consumer that works with
+/// products (the adjoint) never holds an n x n or n x n_p matrix.
 #[derive(Clone, Debug)]
 pub struct SaltationWorkspace {
-    flow_minus: Vec<f64>,
-    flow_plus: Vec<f64>,
-    mismatch: DVector<f64>,
-    guard: GuardPartials,
-    reset: ResetPartials,
-    /// The most recent result.
-    pub saltation: Saltation,
+    n: usize,
+    n_params: usize,
+    geometry: EventGeometry,
+    reset_product: Vec<f64>,
+    /// The reset's partials at the event of the last call, when formed.
+    reset: Option<ResetPartials>,
+    reset_current: bool,
+    saltation: Option<Saltation>,
 }
 
 impl SaltationWorkspace {
     /// Buffers for a system with `n` states and `n_params` parameters.
     pub fn new(n: usize, n_params: usize) -> Self {
         Self {
-            flow_minus: vec![0.0; n],
-            flow_plus: vec![0.0; n],
-            mismatch: DVector::zeros(n),
-            guard: GuardPartials::zeros(n, n_params),
-            reset: ResetPartials::zeros(n, n_params),
-            saltation: Saltation {
-                xi: DMatrix::zeros(n, n),
-                xi_p: DMatrix::zeros(n, n_params),
+            n,
+            n_params,
+            geometry: EventGeometry {
+                flow_before: vec![0.0; n],
+                flow_after: vec![0.0; n],
+                guard: GuardPartials::zeros(n, n_params),
                 guard_rate: 0.0,
-                guard_x: DVector::zeros(n),
-                guard_p: DVector::zeros(n_params),
                 time_shift: DVector::zeros(n),
                 cascade_of: None,
             },
+            reset_product: vec![0.0; n],
+            reset: None,
+            reset_current: false,
+            saltation: None,
         }
     }
 
-    /// Computes the saltation of transition `transition` fired at `time`
-    /// from `state_before` to `state_after`, into `self.saltation`;
-    /// `cascade_of` as in [`EventRecord::cascade_of`].
-    #[allow(clippy::too_many_arguments)]
-    pub fn compute(
+    /// The geometry of a recorded event.
+    pub fn geometry(
         &mut self,
         system: &HybridSystem,
         params: &[f64],
-        transition: usize,
-        time: f64,
-        state_before: &[f64],
-        state_after: &[f64],
-        cascade_of: Option<usize>,
-    ) -> &Saltation {
-        let tr = &system.transitions()[transition];
+        event: EventAt<'_>,
+    ) -> &EventGeometry {
+        let tr = &system.transitions()[event.transition];
+        let (time, before) = (event.time, event.state_before);
+        let g = &mut self.geometry;
         system.modes()[tr.from]
             .flow
-            .rate(time, state_before, params, &mut self.flow_minus);
+            .rate(time, before, params, &mut g.flow_before);
         if tr.terminal {
-            self.flow_plus.fill(0.0);
+            g.flow_after.fill(0.0);
         } else {
             system.modes()[tr.to]
                 .flow
-                .rate(time, state_after, params, &mut self.flow_plus);
+                .rate(time, event.state_after, params, &mut g.flow_after);
         }
-        self.guard.clear();
-        tr.guard
-            .partials(time, state_before, params, &mut self.guard);
-        self.reset.clear();
-        tr.reset
-            .partials(time, state_before, params, &mut self.reset);
-        let g = &self.guard;
-        let r = &self.reset;
-        let guard_rate =
-            g.x.iter()
-                .zip(&self.flow_minus)
-                .map(|(a, b)| a * b)
-                .sum::<f64>()
-                + g.t;
-        let out = &mut self.saltation;
-        // w = f+ - r_x f- - r_t
-        for i in 0..self.mismatch.len() {
-            let rx_f: f64 = (0..self.flow_minus.len())
-                .map(|j| r.x[(i, j)] * self.flow_minus[j])
-                .sum();
-            out.time_shift[i] = self.flow_plus[i] - rx_f - r.t[i];
+        g.guard.clear();
+        tr.guard.partials(time, before, params, &mut g.guard);
+        g.guard_rate = g
+            .guard
+            .x
+            .iter()
+            .zip(&g.flow_before)
+            .map(|(a, b)| a * b)
+            .sum::<f64>()
+            + g.guard.t;
+        g.cascade_of = event.cascade_of;
+        // r_x f- + r_t
+        self.reset_current = false;
+        let fast = tr.reset.jacobian_vector_product(
+            time,
+            before,
+            params,
+            &g.flow_before,
+            1.0,
+            &mut self.reset_product,
+        );
+        if !fast {
+            let r = dense_reset_partials(
+                &mut self.reset,
+                &mut self.reset_current,
+                (self.n, self.n_params),
+                system,
+                params,
+                event,
+            );
+            let g = &self.geometry;
+            for (i, out) in self.reset_product.iter_mut().enumerate() {
+                *out = (0..g.flow_before.len())
+                    .map(|j| r.x[(i, j)] * g.flow_before[j])
+                    .sum::<f64>()
+                    + r.t[i];
+            }
         }
-        out.xi.copy_from(&r.x);
-        out.xi_p.copy_from(&r.p);
-        if cascade_of.is_none() {
-            self.mismatch.copy_from(&out.time_shift);
-            self.mismatch /= guard_rate;
-            out.xi.ger(1.0, &self.mismatch, &g.x, 1.0);
-            out.xi_p.ger(1.0, &self.mismatch, &g.p, 1.0);
+        let g = &mut self.geometry;
+        for ((w, f), rf) in g
+            .time_shift
+            .iter_mut()
+            .zip(&g.flow_after)
+            .zip(&self.reset_product)
+        {
+            *w = f - rf;
         }
-        out.cascade_of = cascade_of;
-        out.guard_rate = guard_rate;
-        out.guard_x.copy_from(&g.x);
-        out.guard_p.copy_from(&g.p);
-        out
+        &self.geometry
     }
 
-    /// The reset's partials at the last computed event: the jump a
-    /// differentiated time-stepper applies, blind to the event-time shift.
-    pub fn reset_partials(&self) -> &ResetPartials {
-        &self.reset
+    /// The reset's dense partials at `event`, formed once per event.
+    fn dense_reset(
+        &mut self,
+        system: &HybridSystem,
+        params: &[f64],
+        event: EventAt<'_>,
+    ) -> &ResetPartials {
+        dense_reset_partials(
+            &mut self.reset,
+            &mut self.reset_current,
+            (self.n, self.n_params),
+            system,
+            params,
+            event,
+        )
     }
 
-    /// Computes the saltation of a recorded event.
+    /// Transposes the jump of the event of the last [`Self::geometry`]
+    /// call: writes `r_x^T lambda` into `x_bar`, adds `r_p^T lambda` to
+    /// `p_bar` (through the reset's vector-Jacobian product where it has
+    /// one).
+    pub fn reset_transpose(
+        &mut self,
+        system: &HybridSystem,
+        params: &[f64],
+        event: EventAt<'_>,
+        lambda: &[f64],
+        x_bar: &mut [f64],
+        p_bar: &mut [f64],
+    ) {
+        let reset = &system.transitions()[event.transition].reset;
+        if reset.vector_jacobian_product(
+            event.time,
+            event.state_before,
+            params,
+            lambda,
+            x_bar,
+            p_bar,
+        ) {
+            return;
+        }
+        let r = self.dense_reset(system, params, event);
+        for (j, xb) in x_bar.iter_mut().enumerate() {
+            *xb = r.x.column(j).iter().zip(lambda).map(|(a, l)| a * l).sum();
+        }
+        for (j, pb) in p_bar.iter_mut().enumerate() {
+            *pb +=
+                r.p.column(j)
+                    .iter()
+                    .zip(lambda)
+                    .map(|(a, l)| a * l)
+                    .sum::<f64>();
+        }
+    }
+
+    /// The saltation matrix of an event (dense: `Xi` is n x n and
+    /// `xi_p` n x n_p), from its [`EventGeometry`] and the reset's partials.
     pub fn compute_for(
         &mut self,
         system: &HybridSystem,
         params: &[f64],
-        event: &EventRecord,
+        event: EventAt<'_>,
     ) -> &Saltation {
-        self.compute(
-            system,
-            params,
-            event.transition_index,
-            event.time,
-            &event.state_before,
-            &event.state_after,
-            event.cascade_of,
-        )
+        self.geometry(system, params, event);
+        self.dense_reset(system, params, event);
+        let (n, np) = (self.n, self.n_params);
+        let out = self.saltation.get_or_insert_with(|| Saltation {
+            xi: DMatrix::zeros(n, n),
+            xi_p: DMatrix::zeros(n, np),
+            guard_rate: 0.0,
+            guard_x: DVector::zeros(n),
+            guard_p: DVector::zeros(np),
+            time_shift: DVector::zeros(n),
+            cascade_of: None,
+        });
+        let g = &self.geometry;
+        let r = self.reset.as_ref().expect("formed above");
+        out.xi.copy_from(&r.x);
+        out.xi_p.copy_from(&r.p);
+        if g.cascade_of.is_none() {
+            let scale = 1.0 / g.guard_rate;
+            out.xi.ger(scale, &g.time_shift, &g.guard.x, 1.0);
+            out.xi_p.ger(scale, &g.time_shift, &g.guard.p, 1.0);
+        }
+        out.cascade_of = g.cascade_of;
+        out.guard_rate = g.guard_rate;
+        out.guard_x.copy_from(&g.guard.x);
+        out.guard_p.copy_from(&g.guard.p);
+        out.time_shift.copy_from(&g.time_shift);
+        out
     }
+
+    /// The saltation of the last [`Self::compute_for`], if any.
+    pub fn saltation(&self) -> Option<&Saltation> {
+        self.saltation.as_ref()
+    }
+
+    /// The reset's partials at the event of the last [`Self::compute_for`]:
+    /// the jump a differentiated time-stepper applies, blind to the
+    /// event-time shift.
+    pub fn reset_partials(&self) -> Option<&ResetPartials> {
+        self.reset.as_ref().filter(|_| self.reset_current)
+    }
+}
+
+/// The reset's partials at `event` in `slot` (allocated on first use),
+/// formed unless `current` says they already are.
+fn dense_reset_partials<'a>(
+    slot: &'a mut Option<ResetPartials>,
+    current: &mut bool,
+    (n, n_params): (usize, usize),
+    system: &HybridSystem,
+    params: &[f64],
+    event: EventAt<'_>,
+) -> &'a ResetPartials {
+    let r = slot.get_or_insert_with(|| ResetPartials::zeros(n, n_params));
+    if !*current {
+        r.clear();
+        system.transitions()[event.transition].reset.partials(
+            event.time,
+            event.state_before,
+            params,
+            r,
+        );
+        *current = true;
+    }
+    r
 }

@@ -199,6 +199,40 @@ pub trait Reset: Send + Sync {
     fn apply(&self, t: f64, x: &[f64], p: &[f64], x_after: &mut [f64]);
     /// Writes `r_x`, `r_p` and `r_t` into `out` (already zeroed).
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials);
+
+    /// Optional fast path: writes the directional derivative
+    /// `r_x dx + r_t dt` into `out` and returns `true`. The default returns
+    /// `false`, and the library forms it from [`Reset::partials`]. Worth
+    /// writing where `r_x` is sparse (a reset that changes a few entries of
+    /// a large state); [`Autodiff`](crate::Autodiff) provides it with one
+    /// dual-number evaluation.
+    #[allow(clippy::too_many_arguments)]
+    fn jacobian_vector_product(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        _dx: &[f64],
+        _dt: f64,
+        _out: &mut [f64],
+    ) -> bool {
+        false
+    }
+
+    /// Optional fast path of the adjoint: writes `r_x^T v` into `x_bar`,
+    /// adds `r_p^T v` to `p_bar` and returns `true`. The default returns
+    /// `false`, and the library forms the products from [`Reset::partials`].
+    fn vector_jacobian_product(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        _v: &[f64],
+        _x_bar: &mut [f64],
+        _p_bar: &mut [f64],
+    ) -> bool {
+        false
+    }
 }
 
 /// The reset that leaves the state unchanged (a pure mode switch).

@@ -204,8 +204,13 @@ struct Run<'p, 's, A> {
     /// ...for steps starting before this time (the guard, leaving zero at
     /// its rate, clears the band by then).
     band_ends: Vec<f64>,
-    /// Guard values at the end of the current step, per transition.
+    /// Guard values at the end of the current step (or of the narrowed
+    /// bracket of the crossing being located), per transition.
     guard_values: Vec<f64>,
+    /// Transitions whose guards crossed in the current bracket, in
+    /// declaration order, and the next bracket's (buffers of `detect`).
+    crossed: Vec<usize>,
+    still_crossed: Vec<usize>,
     /// State (full, with extras) right after the last event or at the start.
     y: Vec<f64>,
     y_after: Vec<f64>,
@@ -268,6 +273,8 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             zero_bands: vec![0.0; transitions],
             band_ends: vec![f64::NEG_INFINITY; transitions],
             guard_values: vec![0.0; transitions],
+            crossed: Vec::with_capacity(transitions),
+            still_crossed: Vec::with_capacity(transitions),
             y_after: vec![0.0; dim],
             y,
             x_probe: vec![0.0; n],
@@ -418,11 +425,18 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
     }
 
     /// Finds the earliest transition whose guard crossed in `[t_prev, t_new]`.
+    ///
+    /// Only that one is located to the time tolerance: when several guards
+    /// crossed, the bracket is first halved with one interpolated state per
+    /// trial time, every remaining guard evaluated on it, keeping the guards
+    /// already crossed at the trial time, until one is left (or the bracket
+    /// is within the time tolerance: then the first declared of those left
+    /// fires, the others counting as simultaneous).
     fn detect(&mut self, t_prev: f64, t_new: f64) -> Result<Option<(f64, usize)>, HybridError> {
         let system = self.system();
         let n = self.rhs.n;
         let p = &self.problem.params;
-        let mut earliest: Option<(f64, usize)> = None;
+        self.crossed.clear();
         for &k in &system.modes()[self.mode()].outgoing {
             let transition = &system.transitions()[k];
             let x = &self.stepper.state()[..n];
@@ -434,29 +448,75 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 ));
             }
             self.guard_values[k] = g;
-            // Still within the rounding band of the last event: not a crossing.
-            let still_at_zero = g.abs() <= self.band(k, t_prev);
-            if still_at_zero || !transition.guard.direction().crossed(self.sides[k], g) {
-                continue;
-            }
-            let t_k = self.locate(k, t_prev, t_new)?;
-            let earlier = match earliest {
-                None => true,
-                Some((t_best, _)) => t_k < t_best - self.time_tolerance,
-            };
-            if earlier {
-                earliest = Some((t_k, k));
+            if self.crossed_from_side(k, t_prev, g) {
+                self.crossed.push(k);
             }
         }
-        Ok(earliest)
+        let (mut lo, mut hi) = (t_prev, t_new);
+        let mut halvings = 0;
+        while self.crossed.len() > 1 && hi - lo > self.time_tolerance && halvings < 200 {
+            halvings += 1;
+            let mid = lo + 0.5 * (hi - lo);
+            if mid <= lo || mid >= hi {
+                break;
+            }
+            self.stepper
+                .interpolate(&mut self.rhs, mid, &mut self.x_probe);
+            self.trajectory.stats.root_iterations += 1;
+            self.still_crossed.clear();
+            for i in 0..self.crossed.len() {
+                let k = self.crossed[i];
+                let g = system.transitions()[k].guard.value(mid, &self.x_probe, p);
+                if !g.is_finite() {
+                    let name = &system.transitions()[k].name;
+                    return Err(
+                        self.non_finite(format!("guard value of transition '{name}' (= {g})"), mid)
+                    );
+                }
+                if self.crossed_from_side(k, t_prev, g) {
+                    self.guard_values[k] = g;
+                    self.still_crossed.push(k);
+                }
+            }
+            if self.still_crossed.is_empty() {
+                lo = mid;
+            } else {
+                hi = mid;
+                std::mem::swap(&mut self.crossed, &mut self.still_crossed);
+            }
+        }
+        match self.crossed.first() {
+            None => Ok(None),
+            Some(&k) => Ok(Some((self.locate(k, t_prev, lo, hi)?, k))),
+        }
     }
 
-    /// Locates the crossing of transition `k`'s guard from its recorded side.
-    fn locate(&mut self, k: usize, t_prev: f64, t_new: f64) -> Result<f64, HybridError> {
+    /// Whether transition `k`'s guard, at value `g` on a step from
+    /// `t_start`, went from its recorded side to zero or beyond in its
+    /// direction (a value within the rounding band of the last event is not
+    /// a crossing).
+    fn crossed_from_side(&self, k: usize, t_start: f64, g: f64) -> bool {
+        g.abs() > self.band(k, t_start)
+            && self.system().transitions()[k]
+                .guard
+                .direction()
+                .crossed(self.sides[k], g)
+    }
+
+    /// Locates the crossing of transition `k`'s guard from its recorded side
+    /// within `[t_prev, t_new]`, on a step that started at `t_start` (whose
+    /// rounding band applies); its value at `t_new` is `guard_values[k]`.
+    fn locate(
+        &mut self,
+        k: usize,
+        t_start: f64,
+        t_prev: f64,
+        t_new: f64,
+    ) -> Result<f64, HybridError> {
         let system = self.system();
         let guard = &system.transitions()[k].guard;
         let side = self.sides[k];
-        let band = self.band(k, t_prev);
+        let band = self.band(k, t_start);
         let p = &self.problem.params;
         let stepper = &mut *self.stepper;
         let rhs = &mut self.rhs;

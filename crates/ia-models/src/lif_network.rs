@@ -380,6 +380,38 @@ impl Reset for Spike {
         }
     }
 
+    fn jacobian_vector_product(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        dx: &[f64],
+        _dt: f64,
+        out: &mut [f64],
+    ) -> bool {
+        out.copy_from_slice(dx);
+        out[self.neuron] = 0.0;
+        true
+    }
+
+    fn vector_jacobian_product(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        v: &[f64],
+        x_bar: &mut [f64],
+        p_bar: &mut [f64],
+    ) -> bool {
+        x_bar.copy_from_slice(v);
+        x_bar[self.neuron] = 0.0;
+        p_bar[self.vr] += v[self.neuron];
+        for &(j, w) in &self.targets {
+            p_bar[w] += v[j];
+        }
+        true
+    }
+
     fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut ResetPartials) {
         out.x.fill_with_identity();
         out.x[(self.neuron, self.neuron)] = 0.0;
@@ -417,6 +449,38 @@ mod tests {
         assert!(err.to_string().contains("onto itself"), "{err}");
         let err = LifNetwork::with_connections(3, vec![(0, 1), (0, 1)]).unwrap_err();
         assert!(err.to_string().contains("once"), "{err}");
+    }
+
+    #[test]
+    fn reset_products_equal_the_dense_partials_applied() {
+        // Reference: the hand-written dense partials (checked against finite
+        // differences by the catalogue tests) multiplied out.
+        let net = LifNetwork::new(4).unwrap();
+        let system = net.system();
+        let (n, np) = (system.state_dim(), system.param_dim());
+        let x = [0.3, 0.99, 0.5, 0.1];
+        let p = net.spec().default_params();
+        let v: Vec<f64> = (0..n).map(|i| 0.7 - 0.3 * i as f64).collect();
+        for tr in system.transitions() {
+            let mut d = ResetPartials::zeros(n, np);
+            tr.reset.partials(0.0, &x, &p, &mut d);
+            let mut jvp = vec![0.0; n];
+            assert!(tr
+                .reset
+                .jacobian_vector_product(0.0, &x, &p, &v, 0.0, &mut jvp));
+            let dense_jvp = &d.x * nalgebra::DVector::from_column_slice(&v);
+            assert_eq!(jvp.as_slice(), dense_jvp.as_slice(), "{}", tr.name);
+            let (mut x_bar, mut p_bar) = (vec![0.0; n], vec![0.5; np]);
+            assert!(tr
+                .reset
+                .vector_jacobian_product(0.0, &x, &p, &v, &mut x_bar, &mut p_bar));
+            let v = nalgebra::DVector::from_column_slice(&v);
+            assert_eq!(x_bar.as_slice(), (d.x.transpose() * &v).as_slice());
+            let p_expected = d.p.transpose() * &v;
+            for (got, want) in p_bar.iter().zip(p_expected.iter()) {
+                assert_eq!(*got, 0.5 + want, "{}", tr.name);
+            }
+        }
     }
 
     #[test]

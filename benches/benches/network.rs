@@ -1,0 +1,77 @@
+//! The spiking network `lif-network` at N = 10, 100 and 1000 neurons (about
+//! ten spikes per neuron, `rtol = atol = 1e-10`): the primal solve and the
+//! adjoint gradient, with respect to every parameter, of a loss reading all
+//! final potentials and the last ten spike times. Criterion's throughput is
+//! the number of events, so its report reads as events per second.
+//!
+//! ```text
+//! cargo bench -p ia-benches --bench network
+//! ```
+//!
+//! Before timing, the setup checks the adjoint gradient against forward
+//! sensitivities contracted with the same seeds (N = 10), so the benchmark
+//! never times a wrong answer.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use ia_adjoint::gradient;
+use ia_benches::network::{loss, Network};
+use ia_events::simulate;
+use std::hint::black_box;
+use std::time::Duration;
+
+const SIZES: [usize; 3] = [10, 100, 1000];
+
+fn check() {
+    let net = Network::new(10);
+    let problem = net.problem();
+    let adjoint = gradient(&problem, &loss).expect("adjoint gradient");
+    let forward = ia_adjoint::jacobian(&problem, ia_adjoint::Method::ForwardOnStateSteps)
+        .expect("forward Jacobian");
+    let mut seeds = ia_adjoint::LossSeeds::zeros(&forward.trajectory);
+    loss(&forward.trajectory, &mut seeds);
+    for (j, a) in adjoint.concatenated().iter().enumerate() {
+        let mut f = 0.0;
+        for (i, s) in seeds.final_state.iter().enumerate() {
+            f += s * forward.final_jacobian[(i, j)];
+        }
+        for (k, s) in seeds.event_times.iter().enumerate() {
+            f += s * forward.event_time_gradients[k][j];
+        }
+        assert!(
+            (a - f).abs() <= 1e-9 * (1.0 + f.abs()),
+            "column {j}: adjoint {a} vs forward {f}"
+        );
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    check();
+    let mut group = c.benchmark_group("network");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    for n in SIZES {
+        let net = Network::new(n);
+        let problem = net.problem();
+        let run = simulate(&problem).expect("the network runs");
+        eprintln!(
+            "N = {n}: {} events, {} steps, {} root iterations, {} parameters",
+            run.events.len(),
+            run.stats.steps,
+            run.stats.root_iterations,
+            net.system.param_dim()
+        );
+        group.throughput(Throughput::Elements(run.events.len() as u64));
+        group.bench_with_input(BenchmarkId::new("primal", n), &problem, |b, p| {
+            b.iter(|| black_box(simulate(p).unwrap()))
+        });
+        group.bench_with_input(BenchmarkId::new("adjoint_gradient", n), &problem, |b, p| {
+            b.iter(|| black_box(gradient(p, &loss).unwrap()))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
