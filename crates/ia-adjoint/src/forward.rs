@@ -8,11 +8,35 @@
 //! `(x, S)` the exact derivative of the step of `x` with the step size held
 //! fixed; this is what lets the adjoint agree with it to rounding on the same
 //! steps.
+//!
+//! With chosen columns ([`Column`]), `S` holds only those, and its rate and
+//! its jumps are formed column by column from Jacobian-vector products of
+//! the flow and the reset ([`ia_core::Flow::jacobian_vector_product`],
+//! [`ia_core::Reset::jacobian_vector_product`]), so the cost is proportional
+//! to the number of columns; a flow or reset without the fast path falls
+//! back to its dense partials.
 
-use crate::saltation::{Saltation, SaltationWorkspace};
-use ia_core::{FlowPartials, HybridError, HybridSystem};
+use crate::saltation::{EventAt, Saltation, SaltationWorkspace};
+use ia_core::{FlowPartials, HybridError, HybridSystem, Tangent};
 use ia_events::{Augmentation, EventJump};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
+
+/// One column of a sensitivity matrix: the derivative with respect to an
+/// initial-state entry or a parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Column {
+    Initial(usize),
+    Param(usize),
+}
+
+impl Column {
+    fn param(self) -> Option<usize> {
+        match self {
+            Column::Initial(_) => None,
+            Column::Param(j) => Some(j),
+        }
+    }
+}
 
 /// Carries `S` through a run (an [`Augmentation`] of the hybrid integrator).
 pub(crate) struct ForwardSensitivity<'a> {
@@ -20,10 +44,17 @@ pub(crate) struct ForwardSensitivity<'a> {
     params: &'a [f64],
     n: usize,
     n_params: usize,
+    /// The chosen columns; `None`: every initial-state entry, then every
+    /// parameter (dense products, saltations kept).
+    chosen: Option<Vec<Column>>,
     error_controlled: bool,
     /// False only to show what is lost without the saltation term.
     apply_saltation: bool,
-    partials: FlowPartials,
+    /// Formed on first use: a flow with Jacobian-vector products never needs
+    /// them for chosen columns.
+    partials: Option<FlowPartials>,
+    /// `w` of the event being mapped (chosen columns).
+    time_shift: Vec<f64>,
     saltation: SaltationWorkspace,
     /// `dt*/dtheta` per event, m entries each.
     pub event_time_gradients: Vec<Vec<f64>>,
@@ -48,9 +79,11 @@ impl<'a> ForwardSensitivity<'a> {
             params,
             n,
             n_params,
+            chosen: None,
             error_controlled,
             apply_saltation,
-            partials: FlowPartials::zeros(n, n_params),
+            partials: None,
+            time_shift: vec![0.0; n],
             saltation: SaltationWorkspace::new(n, n_params),
             event_time_gradients: Vec::new(),
             saltations: Vec::new(),
@@ -59,8 +92,105 @@ impl<'a> ForwardSensitivity<'a> {
         }
     }
 
+    /// Sensitivities with respect to `columns` only.
+    pub(crate) fn with_columns(mut self, columns: Vec<Column>) -> Self {
+        self.chosen = Some(columns);
+        self
+    }
+
     fn columns(&self) -> usize {
-        self.n + self.n_params
+        self.chosen
+            .as_ref()
+            .map_or(self.n + self.n_params, |c| c.len())
+    }
+
+    /// The flow's dense partials at `(t, x)` in `mode`, formed in a buffer
+    /// allocated on first use.
+    fn dense_partials(&mut self, mode: usize, t: f64, x: &[f64]) -> &FlowPartials {
+        let (n, np) = (self.n, self.n_params);
+        let partials = self
+            .partials
+            .get_or_insert_with(|| FlowPartials::zeros(n, np));
+        partials.clear();
+        self.system.modes()[mode]
+            .flow
+            .partials(t, x, self.params, partials);
+        partials
+    }
+
+    /// `dS = f_x S + f_p[:, j]`, column by column, for chosen columns.
+    fn chosen_rate(&mut self, mode: usize, t: f64, x: &[f64], extra: &[f64], rate: &mut [f64]) {
+        let n = self.n;
+        let chosen = self.chosen.take().expect("chosen columns");
+        let flow = &self.system.modes()[mode].flow;
+        let mut dense = false;
+        for (c, column) in chosen.iter().enumerate() {
+            let tangent = Tangent {
+                t: 0.0,
+                x: &extra[c * n..(c + 1) * n],
+                param: column.param(),
+            };
+            let out = &mut rate[c * n..(c + 1) * n];
+            if !flow.jacobian_vector_product(t, x, self.params, tangent, out) {
+                dense = true;
+                break;
+            }
+        }
+        if dense {
+            let partials = self.dense_partials(mode, t, x);
+            for (c, column) in chosen.iter().enumerate() {
+                let s = nalgebra::DVectorView::from_slice(&extra[c * n..(c + 1) * n], n);
+                let mut ds = nalgebra::DVectorViewMut::from_slice(&mut rate[c * n..(c + 1) * n], n);
+                ds.gemv(1.0, &partials.x, &s, 0.0);
+                if let Some(j) = column.param() {
+                    ds += partials.p.column(j);
+                }
+            }
+        }
+        self.chosen = Some(chosen);
+    }
+
+    /// `S+[:, c] = r_x S-[:, c] + r_p[:, j] - w dt*_c` for chosen columns.
+    fn chosen_jump(&mut self, jump: &EventJump<'_>, before: &[f64], after: &mut [f64]) -> Vec<f64> {
+        let n = self.n;
+        let chosen = self.chosen.take().expect("chosen columns");
+        let at: EventAt<'_> = jump.into();
+        let geometry = self.saltation.geometry(self.system, self.params, at);
+        self.time_shift
+            .copy_from_slice(geometry.time_shift.as_slice());
+        let gradient: Vec<f64> = match jump.cascade_of {
+            None => chosen
+                .iter()
+                .enumerate()
+                .map(|(c, column)| {
+                    let s = &before[c * n..(c + 1) * n];
+                    let gx_s: f64 = geometry.guard.x.iter().zip(s).map(|(a, b)| a * b).sum();
+                    let gp = column.param().map_or(0.0, |j| geometry.guard.p[j]);
+                    -(gx_s + gp) / geometry.guard_rate
+                })
+                .collect(),
+            Some(root) => self.event_time_gradients[root].clone(),
+        };
+        for (c, column) in chosen.iter().enumerate() {
+            let tangent = Tangent {
+                t: 0.0,
+                x: &before[c * n..(c + 1) * n],
+                param: column.param(),
+            };
+            let out = &mut after[c * n..(c + 1) * n];
+            self.saltation.reset_jacobian_vector_product(
+                self.system,
+                self.params,
+                at,
+                tangent,
+                out,
+            );
+            for (o, w) in out.iter_mut().zip(&self.time_shift) {
+                *o -= w * gradient[c];
+            }
+        }
+        self.chosen = Some(chosen);
+        gradient
     }
 
     fn matrix(&self, y: &[f64]) -> DMatrix<f64> {
@@ -79,24 +209,34 @@ impl Augmentation for ForwardSensitivity<'_> {
 
     fn initial_extra(&mut self, extra: &mut [f64]) {
         extra.fill(0.0);
-        for i in 0..self.n {
-            extra[i * self.n + i] = 1.0;
+        let n = self.n;
+        match &self.chosen {
+            None => (0..n).for_each(|i| extra[i * n + i] = 1.0),
+            Some(chosen) => {
+                for (c, column) in chosen.iter().enumerate() {
+                    if let Column::Initial(i) = column {
+                        extra[c * n + i] = 1.0;
+                    }
+                }
+            }
         }
     }
 
     fn extra_rate(&mut self, mode: usize, t: f64, x: &[f64], extra: &[f64], rate: &mut [f64]) {
-        let (n, m) = (self.n, self.columns());
+        if self.chosen.is_some() {
+            return self.chosen_rate(mode, t, x, extra, rate);
+        }
+        let (n, m, np) = (self.n, self.columns(), self.n_params);
         let flow = &self.system.modes()[mode].flow;
         if flow.sensitivity_rate(t, x, self.params, extra, rate) {
             return;
         }
-        self.partials.clear();
-        flow.partials(t, x, self.params, &mut self.partials);
+        let partials = self.dense_partials(mode, t, x);
         let s = DMatrixView::from_slice(extra, n, m);
         let mut ds = DMatrixViewMut::from_slice(rate, n, m);
-        ds.gemm(1.0, &self.partials.x, &s, 0.0);
-        ds.columns_mut(n, self.n_params)
-            .zip_apply(&self.partials.p, |d, fp| *d += fp);
+        ds.gemm(1.0, &partials.x, &s, 0.0);
+        ds.columns_mut(n, np)
+            .zip_apply(&partials.p, |d, fp| *d += fp);
     }
 
     fn jump(
@@ -105,6 +245,11 @@ impl Augmentation for ForwardSensitivity<'_> {
         before: &[f64],
         after: &mut [f64],
     ) -> Result<(), HybridError> {
+        if self.chosen.is_some() {
+            let gradient = self.chosen_jump(jump, before, after);
+            self.event_time_gradients.push(gradient);
+            return Ok(());
+        }
         let (n, m) = (self.n, self.columns());
         self.saltation
             .compute_for(self.system, self.params, jump.into());

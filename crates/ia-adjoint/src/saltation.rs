@@ -30,7 +30,7 @@
 //! flow after it: `f+ = 0`, and `Xi S- + xi_p` is the derivative of the final
 //! state `r(t*, x(t*))` itself.
 
-use ia_core::{EventRecord, GuardPartials, HybridSystem, ResetPartials};
+use ia_core::{EventRecord, GuardPartials, HybridSystem, ResetPartials, Tangent};
 use ia_events::EventJump;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
@@ -189,12 +189,16 @@ impl SaltationWorkspace {
         g.cascade_of = event.cascade_of;
         // r_x f- + r_t
         self.reset_current = false;
+        let along_flow = Tangent {
+            t: 1.0,
+            x: &g.flow_before,
+            param: None,
+        };
         let fast = tr.reset.jacobian_vector_product(
             time,
             before,
             params,
-            &g.flow_before,
-            1.0,
+            along_flow,
             &mut self.reset_product,
         );
         if !fast {
@@ -241,6 +245,31 @@ impl SaltationWorkspace {
             params,
             event,
         )
+    }
+
+    /// Writes `r_x dx + r_t dt + r_p dp` along `tangent` at the event of
+    /// the last [`Self::geometry`] call into `out` (through the reset's
+    /// Jacobian-vector product where it has one).
+    pub fn reset_jacobian_vector_product(
+        &mut self,
+        system: &HybridSystem,
+        params: &[f64],
+        event: EventAt<'_>,
+        tangent: Tangent<'_>,
+        out: &mut [f64],
+    ) {
+        let reset = &system.transitions()[event.transition].reset;
+        if reset.jacobian_vector_product(event.time, event.state_before, params, tangent, out) {
+            return;
+        }
+        let r = self.dense_reset(system, params, event);
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = (0..tangent.x.len())
+                .map(|j| r.x[(i, j)] * tangent.x[j])
+                .sum::<f64>()
+                + r.t[i] * tangent.t
+                + tangent.param.map_or(0.0, |j| r.p[(i, j)]);
+        }
     }
 
     /// Transposes the jump of the event of the last [`Self::geometry`]

@@ -6,7 +6,9 @@
 //! input. Scratch buffers live on the stack up to [`STACK_SCRATCH`] entries, so
 //! small models allocate nothing per call.
 
-use crate::traits::{Direction, Flow, FlowPartials, Guard, GuardPartials, Reset, ResetPartials};
+use crate::traits::{
+    Direction, Flow, FlowPartials, Guard, GuardPartials, Reset, ResetPartials, Tangent,
+};
 use num_dual::{Dual64, DualNum};
 
 /// A number a generic model is evaluated with: `f64` for values,
@@ -150,6 +152,21 @@ impl<T: FlowFn> Flow for Autodiff<T> {
             );
         });
     }
+
+    /// One dual-number evaluation seeded with the tangent.
+    fn jacobian_vector_product(
+        &self,
+        t: f64,
+        x: &[f64],
+        p: &[f64],
+        tangent: Tangent<'_>,
+        out: &mut [f64],
+    ) -> bool {
+        along_tangent(t, x, p, tangent, out, |td, xs, ps, o| {
+            self.0.rate(td, xs, ps, o)
+        });
+        true
+    }
 }
 
 impl<T: GuardFn> Guard for Autodiff<T> {
@@ -213,31 +230,48 @@ impl<T: ResetFn> Reset for Autodiff<T> {
         });
     }
 
-    /// One dual-number evaluation seeded with `(dt, dx)`.
+    /// One dual-number evaluation seeded with the tangent.
     fn jacobian_vector_product(
         &self,
         t: f64,
         x: &[f64],
         p: &[f64],
-        dx: &[f64],
-        dt: f64,
+        tangent: Tangent<'_>,
         out: &mut [f64],
     ) -> bool {
-        let (n, np) = (x.len(), p.len());
-        with_scratch(2 * n + np, |buffer| {
-            let (xs, rest) = buffer.split_at_mut(n);
-            let (ps, after) = rest.split_at_mut(np);
-            load(x, p, xs, ps);
-            for (d, &v) in xs.iter_mut().zip(dx) {
-                d.eps = v;
-            }
-            self.0.apply(Dual64::new(t, dt), xs, ps, after);
-            for (o, a) in out.iter_mut().zip(after.iter()) {
-                *o = a.eps;
-            }
+        along_tangent(t, x, p, tangent, out, |td, xs, ps, o| {
+            self.0.apply(td, xs, ps, o)
         });
         true
     }
+}
+
+/// Evaluates `eval` once on dual numbers seeded with `tangent` and writes the
+/// derivative parts of its `x.len()` outputs into `out`.
+fn along_tangent(
+    t: f64,
+    x: &[f64],
+    p: &[f64],
+    tangent: Tangent<'_>,
+    out: &mut [f64],
+    eval: impl FnOnce(Dual64, &[Dual64], &[Dual64], &mut [Dual64]),
+) {
+    let (n, np) = (x.len(), p.len());
+    with_scratch(2 * n + np, |buffer| {
+        let (xs, rest) = buffer.split_at_mut(n);
+        let (ps, result) = rest.split_at_mut(np);
+        load(x, p, xs, ps);
+        for (d, &v) in xs.iter_mut().zip(tangent.x) {
+            d.eps = v;
+        }
+        if let Some(j) = tangent.param {
+            ps[j].eps = 1.0;
+        }
+        eval(Dual64::new(t, tangent.t), xs, ps, result);
+        for (o, r) in out.iter_mut().zip(result.iter()) {
+            *o = r.eps;
+        }
+    });
 }
 
 #[cfg(test)]
@@ -250,6 +284,26 @@ mod tests {
         fn rate<S: Scalar>(&self, t: S, x: &[S], p: &[S], dxdt: &mut [S]) {
             dxdt[0] = x[1] * p[0] + t.sin();
             dxdt[1] = -(x[0] * x[0]) * p[1] + x[1].exp();
+        }
+    }
+
+    #[test]
+    fn flow_jacobian_vector_product_equals_the_partials_applied() {
+        // Reference: the dense partials, checked by hand in the next test.
+        let (t, x, p) = (0.3, [0.7, -0.2], [1.5, 2.5]);
+        let mut d = FlowPartials::zeros(2, 2);
+        Autodiff(Mixed).partials(t, &x, &p, &mut d);
+        let dx = [0.4, -1.1];
+        let mut out = [0.0; 2];
+        let tangent = Tangent {
+            t: 0.0,
+            x: &dx,
+            param: Some(1),
+        };
+        assert!(Autodiff(Mixed).jacobian_vector_product(t, &x, &p, tangent, &mut out));
+        for (i, o) in out.iter().enumerate() {
+            let dense = d.x[(i, 0)] * dx[0] + d.x[(i, 1)] * dx[1] + d.p[(i, 1)];
+            assert!((o - dense).abs() < 1e-15, "{i}: {o} vs {dense}");
         }
     }
 
@@ -305,11 +359,19 @@ mod tests {
         let mut d = ResetPartials::zeros(2, 2);
         Autodiff(Kick).partials(t, &x, &p, &mut d);
         let (dx, dt) = ([0.7, -0.1], 0.25);
-        let mut out = [0.0; 2];
-        assert!(Autodiff(Kick).jacobian_vector_product(t, &x, &p, &dx, dt, &mut out));
-        for (i, o) in out.iter().enumerate() {
-            let dense = d.x[(i, 0)] * dx[0] + d.x[(i, 1)] * dx[1] + d.t[i] * dt;
-            assert!((o - dense).abs() < 1e-15, "{i}: {o} vs {dense}");
+        for param in [None, Some(0), Some(1)] {
+            let mut out = [0.0; 2];
+            let tangent = Tangent {
+                t: dt,
+                x: &dx,
+                param,
+            };
+            assert!(Autodiff(Kick).jacobian_vector_product(t, &x, &p, tangent, &mut out));
+            for (i, o) in out.iter().enumerate() {
+                let dp = param.map_or(0.0, |j| d.p[(i, j)]);
+                let dense = d.x[(i, 0)] * dx[0] + d.x[(i, 1)] * dx[1] + d.t[i] * dt + dp;
+                assert!((o - dense).abs() < 1e-15, "{i}: {o} vs {dense}");
+            }
         }
     }
 

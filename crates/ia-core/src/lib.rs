@@ -62,7 +62,7 @@ pub use error::HybridError;
 pub use record::{EventRecord, Observation, Segment, SolverStats, Trajectory};
 pub use system::{HybridSystem, HybridSystemBuilder, Mode, Transition};
 pub use traits::{
-    Direction, Flow, FlowPartials, Guard, GuardPartials, Identity, Reset, ResetPartials,
+    Direction, Flow, FlowPartials, Guard, GuardPartials, Identity, Reset, ResetPartials, Tangent,
 };
 
 /// Dual numbers used by [`Autodiff`]; re-exported so that users need no direct

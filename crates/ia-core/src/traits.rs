@@ -48,6 +48,28 @@ impl Direction {
     }
 }
 
+/// A tangent direction `(dt, dx, dp)` in the arguments `(t, x, p)` of a flow
+/// or a reset, for Jacobian-vector products. `dp` is zero or one unit
+/// parameter direction: the columns of a sensitivity matrix are of these two
+/// kinds (an initial-state column carries `dx` only, a parameter column
+/// `dx` and `e_j`).
+///
+/// ```
+/// use ia_core::Tangent;
+/// let dx = [1.0, 0.0];
+/// let column = Tangent { t: 0.0, x: &dx, param: Some(1) };
+/// assert_eq!(column.param, Some(1));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tangent<'a> {
+    /// `dt`.
+    pub t: f64,
+    /// `dx`, one entry per state.
+    pub x: &'a [f64],
+    /// `dp = e_j` for `Some(j)`, zero for `None`.
+    pub param: Option<usize>,
+}
+
 /// Partial derivatives of a flow `f(t, x, p)`: `x` is `f_x` (n x n), `p` is
 /// `f_p` (n x n_p), `t` is `f_t` (n).
 #[derive(Clone, Debug, PartialEq)]
@@ -166,6 +188,22 @@ pub trait Flow: Send + Sync {
         false
     }
 
+    /// Optional fast path of forward sensitivities with chosen columns:
+    /// writes `f_x dx + f_t dt + f_p dp` along `tangent` into `out` and
+    /// returns `true`. The default returns `false`, and the library forms it
+    /// from [`Flow::partials`]. [`Autodiff`](crate::Autodiff) provides it
+    /// with one dual-number evaluation.
+    fn jacobian_vector_product(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        _tangent: Tangent<'_>,
+        _out: &mut [f64],
+    ) -> bool {
+        false
+    }
+
     /// Optional fast path of the adjoint: writes `f_x^T v` into `x_bar`,
     /// adds `f_p^T v` to `p_bar` and returns `true`. The default returns
     /// `false`, and the library forms the products from [`Flow::partials`].
@@ -201,19 +239,18 @@ pub trait Reset: Send + Sync {
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials);
 
     /// Optional fast path: writes the directional derivative
-    /// `r_x dx + r_t dt` into `out` and returns `true`. The default returns
-    /// `false`, and the library forms it from [`Reset::partials`]. Worth
-    /// writing where `r_x` is sparse (a reset that changes a few entries of
-    /// a large state); [`Autodiff`](crate::Autodiff) provides it with one
-    /// dual-number evaluation.
-    #[allow(clippy::too_many_arguments)]
+    /// `r_x dx + r_t dt + r_p dp` along `tangent` into `out` and returns
+    /// `true`. The default returns `false`, and the library forms it from
+    /// [`Reset::partials`]. Worth writing where `r_x` is sparse (a reset that
+    /// changes a few entries of a large state);
+    /// [`Autodiff`](crate::Autodiff) provides it with one dual-number
+    /// evaluation.
     fn jacobian_vector_product(
         &self,
         _t: f64,
         _x: &[f64],
         _p: &[f64],
-        _dx: &[f64],
-        _dt: f64,
+        _tangent: Tangent<'_>,
         _out: &mut [f64],
     ) -> bool {
         false

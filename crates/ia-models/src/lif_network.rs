@@ -60,7 +60,7 @@
 use crate::{ModelSpec, Quantity, TransitionSpec};
 use ia_core::{
     Direction, Flow, FlowPartials, Guard, GuardPartials, HybridError, HybridSystem, Reset,
-    ResetPartials,
+    ResetPartials, Tangent,
 };
 
 /// Sizes up to which the default network is all-to-all.
@@ -319,6 +319,31 @@ impl Flow for Leak {
         true
     }
 
+    fn jacobian_vector_product(
+        &self,
+        _t: f64,
+        x: &[f64],
+        p: &[f64],
+        tangent: Tangent<'_>,
+        out: &mut [f64],
+    ) -> bool {
+        let n = self.n;
+        let tau = p[n];
+        for (o, dx) in out.iter_mut().zip(tangent.x) {
+            *o = -dx / tau;
+        }
+        match tangent.param {
+            Some(j) if j < n => out[j] += 1.0 / tau,
+            Some(j) if j == n => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o -= (p[i] - x[i]) / (tau * tau);
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+
     fn vector_jacobian_product(
         &self,
         _t: f64,
@@ -385,12 +410,20 @@ impl Reset for Spike {
         _t: f64,
         _x: &[f64],
         _p: &[f64],
-        dx: &[f64],
-        _dt: f64,
+        tangent: Tangent<'_>,
         out: &mut [f64],
     ) -> bool {
-        out.copy_from_slice(dx);
+        out.copy_from_slice(tangent.x);
         out[self.neuron] = 0.0;
+        match tangent.param {
+            Some(j) if j == self.vr => out[self.neuron] = 1.0,
+            Some(j) => {
+                if let Some(&(target, _)) = self.targets.iter().find(|t| t.1 == j) {
+                    out[target] += 1.0;
+                }
+            }
+            None => {}
+        }
         true
     }
 
@@ -465,11 +498,21 @@ mod tests {
             let mut d = ResetPartials::zeros(n, np);
             tr.reset.partials(0.0, &x, &p, &mut d);
             let mut jvp = vec![0.0; n];
-            assert!(tr
-                .reset
-                .jacobian_vector_product(0.0, &x, &p, &v, 0.0, &mut jvp));
-            let dense_jvp = &d.x * nalgebra::DVector::from_column_slice(&v);
-            assert_eq!(jvp.as_slice(), dense_jvp.as_slice(), "{}", tr.name);
+            for param in [None, Some(n + 2), Some(np - 1), Some(0)] {
+                let tangent = Tangent {
+                    t: 0.0,
+                    x: &v,
+                    param,
+                };
+                assert!(tr
+                    .reset
+                    .jacobian_vector_product(0.0, &x, &p, tangent, &mut jvp));
+                let mut dense = &d.x * nalgebra::DVector::from_column_slice(&v);
+                if let Some(j) = param {
+                    dense += d.p.column(j);
+                }
+                assert_eq!(jvp.as_slice(), dense.as_slice(), "{} {param:?}", tr.name);
+            }
             let (mut x_bar, mut p_bar) = (vec![0.0; n], vec![0.5; np]);
             assert!(tr
                 .reset
