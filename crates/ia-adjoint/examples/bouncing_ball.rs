@@ -5,7 +5,10 @@
 //! `cargo run -p ia-adjoint --example bouncing_ball`
 
 use ia_adjoint::{gradient, jacobian, FinalComponent, Method};
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridError, HybridSystem, ResetFn, Scalar};
+use ia_core::{
+    Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridError, HybridSystem, ResetFn, Scalar,
+    ToMode,
+};
 use ia_events::{Problem, SolverChoice};
 
 /// h' = v, v' = -g.
@@ -42,8 +45,8 @@ fn main() -> Result<(), HybridError> {
         .mode("flight", Autodiff(Fall))
         .transition(
             "bounce",
-            "flight",
-            "flight",
+            FromMode("flight"),
+            ToMode("flight"),
             Autodiff(Floor),
             Autodiff(Bounce),
         )
