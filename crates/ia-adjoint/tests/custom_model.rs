@@ -88,7 +88,9 @@ fn custom_model_outside_the_workspace_builds_and_runs() {
     );
     assert!(
         output.status.success(),
-        "examples/custom-model failed ({}):\n{stdout}\n{stderr}",
+        "examples/custom-model failed ({}):\n{stdout}\n{stderr}\n(if cargo asks to update the \
+         lock file: copy Cargo.lock to examples/custom-model/ and run `cargo build --offline \
+         --manifest-path examples/custom-model/Cargo.toml` to prune it)",
         output.status
     );
     assert!(
