@@ -64,6 +64,45 @@ fn example_lockfile_uses_the_workspace_versions() {
     }
 }
 
+/// The non-empty lines of `text`, trimmed.
+fn code_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// The reference is the README itself: its "A bouncing ball of your own"
+/// block must be the code that `examples/custom-model/src/readme.rs` compiles
+/// (the function wrapper aside), so that the README shows code that builds.
+#[test]
+fn readme_example_is_the_code_the_example_crate_compiles() {
+    let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
+    let heading = "## A bouncing ball of your own\n\n```rust\n";
+    let start = readme.find(heading).expect("the README has the section") + heading.len();
+    let block = &readme[start..start + readme[start..].find("```").unwrap()];
+    let source =
+        std::fs::read_to_string(repository().join("examples/custom-model/src/readme.rs")).unwrap();
+    let begin = source.find("// README begin").unwrap() + "// README begin".len();
+    let end = source.find("// README end").unwrap();
+    let wrapper = [
+        "/// Runs the README's program.",
+        "#[rustfmt::skip]",
+        "pub fn bouncing_ball() -> Result<(), HybridError> {",
+        "Ok(())",
+        "}",
+    ];
+    let compiled: Vec<&str> = code_lines(&source[begin..end])
+        .into_iter()
+        .filter(|l| !wrapper.contains(l))
+        .collect();
+    assert_eq!(
+        code_lines(block),
+        compiled,
+        "README.md's \"A bouncing ball of your own\" and examples/custom-model/src/readme.rs differ"
+    );
+}
+
 #[test]
 fn custom_model_outside_the_workspace_builds_and_runs() {
     // This test's executable is `<target>/<profile>/deps/<name>`.
@@ -92,6 +131,10 @@ fn custom_model_outside_the_workspace_builds_and_runs() {
          lock file: copy Cargo.lock to examples/custom-model/ and run `cargo build --offline \
          --manifest-path examples/custom-model/Cargo.toml` to prune it)",
         output.status
+    );
+    assert!(
+        stdout.contains("dh(T)/de = "),
+        "the README's program did not run:\n{stdout}"
     );
     assert!(
         stdout.contains("custom model: all checks passed"),

@@ -11,6 +11,8 @@ use ia_adjoint::nalgebra::DMatrix;
 use ia_adjoint::prelude::*;
 use ia_core::check::{check_partials, check_partials_against, sample_points_around};
 
+mod readme;
+
 /// h' = v, v' = -g.
 struct Fall;
 impl FlowFn for Fall {
@@ -185,6 +187,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if !wrong.to_string().contains("h, v") {
         return Err(format!("the error does not list the states: {wrong}").into());
     }
+    readme::bouncing_ball()?;
     println!("custom model: all checks passed");
     Ok(())
 }
