@@ -149,7 +149,10 @@ pub enum Method {
 }
 
 /// Sensitivities of a run. Columns follow [`Sensitivities::wrt`]: initial
-/// state entries, then parameters.
+/// state entries, then parameters. Read entries by name with
+/// [`Sensitivities::final_derivative`],
+/// [`Sensitivities::observation_derivative`] and
+/// [`Sensitivities::event_time_derivative`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sensitivities {
     /// The run (from the sensitivity pass).
