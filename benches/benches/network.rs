@@ -1,7 +1,9 @@
 //! The spiking network `lif-network` at N = 10, 100 and 1000 neurons (about
-//! ten spikes per neuron, `rtol = atol = 1e-10`): the primal solve and the
-//! adjoint gradient, with respect to every parameter, of a loss reading all
-//! final potentials and the last ten spike times. Criterion's throughput is
+//! ten spikes per neuron, `rtol = atol = 1e-10`): the primal solve, the
+//! forward Jacobian with respect to ten chosen columns
+//! ([`ia_benches::network::CHOSEN`]: five initial potentials, four drives
+//! and `tau`), and the adjoint gradient, with respect to every parameter, of
+//! a loss reading all final potentials and the last ten spike times. Criterion's throughput is
 //! the number of events, so its report reads as events per second.
 //!
 //! ```text
@@ -13,7 +15,7 @@
 //! never times a wrong answer.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use ia_adjoint::gradient;
+use ia_adjoint::{gradient, jacobian_wrt, Method};
 use ia_benches::network::{loss, Network};
 use ia_events::simulate;
 use std::hint::black_box;
@@ -66,6 +68,13 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("primal", n), &problem, |b, p| {
             b.iter(|| black_box(simulate(p).unwrap()))
         });
+        let chosen = net.chosen_columns();
+        let chosen: Vec<&str> = chosen.iter().map(String::as_str).collect();
+        group.bench_with_input(
+            BenchmarkId::new("forward_10_columns", n),
+            &problem,
+            |b, p| b.iter(|| black_box(jacobian_wrt(p, Method::Forward, &chosen).unwrap())),
+        );
         group.bench_with_input(BenchmarkId::new("adjoint_gradient", n), &problem, |b, p| {
             b.iter(|| black_box(gradient(p, &loss).unwrap()))
         });

@@ -27,7 +27,9 @@
 //! crate's tests): `Autodiff` would cost `N + 5` dual evaluations of an
 //! `O(N)` sum per call.
 
-use ia_core::{Direction, Guard, GuardPartials, HybridSystem, Reset, ResetPartials};
+use ia_core::{
+    Direction, FromMode, Guard, GuardPartials, HybridSystem, Reset, ResetPartials, ToMode,
+};
 use ia_events::{Problem, SolverChoice};
 use ia_models::ball2d_flat::Flight;
 
@@ -155,7 +157,13 @@ pub fn system(n_bumps: usize) -> HybridSystem {
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     HybridSystem::builder(&["x", "y", "vx", "vy"], &names)
         .mode("flight", Flight)
-        .transition("impact", "flight", "flight", BumpyGround, BumpyImpact)
+        .transition(
+            "impact",
+            FromMode("flight"),
+            ToMode("flight"),
+            BumpyGround,
+            BumpyImpact,
+        )
         .build()
         .expect("the bumpy-ground system is well formed")
 }

@@ -30,6 +30,18 @@ impl Network {
         Self { model, system }
     }
 
+    /// Ten Jacobian columns for the forward benchmark: the initial
+    /// potentials of five neurons spread over the network, the drives of
+    /// four, and `tau`.
+    pub fn chosen_columns(&self) -> Vec<String> {
+        let n = self.model.size();
+        let spread = |k: usize| k * n / 5;
+        let mut columns: Vec<String> = (0..5).map(|k| format!("initial.V{}", spread(k))).collect();
+        columns.extend((0..4).map(|k| format!("param.I{}", spread(k))));
+        columns.push("param.tau".into());
+        columns
+    }
+
     /// The default run.
     pub fn problem(&self) -> Problem<'_> {
         let spec = self.model.spec();

@@ -4,9 +4,7 @@
 //!
 //! `cargo run -p ia-adjoint --example bouncing_ball`
 
-use ia_adjoint::{gradient, jacobian, FinalComponent, Method};
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridError, HybridSystem, ResetFn, Scalar};
-use ia_events::{Problem, SolverChoice};
+use ia_adjoint::prelude::*;
 
 /// h' = v, v' = -g.
 struct Fall;
@@ -42,8 +40,8 @@ fn main() -> Result<(), HybridError> {
         .mode("flight", Autodiff(Fall))
         .transition(
             "bounce",
-            "flight",
-            "flight",
+            FromMode("flight"),
+            ToMode("flight"),
             Autodiff(Floor),
             Autodiff(Bounce),
         )
@@ -68,11 +66,21 @@ fn main() -> Result<(), HybridError> {
         forward.event_time_gradients[0]
     );
     println!("                     closed form {exact:?}");
+    println!(
+        "dt1/dh0 by name: {} (closed form {})",
+        forward.event_time_derivative(0, "initial.h")?,
+        exact[0]
+    );
 
     let grad = gradient(&run, &FinalComponent(0))?;
     println!(
         "dh(T)/d(h0, v0) = {:?}, dh(T)/d(g, e) = {:?}",
         grad.initial_state, grad.params
+    );
+    println!(
+        "dh(T)/de by name: gradient {}, jacobian {}",
+        grad.derivative("param.e")?,
+        adjoint.final_derivative("h", "param.e")?
     );
     Ok(())
 }

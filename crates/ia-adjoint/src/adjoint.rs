@@ -318,3 +318,42 @@ impl<'a> Backward<'a> {
         lambda.copy_from_slice(&self.state_bar);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::{ball, dh_final, problem};
+
+    #[test]
+    fn seeds_are_shaped_for_the_trajectory() {
+        let system = ball();
+        let run = problem(&system).with_observations(vec![0.1, 0.2, 0.3]);
+        let trajectory = ia_events::simulate(&run).unwrap();
+        let seeds = LossSeeds::zeros(&trajectory);
+        assert_eq!(seeds.final_state, [0.0, 0.0]);
+        assert_eq!(seeds.observations, vec![vec![0.0; 2]; 3]);
+        assert_eq!(seeds.event_times, [0.0]);
+    }
+
+    #[test]
+    fn one_backward_pass_gives_the_closed_form_gradient() {
+        let system = ball();
+        let run = problem(&system);
+        let mut tape = Tape::default();
+        let trajectory = ia_events::run(&run, &mut tape).unwrap();
+        assert!(tape.stored_floats() > 0);
+        let mut seeds = LossSeeds::zeros(&trajectory);
+        seeds.final_state[0] = 1.0;
+        let tableau = run.solver.tableau().unwrap();
+        let (dx0, dp) =
+            Backward::new(&system, &run.params, tableau).gradient(&tape, &trajectory, &seeds);
+        let got: Vec<f64> = dx0.into_iter().chain(dp).collect();
+        for (j, want) in dh_final().iter().enumerate() {
+            assert!(
+                (got[j] - want).abs() < 1e-8,
+                "dh/d[{j}] {} vs {want}",
+                got[j]
+            );
+        }
+    }
+}

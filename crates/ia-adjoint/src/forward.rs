@@ -303,3 +303,31 @@ impl Augmentation for ForwardSensitivity<'_> {
         self.final_jacobian = Some(self.matrix(y));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::{ball, dh_final, problem, t1, G};
+
+    #[test]
+    fn carries_the_closed_form_sensitivities_through_an_impact() {
+        let system = ball();
+        let run = problem(&system);
+        let mut aug = ForwardSensitivity::new(&system, &run.params, true, true);
+        let trajectory = ia_events::run(&run, &mut aug).unwrap();
+        assert_eq!(trajectory.events.len(), 1);
+        assert_eq!(aug.saltations.len(), 1);
+        // dt1/d(h0, v0, g, e) = (1 / (g t1), 1 / g, -t1 / (2 g), 0), from
+        // t1 = (v0 + sqrt(v0^2 + 2 g h0)) / g at v0 = 0.
+        let t1 = t1();
+        let dt1 = [1.0 / (G * t1), 1.0 / G, -t1 / (2.0 * G), 0.0];
+        for (got, want) in aug.event_time_gradients[0].iter().zip(dt1) {
+            assert!((got - want).abs() < 1e-10, "{got} vs {want}");
+        }
+        let s = aug.final_jacobian.take().unwrap();
+        assert_eq!(s.shape(), (2, 4));
+        for (j, want) in dh_final().iter().enumerate() {
+            assert!((s[(0, j)] - want).abs() < 1e-8, "dh/d[{j}] {}", s[(0, j)]);
+        }
+    }
+}

@@ -15,10 +15,15 @@
 //! The mathematics is in `docs/method.md` and the module docs of
 //! [`saltation`], [`mod@forward`] and [`adjoint`].
 //!
+//! A user needs this crate only: [`prelude`] brings the builder, the traits
+//! of `ia-core`, [`Problem`] and [`SolverChoice`] of `ia-events`, and the
+//! functions and results of this crate; [`nalgebra`] is re-exported for the
+//! matrices of the results and of the `*Partials`. Results are read by name
+//! with [`Sensitivities::final_derivative`],
+//! [`Sensitivities::event_time_derivative`] and [`Gradient::derivative`].
+//!
 //! ```
-//! use ia_adjoint::{gradient, jacobian, LossSeeds, Method};
-//! use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, ResetFn, Scalar, Trajectory};
-//! use ia_events::{Problem, SolverChoice};
+//! use ia_adjoint::prelude::*;
 //!
 //! struct Fall;
 //! impl FlowFn for Fall {
@@ -41,7 +46,7 @@
 //! }
 //! let ball = HybridSystem::builder(&["h", "v"], &["g", "e"])
 //!     .mode("flight", Autodiff(Fall))
-//!     .transition("bounce", "flight", "flight", Autodiff(Floor), Autodiff(Bounce))
+//!     .transition("bounce", FromMode("flight"), ToMode("flight"), Autodiff(Floor), Autodiff(Bounce))
 //!     .build()
 //!     .unwrap();
 //! let problem = Problem::new(&ball, vec![1.0, 0.0], vec![9.81, 0.8], 1.0)
@@ -50,7 +55,8 @@
 //! // The first impact time t1 = sqrt(2 h0 / g): dt1/dh0 = 1 / (g t1).
 //! let sens = jacobian(&problem, Method::Forward).unwrap();
 //! let t1 = (2.0f64 / 9.81).sqrt();
-//! assert!((sens.event_time_gradients[0][0] - 1.0 / (9.81 * t1)).abs() < 1e-9);
+//! let dt1_dh0 = sens.event_time_derivative(0, "initial.h").unwrap();
+//! assert!((dt1_dh0 - 1.0 / (9.81 * t1)).abs() < 1e-9);
 //!
 //! // The same derivative by the adjoint, of the loss L = t1.
 //! let first_impact = |tr: &Trajectory, seeds: &mut LossSeeds| {
@@ -58,7 +64,7 @@
 //!     tr.events[0].time
 //! };
 //! let grad = gradient(&problem, &first_impact).unwrap();
-//! assert!((grad.initial_state[0] - 1.0 / (9.81 * t1)).abs() < 1e-9);
+//! assert!((grad.derivative("initial.h").unwrap() - 1.0 / (9.81 * t1)).abs() < 1e-9);
 //! ```
 
 #![deny(missing_docs)]
@@ -70,10 +76,59 @@ pub mod saltation;
 pub use adjoint::LossSeeds;
 pub use saltation::{Saltation, SaltationWorkspace};
 
+/// The crate of the system vocabulary, re-exported: a user depending on
+/// `ia-adjoint` alone reaches every item of `ia-core` as `ia_adjoint::ia_core`.
+pub use ia_core;
+/// The crate of the integrator, re-exported (see [`ia_adjoint::ia_core`](ia_core)).
+pub use ia_events;
+pub use ia_events::{EventOptions, Problem, SolverChoice};
+/// The linear algebra of [`Sensitivities`] and of the `*Partials` of
+/// `ia-core`, at the version this crate uses.
+pub use nalgebra;
+
+/// Everything a custom model and its sensitivities need, in one import.
+///
+/// ```
+/// use ia_adjoint::prelude::*;
+///
+/// struct Decay;
+/// impl FlowFn for Decay {
+///     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
+///         d[0] = -p[0] * x[0];
+///     }
+/// }
+/// struct Threshold;
+/// impl GuardFn for Threshold {
+///     fn direction(&self) -> Direction { Direction::Falling }
+///     fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S { x[0] - 0.5 }
+/// }
+/// let system = HybridSystem::builder(&["x"], &["k"])
+///     .mode("decay", Autodiff(Decay))
+///     .terminal_transition("half", FromMode("decay"), ToMode("decay"), Autodiff(Threshold), Identity)
+///     .build()
+///     .unwrap();
+/// let problem = Problem::new(&system, vec![1.0], vec![2.0], 10.0)
+///     .with_solver(SolverChoice::dopri5(1e-12));
+/// let sens = jacobian(&problem, Method::Forward).unwrap();
+/// // x = exp(-k t) reaches 1/2 at t* = ln 2 / k: dt*/dk = -ln 2 / k^2.
+/// let dt_dk = sens.event_time_derivative(0, "param.k").unwrap();
+/// assert!((dt_dk + 2f64.ln() / 4.0).abs() < 1e-9);
+/// ```
+pub mod prelude {
+    pub use crate::{
+        gradient, jacobian, FinalComponent, Gradient, Loss, LossSeeds, Method, Sensitivities,
+    };
+    pub use ia_core::{
+        Autodiff, Direction, Flow, FlowFn, FlowPartials, FromMode, Guard, GuardFn, GuardPartials,
+        HybridError, HybridSystem, HybridSystemBuilder, Identity, Reset, ResetFn, ResetPartials,
+        Scalar, ToMode, Trajectory,
+    };
+    pub use ia_events::{EventOptions, Problem, SolverChoice};
+}
+
 use adjoint::{Backward, Tape};
 use forward::ForwardSensitivity;
 use ia_core::{HybridError, Trajectory};
-use ia_events::Problem;
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
@@ -94,7 +149,10 @@ pub enum Method {
 }
 
 /// Sensitivities of a run. Columns follow [`Sensitivities::wrt`]: initial
-/// state entries, then parameters.
+/// state entries, then parameters. Read entries by name with
+/// [`Sensitivities::final_derivative`],
+/// [`Sensitivities::observation_derivative`] and
+/// [`Sensitivities::event_time_derivative`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sensitivities {
     /// The run (from the sensitivity pass).
@@ -118,6 +176,10 @@ pub struct Sensitivities {
 pub struct Gradient {
     /// The loss value.
     pub value: f64,
+    /// Names of the entries: `initial.<state>`, then `param.<name>` (the
+    /// order of [`Gradient::concatenated`]).
+    #[serde(default)]
+    pub wrt: Vec<String>,
     /// `dL / d x0`.
     pub initial_state: Vec<f64>,
     /// `dL / d p`.
@@ -137,6 +199,135 @@ impl Gradient {
             .chain(&self.params)
             .copied()
             .collect()
+    }
+
+    /// `dL / d wrt` for the input named `wrt` (`initial.<state>` or
+    /// `param.<name>`), or an error listing the valid names.
+    ///
+    /// ```
+    /// # use ia_adjoint::prelude::*;
+    /// # struct Decay;
+    /// # impl FlowFn for Decay {
+    /// #     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) { d[0] = -p[0] * x[0]; }
+    /// # }
+    /// let system = HybridSystem::builder(&["x"], &["k"])
+    ///     .mode("decay", Autodiff(Decay))
+    ///     .build()
+    ///     .unwrap();
+    /// let problem = Problem::new(&system, vec![1.0], vec![2.0], 1.0)
+    ///     .with_solver(SolverChoice::dopri5(1e-12));
+    /// let grad = gradient(&problem, &FinalComponent(0)).unwrap();
+    /// // x(1) = x0 exp(-k): dx(1)/dk = -x0 exp(-k).
+    /// assert!((grad.derivative("param.k").unwrap() + (-2f64).exp()).abs() < 1e-9);
+    /// assert!(grad.derivative("k").unwrap_err().to_string().contains("param.k"));
+    /// ```
+    pub fn derivative(&self, wrt: &str) -> Result<f64, HybridError> {
+        let j = name_index("sensitivity input", &self.wrt, wrt)?;
+        Ok(self.concatenated()[j])
+    }
+}
+
+fn name_index(kind: &str, names: &[String], name: &str) -> Result<usize, HybridError> {
+    names
+        .iter()
+        .position(|n| n == name)
+        .ok_or_else(|| HybridError::UnknownName {
+            kind: kind.to_string(),
+            name: name.to_string(),
+            valid: names.to_vec(),
+        })
+}
+
+impl Sensitivities {
+    /// The state names, in order (from the `initial.<state>` columns).
+    pub fn state_names(&self) -> Vec<String> {
+        self.wrt[..self.final_jacobian.nrows()]
+            .iter()
+            .map(|w| w.strip_prefix("initial.").unwrap_or(w).to_string())
+            .collect()
+    }
+
+    /// The column of the input named `wrt` (`initial.<state>` or
+    /// `param.<name>`), or an error listing the valid names.
+    pub fn wrt_index(&self, wrt: &str) -> Result<usize, HybridError> {
+        name_index("sensitivity input", &self.wrt, wrt)
+    }
+
+    /// The row of the state entry named `state`, or an error listing the
+    /// valid names.
+    pub fn state_index(&self, state: &str) -> Result<usize, HybridError> {
+        name_index("state", &self.state_names(), state)
+    }
+
+    /// `d state(T) / d wrt`: one entry of [`Sensitivities::final_jacobian`]
+    /// by name, for example `final_derivative("v", "param.e")`.
+    ///
+    /// ```
+    /// # use ia_adjoint::prelude::*;
+    /// # struct Decay;
+    /// # impl FlowFn for Decay {
+    /// #     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) { d[0] = -p[0] * x[0]; }
+    /// # }
+    /// let system = HybridSystem::builder(&["x"], &["k"])
+    ///     .mode("decay", Autodiff(Decay))
+    ///     .build()
+    ///     .unwrap();
+    /// let problem = Problem::new(&system, vec![1.0], vec![2.0], 1.0)
+    ///     .with_solver(SolverChoice::dopri5(1e-12));
+    /// let sens = jacobian(&problem, Method::Forward).unwrap();
+    /// // x(1) = x0 exp(-k): dx(1)/dx0 = exp(-k).
+    /// let d = sens.final_derivative("x", "initial.x").unwrap();
+    /// assert!((d - (-2f64).exp()).abs() < 1e-9);
+    /// let err = sens.final_derivative("y", "initial.x").unwrap_err();
+    /// assert_eq!(err.to_string(), "unknown state 'y'; valid state names: x");
+    /// ```
+    pub fn final_derivative(&self, state: &str, wrt: &str) -> Result<f64, HybridError> {
+        Ok(self.final_jacobian[(self.state_index(state)?, self.wrt_index(wrt)?)])
+    }
+
+    /// `d state(t_k) / d wrt` at observation `k`: one entry of
+    /// [`Sensitivities::observation_jacobians`] by name.
+    pub fn observation_derivative(
+        &self,
+        k: usize,
+        state: &str,
+        wrt: &str,
+    ) -> Result<f64, HybridError> {
+        let jac = self.observation_jacobians.get(k).ok_or_else(|| {
+            HybridError::invalid(
+                "observation index",
+                k,
+                format!(
+                    "the run has {} observations, indexed from 0",
+                    self.observation_jacobians.len()
+                ),
+            )
+        })?;
+        Ok(jac[(self.state_index(state)?, self.wrt_index(wrt)?)])
+    }
+
+    /// `d t_k / d wrt`, the derivative of the time of event `k` (in the
+    /// order of the trajectory's events): one entry of
+    /// [`Sensitivities::event_time_gradients`] by name.
+    pub fn event_time_derivative(&self, k: usize, wrt: &str) -> Result<f64, HybridError> {
+        let gradient = self.event_time_gradients.get(k).ok_or_else(|| {
+            let events: Vec<String> = self
+                .trajectory
+                .events
+                .iter()
+                .map(|e| format!("{} '{}' at t = {}", e.index, e.transition, e.time))
+                .collect();
+            HybridError::invalid(
+                "event index",
+                k,
+                format!(
+                    "the run has {} events, indexed from 0: [{}]",
+                    self.event_time_gradients.len(),
+                    events.join(", ")
+                ),
+            )
+        })?;
+        Ok(gradient[self.wrt_index(wrt)?])
     }
 }
 
@@ -359,7 +550,8 @@ pub fn jacobian_wrt(
 /// parameters. This is the answer automatic differentiation of a
 /// time-stepping simulator gives; it exists to show what is lost (on a ball
 /// bouncing on flat ground, `d x(T)/d vy0` comes out 0). Never use it for
-/// real sensitivities.
+/// real sensitivities. Only with the `testing` feature (ia-verify's studies).
+#[cfg(any(test, feature = "testing"))]
 pub fn jacobian_without_saltation(problem: &Problem<'_>) -> Result<DMatrix<f64>, HybridError> {
     let mut aug = ForwardSensitivity::new(problem.system, &problem.params, true, false);
     ia_events::run(problem, &mut aug)?;
@@ -381,6 +573,7 @@ pub fn gradient(problem: &Problem<'_>, loss: &dyn Loss) -> Result<Gradient, Hybr
     let (initial_state, params) = backward.gradient(&tape, &trajectory, &seeds);
     Ok(Gradient {
         value,
+        wrt: problem.system.wrt_names().to_vec(),
         initial_state,
         params,
         tape_floats: tape.stored_floats(),
@@ -390,7 +583,8 @@ pub fn gradient(problem: &Problem<'_>, loss: &dyn Loss) -> Result<Gradient, Hybr
 
 /// The gradient of `loss` by forward sensitivities (the full Jacobian
 /// contracted with the loss's seeds): the reference the adjoint is checked
-/// against.
+/// against. Only with the `testing` feature (ia-verify's checks).
+#[cfg(any(test, feature = "testing"))]
 pub fn gradient_forward(
     problem: &Problem<'_>,
     loss: &dyn Loss,
@@ -422,6 +616,7 @@ pub fn gradient_forward(
     let n = problem.system.state_dim();
     Ok(Gradient {
         value,
+        wrt: sens.wrt,
         initial_state: total[..n].to_vec(),
         params: total[n..].to_vec(),
         tape_floats: 0,
@@ -466,4 +661,220 @@ fn check_seeds(seeds: &LossSeeds, trajectory: &Trajectory) -> Result<(), HybridE
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    //! Unit tests of the entry points on a ball dropped from rest (h0, v0 = 0)
+    //! under gravity g, bouncing with restitution e. Closed forms, derived by
+    //! hand: the first impact at `t1 = sqrt(2 h0 / g)`, the second at
+    //! `t2 = t1 (1 + 2 e)`; between them `h(T) = e g t1 (T - t1) - g/2 (T - t1)^2`.
+    use super::*;
+    use ia_core::ToMode;
+    use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridSystem, ResetFn, Scalar};
+    use ia_events::SolverChoice;
+
+    pub(crate) const G: f64 = 9.81;
+    pub(crate) const E: f64 = 0.8;
+    pub(crate) const H0: f64 = 1.0;
+    /// A time between the first and the second impact.
+    pub(crate) const T: f64 = 0.8;
+
+    struct Fall;
+    impl FlowFn for Fall {
+        fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
+            d[0] = x[1];
+            d[1] = -p[0];
+        }
+    }
+    struct Floor;
+    impl GuardFn for Floor {
+        fn direction(&self) -> Direction {
+            Direction::Falling
+        }
+        fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S {
+            x[0]
+        }
+    }
+    struct Bounce;
+    impl ResetFn for Bounce {
+        fn apply<S: Scalar>(&self, _t: S, x: &[S], p: &[S], a: &mut [S]) {
+            a[0] = x[0];
+            a[1] = -p[1] * x[1];
+        }
+    }
+
+    /// The ball: states `h, v`, parameters `g, e`.
+    pub(crate) fn ball() -> HybridSystem {
+        HybridSystem::builder(&["h", "v"], &["g", "e"])
+            .mode("flight", Autodiff(Fall))
+            .transition(
+                "bounce",
+                FromMode("flight"),
+                ToMode("flight"),
+                Autodiff(Floor),
+                Autodiff(Bounce),
+            )
+            .build()
+            .unwrap()
+    }
+
+    /// The run of [`ball`] from `(H0, 0)` to `T`.
+    pub(crate) fn problem(system: &HybridSystem) -> Problem<'_> {
+        Problem::new(system, vec![H0, 0.0], vec![G, E], T).with_solver(SolverChoice::dopri5(1e-12))
+    }
+
+    pub(crate) fn t1() -> f64 {
+        (2.0 * H0 / G).sqrt()
+    }
+
+    /// `d h(T) / d (h0, v0, g, e)` from the closed form, derived by hand:
+    /// with `w = sqrt(v0^2 + 2 g h0)` the impact speed and
+    /// `t1 = (v0 + w) / g`, `h(T) = e w (T - t1) - g (T - t1)^2 / 2`, so
+    /// `dh = e (T - t1) dw + (g (T - t1) - e w) dt1 + w (T - t1) de
+    /// - (T - t1)^2 / 2 dg`, at v0 = 0 where `dw = (g dh0 + h0 dg) / w` and
+    /// `dt1 = dh0 / w + dv0 / g - t1 / (2 g) dg`.
+    pub(crate) fn dh_final() -> [f64; 4] {
+        let t1 = t1();
+        let (w, s) = (G * t1, T - t1);
+        let dh_dw = E * s;
+        let dh_dt1 = G * s - E * w;
+        [
+            dh_dw * G / w + dh_dt1 / w,
+            dh_dt1 / G,
+            dh_dw * H0 / w - dh_dt1 * t1 / (2.0 * G) - s * s / 2.0,
+            w * s,
+        ]
+    }
+
+    #[test]
+    fn forward_and_adjoint_jacobians_match_the_closed_form() {
+        let system = ball();
+        let expected = dh_final();
+        for method in [
+            Method::Forward,
+            Method::ForwardOnStateSteps,
+            Method::Adjoint,
+        ] {
+            let sens = jacobian(&problem(&system), method).unwrap();
+            for (j, want) in expected.iter().enumerate() {
+                let got = sens.final_jacobian[(0, j)];
+                assert!(
+                    (got - want).abs() < 1e-8,
+                    "{method:?} dh(T)/d{}: {got} vs closed form {want}",
+                    sens.wrt[j]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn lookups_by_name_read_the_matrix_entries() {
+        let system = ball();
+        let sens = jacobian(&problem(&system), Method::Forward).unwrap();
+        assert_eq!(sens.state_names(), ["h", "v"]);
+        // wrt order: initial.h, initial.v, param.g, param.e.
+        assert_eq!(
+            sens.final_derivative("v", "param.e").unwrap(),
+            sens.final_jacobian[(1, 3)]
+        );
+        assert_eq!(
+            sens.final_derivative("h", "initial.v").unwrap(),
+            sens.final_jacobian[(0, 1)]
+        );
+        // dt1/dg = -t1 / (2 g), from t1 = sqrt(2 h0 / g).
+        let dt1_dg = sens.event_time_derivative(0, "param.g").unwrap();
+        assert!((dt1_dg + t1() / (2.0 * G)).abs() < 1e-10, "{dt1_dg}");
+    }
+
+    #[test]
+    fn observation_lookup_reads_the_observation_jacobian() {
+        let system = ball();
+        let run = problem(&system).with_observations(vec![0.2, 0.6]);
+        let sens = jacobian(&run, Method::Forward).unwrap();
+        // Before the impact, h(0.2) = h0 - g 0.2^2 / 2: dh/dg = -0.02.
+        let d = sens.observation_derivative(0, "h", "param.g").unwrap();
+        assert!((d + 0.02).abs() < 1e-12, "{d}");
+        assert_eq!(
+            sens.observation_derivative(1, "v", "initial.h").unwrap(),
+            sens.observation_jacobians[1][(1, 0)]
+        );
+        let err = sens.observation_derivative(2, "h", "param.g").unwrap_err();
+        assert!(err.to_string().contains("2 observations"), "{err}");
+    }
+
+    #[test]
+    fn unknown_names_and_indices_list_what_is_valid() {
+        let system = ball();
+        let sens = jacobian(&problem(&system), Method::Forward).unwrap();
+        let err = sens.final_derivative("h", "e").unwrap_err();
+        assert_eq!(err.kind(), "unknown_name");
+        assert_eq!(
+            err.to_string(),
+            "unknown sensitivity input 'e'; valid sensitivity input names: \
+             initial.h, initial.v, param.g, param.e"
+        );
+        let err = sens.final_derivative("x", "param.e").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown state 'x'; valid state names: h, v"
+        );
+        let err = sens.event_time_derivative(5, "param.e").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("the run has 1 events") && text.contains("'bounce' at t = 0.45"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn gradient_by_name_matches_the_closed_form() {
+        let system = ball();
+        let grad = gradient(&problem(&system), &FinalComponent(0)).unwrap();
+        assert_eq!(grad.wrt, system.wrt_names());
+        let expected = dh_final();
+        for (name, want) in system.wrt_names().iter().zip(expected) {
+            let got = grad.derivative(name).unwrap();
+            assert!((got - want).abs() < 1e-8, "dh(T)/d{name}: {got} vs {want}");
+        }
+        let err = grad.derivative("param.k").unwrap_err();
+        assert!(err.to_string().contains("param.g, param.e"), "{err}");
+    }
+
+    #[test]
+    fn gradient_forward_agrees_with_the_adjoint() {
+        let system = ball();
+        let run = problem(&system);
+        let adjoint = gradient(&run, &FinalComponent(1)).unwrap();
+        let forward =
+            gradient_forward(&run, &FinalComponent(1), Method::ForwardOnStateSteps).unwrap();
+        assert_eq!(forward.wrt, adjoint.wrt);
+        for (a, f) in adjoint.concatenated().iter().zip(forward.concatenated()) {
+            // Same steps: rounding only.
+            assert!((a - f).abs() < 1e-10 * f.abs().max(1.0), "{a} vs {f}");
+        }
+    }
+
+    #[test]
+    fn without_saltation_the_initial_height_derivative_is_wrong() {
+        let system = ball();
+        let blind = jacobian_without_saltation(&problem(&system)).unwrap();
+        let exact = dh_final();
+        // The event-time term is what is lost: off by far more than the
+        // tolerance for h0, while de has no event-time term (e does not
+        // move t1) and stays exact.
+        assert!((blind[(0, 0)] - exact[0]).abs() > 0.1, "{}", blind[(0, 0)]);
+        assert!((blind[(0, 3)] - exact[3]).abs() < 1e-8, "{}", blind[(0, 3)]);
+    }
+
+    #[test]
+    fn a_loss_seed_of_the_wrong_shape_is_an_error() {
+        let system = ball();
+        let bad = |tr: &Trajectory, seeds: &mut LossSeeds| {
+            seeds.event_times.push(1.0);
+            tr.final_time
+        };
+        let err = gradient(&problem(&system), &bad).unwrap_err();
+        assert_eq!(err.kind(), "dimension_mismatch");
+    }
 }

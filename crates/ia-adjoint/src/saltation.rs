@@ -383,3 +383,38 @@ fn dense_reset_partials<'a>(
     }
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::{ball, problem, E, G};
+
+    /// The saltation of a ball's impact, derived by hand from
+    /// `Xi = r_x + (f+ - r_x f- - r_t) g_x / gdot` with `g = h`,
+    /// `r = (h, -e v)`, `f = (v, -g)` and impact velocity `v- = -w`:
+    /// `Xi = [[-e, 0], [(1 + e) g / w, -e]]`, `xi_p = [[0, 0], [0, w]]`.
+    #[test]
+    fn ball_impact_saltation_matches_the_hand_derivation() {
+        let system = ball();
+        let trajectory = ia_events::simulate(&problem(&system)).unwrap();
+        let event = &trajectory.events[0];
+        let w = -event.state_before[1];
+        let mut ws = SaltationWorkspace::new(2, 2);
+        let s = ws.compute_for(&system, &[G, E], event.into());
+        let expected_xi = [[-E, 0.0], [(1.0 + E) * G / w, -E]];
+        for (i, row) in expected_xi.iter().enumerate() {
+            for (j, want) in row.iter().enumerate() {
+                assert!(
+                    (s.xi[(i, j)] - want).abs() < 1e-9,
+                    "xi[{i},{j}] = {}",
+                    s.xi[(i, j)]
+                );
+            }
+        }
+        assert_eq!(s.xi_p[(0, 0)], 0.0);
+        assert!((s.xi_p[(1, 1)] - w).abs() < 1e-12);
+        assert!((s.guard_rate + w).abs() < 1e-12);
+        assert!((s.time_shift[1] + (1.0 + E) * G).abs() < 1e-12);
+        assert_eq!(s.cascade_of, None);
+    }
+}

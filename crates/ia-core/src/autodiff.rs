@@ -13,6 +13,45 @@ use num_dual::{Dual64, DualNum};
 
 /// A number a generic model is evaluated with: `f64` for values,
 /// [`Dual64`] for derivatives.
+///
+/// # Constants
+///
+/// A `Scalar` combines with `f64` constants **on the right** (`p[1] + 1.0`,
+/// `x[0] * 0.5`, `x[0] - 2.0`). A constant **on the left** (`1.0 + p[1]`)
+/// does not compile for a generic `S`: Rust has no `f64 + S` for every `S`.
+/// Turn the constant into an `S` first with `S::from(1.0)` (every `Scalar`
+/// is `From<f64>`), or reorder:
+///
+/// ```
+/// use ia_core::{Autodiff, Direction, GuardPartials, Guard, GuardFn, Scalar};
+///
+/// /// `g = (1 + e) v - 2 h`.
+/// struct Mixed;
+/// impl GuardFn for Mixed {
+///     fn direction(&self) -> Direction { Direction::Falling }
+///     fn value<S: Scalar>(&self, _t: S, x: &[S], p: &[S]) -> S {
+///         let factor = S::from(1.0) + p[0]; // not `1.0 + p[0]`
+///         let also = p[0] + 1.0; // a constant on the right needs nothing
+///         assert_eq!(factor, also);
+///         factor * x[1] - x[0] * 2.0
+///     }
+/// }
+///
+/// let mut d = GuardPartials::zeros(2, 1);
+/// Autodiff(Mixed).partials(0.0, &[1.0, -3.0], &[0.5], &mut d);
+/// assert_eq!(d.x[0], -2.0); // dg/dh
+/// assert_eq!(d.x[1], 1.5); // dg/dv = 1 + e
+/// assert_eq!(d.p[0], -3.0); // dg/de = v
+/// ```
+///
+/// The form that does not compile:
+///
+/// ```compile_fail,E0277
+/// use ia_core::Scalar;
+/// fn factor<S: Scalar>(p: &[S]) -> S {
+///     1.0 + p[0]
+/// }
+/// ```
 pub trait Scalar: DualNum<Primitive = f64> + Copy {}
 impl<T: DualNum<Primitive = f64> + Copy> Scalar for T {}
 

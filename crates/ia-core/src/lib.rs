@@ -15,9 +15,11 @@
 //! * [`HybridError`]: every failure the library reports, with the trajectory up to
 //!   the failure where one exists.
 //! * [`Trajectory`] and its parts: the serde records of a run.
+//! * [`check`]: a check of hand-written partials against finite differences
+//!   or dual numbers, for a user's tests.
 //!
 //! ```
-//! use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, ResetFn, Scalar};
+//! use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridSystem, ResetFn, Scalar, ToMode};
 //!
 //! // A ball falling under gravity g, bouncing with restitution e.
 //! struct Fall;
@@ -42,7 +44,7 @@
 //!
 //! let ball = HybridSystem::builder(&["h", "v"], &["g", "e"])
 //!     .mode("flight", Autodiff(Fall))
-//!     .transition("bounce", "flight", "flight", Autodiff(Floor), Autodiff(Bounce))
+//!     .transition("bounce", FromMode("flight"), ToMode("flight"), Autodiff(Floor), Autodiff(Bounce))
 //!     .build()
 //!     .unwrap();
 //! assert_eq!(ball.state_dim(), 2);
@@ -52,6 +54,7 @@
 #![deny(missing_docs)]
 
 mod autodiff;
+pub mod check;
 mod error;
 mod record;
 mod system;
@@ -60,7 +63,7 @@ mod traits;
 pub use autodiff::{Autodiff, FlowFn, GuardFn, ResetFn, Scalar};
 pub use error::HybridError;
 pub use record::{EventRecord, Observation, Segment, SolverStats, Trajectory};
-pub use system::{HybridSystem, HybridSystemBuilder, Mode, Transition};
+pub use system::{FromMode, HybridSystem, HybridSystemBuilder, Mode, ToMode, Transition};
 pub use traits::{
     Direction, Flow, FlowPartials, Guard, GuardPartials, Identity, Reset, ResetPartials, Tangent,
 };
@@ -68,3 +71,16 @@ pub use traits::{
 /// Dual numbers used by [`Autodiff`]; re-exported so that users need no direct
 /// dependency on `num-dual` to write generic models.
 pub use num_dual;
+
+/// The linear algebra of the `*Partials` matrices ([`FlowPartials`],
+/// [`GuardPartials`], [`ResetPartials`]); re-exported so that users name
+/// `nalgebra::DMatrix` at the version this crate uses without adding it by
+/// hand.
+///
+/// ```
+/// use ia_core::nalgebra::DMatrix;
+/// let d = ia_core::FlowPartials::zeros(2, 1);
+/// let x: &DMatrix<f64> = &d.x;
+/// assert_eq!(x.shape(), (2, 2));
+/// ```
+pub use nalgebra;

@@ -140,6 +140,16 @@ impl HybridSystem {
     }
 }
 
+/// The source mode of a transition, by name: the third argument of
+/// [`HybridSystemBuilder::transition`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FromMode<'a>(pub &'a str);
+
+/// The target mode of a transition, by name: the fourth argument of
+/// [`HybridSystemBuilder::transition`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ToMode<'a>(pub &'a str);
+
 /// Builds a [`HybridSystem`]; see [`HybridSystem::builder`].
 pub struct HybridSystemBuilder {
     state_names: Vec<String>,
@@ -164,29 +174,63 @@ impl HybridSystemBuilder {
         self
     }
 
-    /// Adds a transition from mode `from` to mode `to`.
+    /// Adds a transition named `name` from mode `from` to mode `to`, which
+    /// fires when `guard` crosses zero in its direction and applies `reset`.
+    ///
+    /// The source and target are wrapped in [`FromMode`] and [`ToMode`], so
+    /// that they cannot be swapped by accident: the wrong order does not
+    /// compile.
+    ///
+    /// ```
+    /// use ia_core::{Direction, FromMode, HybridSystem, Identity, ToMode};
+    /// # use ia_core::{Autodiff, FlowFn, GuardFn, Scalar};
+    /// # struct Drift;
+    /// # impl FlowFn for Drift {
+    /// #     fn rate<S: Scalar>(&self, _t: S, _x: &[S], p: &[S], d: &mut [S]) { d[0] = p[0]; }
+    /// # }
+    /// # struct Above;
+    /// # impl GuardFn for Above {
+    /// #     fn direction(&self) -> Direction { Direction::Rising }
+    /// #     fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S { x[0] - 1.0 }
+    /// # }
+    /// let system = HybridSystem::builder(&["x"], &["k"])
+    ///     .mode("low", Autodiff(Drift))
+    ///     .mode("high", Autodiff(Drift))
+    ///     .transition("cross", FromMode("low"), ToMode("high"), Autodiff(Above), Identity)
+    ///     .build()
+    ///     .unwrap();
+    /// let cross = &system.transitions()[0];
+    /// assert_eq!((cross.from, cross.to), (0, 1));
+    /// ```
+    ///
+    /// ```compile_fail,E0308
+    /// # use ia_core::{FromMode, HybridSystem, Identity, ToMode};
+    /// # fn swapped(b: ia_core::HybridSystemBuilder, g: impl ia_core::Guard + 'static) {
+    /// b.transition("cross", ToMode("high"), FromMode("low"), g, Identity);
+    /// # }
+    /// ```
     pub fn transition(
         self,
         name: &str,
-        from: &str,
-        to: &str,
+        from: FromMode<'_>,
+        to: ToMode<'_>,
         guard: impl Guard + 'static,
         reset: impl Reset + 'static,
     ) -> Self {
-        self.push_transition(name, from, to, Box::new(guard), Box::new(reset), false)
+        self.push_transition(name, from.0, to.0, Box::new(guard), Box::new(reset), false)
     }
 
     /// Adds a transition that ends the run when it fires (its reset is applied
-    /// to the final state).
+    /// to the final state); arguments as in [`HybridSystemBuilder::transition`].
     pub fn terminal_transition(
         self,
         name: &str,
-        from: &str,
-        to: &str,
+        from: FromMode<'_>,
+        to: ToMode<'_>,
         guard: impl Guard + 'static,
         reset: impl Reset + 'static,
     ) -> Self {
-        self.push_transition(name, from, to, Box::new(guard), Box::new(reset), true)
+        self.push_transition(name, from.0, to.0, Box::new(guard), Box::new(reset), true)
     }
 
     fn push_transition(
@@ -322,7 +366,7 @@ mod tests {
     fn unknown_target_mode_names_valid_modes() {
         let err = HybridSystem::builder(&["x"], &[])
             .mode("a", Still)
-            .transition("t", "a", "b", Never, Identity)
+            .transition("t", FromMode("a"), ToMode("b"), Never, Identity)
             .build()
             .unwrap_err();
         let text = err.to_string();
@@ -346,8 +390,8 @@ mod tests {
         let sys = HybridSystem::builder(&["x"], &["k"])
             .mode("a", Still)
             .mode("b", Still)
-            .transition("ab", "a", "b", Never, Identity)
-            .transition("ba", "b", "a", Never, Identity)
+            .transition("ab", FromMode("a"), ToMode("b"), Never, Identity)
+            .transition("ba", FromMode("b"), ToMode("a"), Never, Identity)
             .build()
             .unwrap();
         assert_eq!(sys.modes()[0].outgoing, vec![0]);

@@ -985,3 +985,143 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The integrator on a ball dropped from rest (h0 = 1) under g = 9.81,
+    //! bouncing with restitution e = 0.8. References derived by hand: impacts
+    //! at `t1 = sqrt(2 h0 / g)` and `t2 = t1 (1 + 2 e)`, impact speed
+    //! `w = g t1`, rebound speed `e w`.
+    use super::*;
+    use crate::problem::SolverChoice;
+    use ia_core::{Autodiff, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
+
+    const G: f64 = 9.81;
+    const E: f64 = 0.8;
+
+    struct Fall;
+    impl FlowFn for Fall {
+        fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
+            d[0] = x[1];
+            d[1] = -p[0];
+        }
+    }
+    struct Floor;
+    impl GuardFn for Floor {
+        fn direction(&self) -> Direction {
+            Direction::Falling
+        }
+        fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S {
+            x[0]
+        }
+    }
+    struct Bounce;
+    impl ResetFn for Bounce {
+        fn apply<S: Scalar>(&self, _t: S, x: &[S], p: &[S], a: &mut [S]) {
+            a[0] = x[0];
+            a[1] = -p[1] * x[1];
+        }
+    }
+
+    fn ball(terminal: bool) -> HybridSystem {
+        let builder =
+            HybridSystem::builder(&["h", "v"], &["g", "e"]).mode("flight", Autodiff(Fall));
+        let (from, to) = (FromMode("flight"), ToMode("flight"));
+        let builder = if terminal {
+            builder.terminal_transition("land", from, to, Autodiff(Floor), Autodiff(Bounce))
+        } else {
+            builder.transition("bounce", from, to, Autodiff(Floor), Autodiff(Bounce))
+        };
+        builder.build().unwrap()
+    }
+
+    fn t1() -> f64 {
+        (2.0f64 / G).sqrt()
+    }
+
+    #[test]
+    fn locates_the_impacts_of_a_bouncing_ball() {
+        let system = ball(false);
+        let problem = Problem::new(&system, vec![1.0, 0.0], vec![G, E], 1.5)
+            .with_solver(SolverChoice::dopri5(1e-12));
+        let trajectory = simulate(&problem).unwrap();
+        let times = trajectory.event_times();
+        assert_eq!(times.len(), 2, "{times:?}");
+        assert!((times[0] - t1()).abs() < 1e-10, "{}", times[0]);
+        assert!(
+            (times[1] - t1() * (1.0 + 2.0 * E)).abs() < 1e-9,
+            "{}",
+            times[1]
+        );
+        let first = &trajectory.events[0];
+        let w = G * t1();
+        assert!(first.state_before[0].abs() < 1e-10);
+        assert!((first.state_before[1] + w).abs() < 1e-9);
+        assert!((first.state_after[1] - E * w).abs() < 1e-9);
+        assert!(first.guard_rate < 0.0);
+        assert_eq!(trajectory.segments.len(), 3);
+    }
+
+    #[test]
+    fn a_terminal_transition_ends_the_run_at_the_event() {
+        let system = ball(true);
+        let problem = Problem::new(&system, vec![1.0, 0.0], vec![G, E], 5.0)
+            .with_solver(SolverChoice::dopri5(1e-12));
+        let trajectory = simulate(&problem).unwrap();
+        assert_eq!(trajectory.events.len(), 1);
+        assert!(trajectory.events[0].terminal);
+        assert!((trajectory.final_time - t1()).abs() < 1e-10);
+        // The reset is applied to the final state.
+        assert!((trajectory.final_state[1] - E * G * t1()).abs() < 1e-9);
+    }
+
+    /// Counts what the integrator shows an augmentation.
+    #[derive(Default)]
+    struct Counter {
+        steps: usize,
+        jumps: Vec<(usize, f64)>,
+        observed: Vec<f64>,
+        finished_at: Option<f64>,
+    }
+    impl Augmentation for Counter {
+        fn jump(
+            &mut self,
+            jump: &EventJump<'_>,
+            extra_before: &[f64],
+            extra_after: &mut [f64],
+        ) -> Result<(), HybridError> {
+            self.jumps.push((jump.transition, jump.time));
+            extra_after.copy_from_slice(extra_before);
+            Ok(())
+        }
+        fn step_taken(&mut self, _mode: usize, _t0: f64, h: f64, _y0: &[f64]) {
+            assert!(h > 0.0);
+            self.steps += 1;
+        }
+        fn observed(&mut self, _index: usize, time: f64, _y: &[f64]) {
+            self.observed.push(time);
+        }
+        fn finished(&mut self, time: f64, _y: &[f64]) {
+            self.finished_at = Some(time);
+        }
+    }
+
+    #[test]
+    fn an_augmentation_sees_every_step_event_and_observation() {
+        let system = ball(false);
+        let problem = Problem::new(&system, vec![1.0, 0.0], vec![G, E], 1.0)
+            .with_solver(SolverChoice::Rk4 { dt: 0.01 })
+            .with_observations(vec![0.25, 0.75]);
+        let mut counter = Counter::default();
+        let trajectory = run(&problem, &mut counter).unwrap();
+        let steps: usize = trajectory.segments.iter().map(|s| s.steps).sum();
+        assert_eq!(counter.steps, steps);
+        assert_eq!(counter.jumps, vec![(0, trajectory.events[0].time)]);
+        assert_eq!(counter.observed, [0.25, 0.75]);
+        assert_eq!(counter.finished_at, Some(1.0));
+        // Before the impact, h(0.25) = 1 - g 0.25^2 / 2 (RK4 is exact on a
+        // quadratic).
+        let h = trajectory.observations[0].state[0];
+        assert!((h - (1.0 - G * 0.0625 / 2.0)).abs() < 1e-12, "{h}");
+    }
+}

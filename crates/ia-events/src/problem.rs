@@ -223,7 +223,7 @@ impl EventOptions {
 /// sensitivity layer need.
 ///
 /// ```
-/// # use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, ResetFn, Scalar};
+/// # use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridSystem, ResetFn, Scalar, ToMode};
 /// # struct Fall;
 /// # impl FlowFn for Fall {
 /// #     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) { d[0] = x[1]; d[1] = -p[0]; }
@@ -239,7 +239,7 @@ impl EventOptions {
 /// # }
 /// # let ball = HybridSystem::builder(&["h", "v"], &["g", "e"])
 /// #     .mode("flight", Autodiff(Fall))
-/// #     .transition("bounce", "flight", "flight", Autodiff(Floor), Autodiff(Bounce))
+/// #     .transition("bounce", FromMode("flight"), ToMode("flight"), Autodiff(Floor), Autodiff(Bounce))
 /// #     .build().unwrap();
 /// use ia_events::{Problem, SolverChoice};
 /// let run = Problem::new(&ball, vec![1.0, 0.0], vec![9.81, 0.8], 1.0)

@@ -27,7 +27,7 @@
 //! Partials by [`ia_core::Autodiff`].
 
 use crate::Table;
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
+use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
 const TABLE: Table = Table {
     name: "ball1d",
@@ -49,8 +49,8 @@ catalogued_model!(Ball1d, |builder| builder
     .mode("flight", Autodiff(Fall))
     .transition(
         "impact",
-        "flight",
-        "flight",
+        FromMode("flight"),
+        ToMode("flight"),
         Autodiff(Floor),
         Autodiff(Bounce),
     ));

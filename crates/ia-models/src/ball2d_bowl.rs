@@ -32,7 +32,7 @@
 //! Partials by [`ia_core::Autodiff`].
 
 use crate::Table;
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
+use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
 const TABLE: Table = Table {
     name: "ball2d-bowl",
@@ -60,8 +60,8 @@ catalogued_model!(Ball2dBowl, |builder| builder
     .mode("flight", Autodiff(Flight))
     .transition(
         "impact",
-        "flight",
-        "flight",
+        FromMode("flight"),
+        ToMode("flight"),
         Autodiff(Bowl),
         Autodiff(Impact),
     ));

@@ -29,7 +29,9 @@
 //! [`ia_core::Autodiff`] of a generic implementation.
 
 use crate::Table;
-use ia_core::{Direction, Flow, FlowPartials, Guard, GuardPartials, Reset, ResetPartials};
+use ia_core::{
+    Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, Reset, ResetPartials, ToMode,
+};
 
 const TABLE: Table = Table {
     name: "ball2d-flat",
@@ -55,7 +57,13 @@ pub struct Ball2dFlat;
 catalogued_model!(Ball2dFlat, |_builder| TABLE
     .builder()
     .mode("flight", Flight)
-    .transition("impact", "flight", "flight", Ground, Impact));
+    .transition(
+        "impact",
+        FromMode("flight"),
+        ToMode("flight"),
+        Ground,
+        Impact
+    ));
 
 /// Ballistic flight: `x' = vx, y' = vy, vx' = 0, vy' = -g`, with
 /// hand-written partials.

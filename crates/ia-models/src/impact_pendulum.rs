@@ -33,7 +33,7 @@
 //! Partials by [`ia_core::Autodiff`].
 
 use crate::Table;
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
+use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
 const TABLE: Table = Table {
     name: "impact-pendulum",
@@ -61,8 +61,8 @@ catalogued_model!(ImpactPendulum, |builder| builder
     .mode("swing", Autodiff(Swing))
     .transition(
         "impact",
-        "swing",
-        "swing",
+        FromMode("swing"),
+        ToMode("swing"),
         Autodiff(Wall),
         Autodiff(Rebound),
     ));

@@ -28,7 +28,7 @@
 //! Partials by [`ia_core::Autodiff`].
 
 use crate::Table;
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
+use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
 const TABLE: Table = Table {
     name: "lif",
@@ -56,8 +56,8 @@ catalogued_model!(Lif, |_builder| TABLE
     .mode("subthreshold", Autodiff(Leak))
     .transition(
         "spike",
-        "subthreshold",
-        "subthreshold",
+        FromMode("subthreshold"),
+        ToMode("subthreshold"),
         Autodiff(Threshold),
         Autodiff(Fire),
     ));

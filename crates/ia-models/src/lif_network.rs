@@ -59,8 +59,8 @@
 
 use crate::{ModelSpec, Quantity, TransitionSpec};
 use ia_core::{
-    Direction, Flow, FlowPartials, Guard, GuardPartials, HybridError, HybridSystem, Reset,
-    ResetPartials, Tangent,
+    Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, HybridError, HybridSystem,
+    Reset, ResetPartials, Tangent, ToMode,
 };
 
 /// Sizes up to which the default network is all-to-all.
@@ -263,8 +263,8 @@ impl crate::Model for LifNetwork {
         for (i, targets) in targets.into_iter().enumerate() {
             builder = builder.transition(
                 &format!("spike{i}"),
-                "subthreshold",
-                "subthreshold",
+                FromMode("subthreshold"),
+                ToMode("subthreshold"),
                 Threshold {
                     neuron: i,
                     vth: n + 1,

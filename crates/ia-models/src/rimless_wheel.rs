@@ -37,7 +37,7 @@
 //! Partials by [`ia_core::Autodiff`].
 
 use crate::Table;
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
+use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
 /// Default spoke half-angle, `pi / 8`.
 const ALPHA: f64 = std::f64::consts::FRAC_PI_8;
@@ -71,8 +71,8 @@ catalogued_model!(RimlessWheel, |builder| builder
     .mode("stance", Autodiff(Stance))
     .transition(
         "step",
-        "stance",
-        "stance",
+        FromMode("stance"),
+        ToMode("stance"),
         Autodiff(NextSpoke),
         Autodiff(Strike),
     ));

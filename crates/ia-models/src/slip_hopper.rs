@@ -63,7 +63,7 @@
 //! Partials by [`ia_core::Autodiff`].
 
 use crate::Table;
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, Identity, ResetFn, Scalar};
+use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, Identity, ResetFn, Scalar, ToMode};
 
 const TABLE: Table = Table {
     name: "slip-hopper",
@@ -113,12 +113,18 @@ catalogued_model!(SlipHopper, |_builder| TABLE
     .mode("stance", Autodiff(Stance))
     .transition(
         "touchdown",
-        "flight",
-        "stance",
+        FromMode("flight"),
+        ToMode("stance"),
         Autodiff(Touchdown),
         Autodiff(PlaceFoot),
     )
-    .transition("liftoff", "stance", "flight", Autodiff(Liftoff), Identity));
+    .transition(
+        "liftoff",
+        FromMode("stance"),
+        ToMode("flight"),
+        Autodiff(Liftoff),
+        Identity
+    ));
 
 /// Leg length `sqrt((x - xf)^2 + y^2)`.
 fn leg_length<S: Scalar>(x: &[S]) -> S {

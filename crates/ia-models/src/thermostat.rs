@@ -33,7 +33,7 @@
 //! Partials by [`ia_core::Autodiff`].
 
 use crate::Table;
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, Identity, Scalar};
+use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, Identity, Scalar, ToMode};
 
 const TABLE: Table = Table {
     name: "thermostat",
@@ -65,8 +65,20 @@ catalogued_model!(Thermostat, |_builder| TABLE
     .builder()
     .mode("off", Autodiff(Room { heating: false }))
     .mode("on", Autodiff(Room { heating: true }))
-    .transition("switch_on", "off", "on", Autodiff(TooCold), Identity)
-    .transition("switch_off", "on", "off", Autodiff(TooHot), Identity));
+    .transition(
+        "switch_on",
+        FromMode("off"),
+        ToMode("on"),
+        Autodiff(TooCold),
+        Identity
+    )
+    .transition(
+        "switch_off",
+        FromMode("on"),
+        ToMode("off"),
+        Autodiff(TooHot),
+        Identity
+    ));
 
 /// The room: `T' = -a (T - Tout)`, plus `b` when `heating`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

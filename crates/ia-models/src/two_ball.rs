@@ -36,7 +36,7 @@
 //! Partials by [`ia_core::Autodiff`].
 
 use crate::Table;
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
+use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
 const TABLE: Table = Table {
     name: "two-ball",
@@ -69,8 +69,8 @@ catalogued_model!(TwoBall, |builder| builder
     .mode("flight", Autodiff(Drift))
     .transition(
         "impact",
-        "flight",
-        "flight",
+        FromMode("flight"),
+        ToMode("flight"),
         Autodiff(Gap),
         Autodiff(Collision),
     ));

@@ -8,7 +8,9 @@
 //! * [`partials`]: one call that checks hand-written [`ia_core::Flow`],
 //!   [`ia_core::Guard`] and [`ia_core::Reset`] partials against finite
 //!   differences or dual numbers, and names the worst entry
-//!   ([`partials::check_partials`]).
+//!   ([`partials::check_partials`], which lives in [`ia_core::check`], so
+//!   that a user's tests need no verification suite), plus points drawn
+//!   around a ready model ([`partials::sample_points`]).
 //! * [`convergence`]: sensitivity error against solver tolerance and step.
 //! * [`baselines`] and [`three_ways`]: the naive ways of differentiating
 //!   through impacts, against this workspace's.

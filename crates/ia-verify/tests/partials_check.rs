@@ -2,8 +2,8 @@
 //! partial is caught, and the entry is named; every catalogue model passes.
 
 use ia_core::{
-    Autodiff, Direction, Flow, FlowFn, FlowPartials, Guard, GuardFn, GuardPartials, HybridSystem,
-    Reset, ResetFn, ResetPartials, Scalar,
+    Autodiff, Direction, Flow, FlowFn, FlowPartials, FromMode, Guard, GuardFn, GuardPartials,
+    HybridSystem, Reset, ResetFn, ResetPartials, Scalar, ToMode,
 };
 use ia_verify::partials::{
     check_partials, check_partials_against, sample_points, sample_points_around, PartialsPoint,
@@ -114,7 +114,13 @@ const PARAMS: [&str; 3] = ["g", "e", "mu"];
 fn hand_written(flip: Flip) -> HybridSystem {
     HybridSystem::builder(&STATES, &PARAMS)
         .mode("flight", Flight(flip))
-        .transition("impact", "flight", "flight", Ground(flip), Impact(flip))
+        .transition(
+            "impact",
+            FromMode("flight"),
+            ToMode("flight"),
+            Ground(flip),
+            Impact(flip),
+        )
         .build()
         .unwrap()
 }
@@ -124,8 +130,8 @@ fn generic() -> HybridSystem {
         .mode("flight", Autodiff(FlightFn))
         .transition(
             "impact",
-            "flight",
-            "flight",
+            FromMode("flight"),
+            ToMode("flight"),
             Autodiff(GroundFn),
             Autodiff(ImpactFn),
         )

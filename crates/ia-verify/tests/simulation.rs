@@ -2,7 +2,10 @@
 //! `crates/ia-verify/references/closed_form.json` (computed outside this project with
 //! sympy/mpmath), and one test per error it reports.
 
-use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridError, HybridSystem, Identity, Scalar};
+use ia_core::{
+    Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridError, HybridSystem, Identity, Scalar,
+    ToMode,
+};
 use ia_events::{simulate, OdeSolversMethod, Problem, SolverChoice};
 use ia_verify::references::{reference_case, reference_error};
 use rstest::rstest;
@@ -230,7 +233,13 @@ impl GuardFn for Level {
 fn grazing_contact_is_reported() {
     let system = HybridSystem::builder(&["x", "y"], &["V", "c"])
         .mode("sweep", Autodiff(Sweep))
-        .transition("touch", "sweep", "sweep", Autodiff(Level), Identity)
+        .transition(
+            "touch",
+            FromMode("sweep"),
+            ToMode("sweep"),
+            Autodiff(Level),
+            Identity,
+        )
         .build()
         .unwrap();
     let problem = Problem::new(&system, vec![0.0, 0.0], vec![1.0, 1.0], 2.0)
