@@ -355,6 +355,7 @@ fn models_json_lists_every_model() {
         "impact-pendulum",
         "rimless-wheel",
         "slip-hopper",
+        "particle-chain",
     ];
     assert_eq!(names, expected);
     for m in doc.as_array().expect("array") {

@@ -17,6 +17,7 @@
 //! | `impact-pendulum` | [`ImpactPendulum`] | theta, omega | g, l, e, theta_wall | swing |
 //! | `rimless-wheel` | [`RimlessWheel`] | theta, omega | g, l, alpha, gamma | stance |
 //! | `slip-hopper` | [`SlipHopper`] | x, y, vx, vy, xf | m, k, l0, g, theta_td | flight, stance |
+//! | `particle-chain` | [`ParticleChain`] (sized) | x0 .. x<N-1>, v0 .. v<N-1> | L, r, e, m0 .. m<N-1> | flight |
 //!
 //! These names (model, state, parameter, mode and transition names) are a
 //! public contract: scenario files and scripts refer to them.
@@ -70,6 +71,7 @@ pub mod ball2d_flat;
 pub mod impact_pendulum;
 pub mod lif;
 pub mod lif_network;
+pub mod particle_chain;
 pub mod rimless_wheel;
 pub mod slip_hopper;
 pub mod thermostat;
@@ -81,6 +83,7 @@ pub use ball2d_flat::Ball2dFlat;
 pub use impact_pendulum::ImpactPendulum;
 pub use lif::Lif;
 pub use lif_network::LifNetwork;
+pub use particle_chain::ParticleChain;
 pub use rimless_wheel::RimlessWheel;
 pub use slip_hopper::SlipHopper;
 pub use thermostat::Thermostat;
@@ -223,6 +226,7 @@ pub fn catalog() -> Vec<Box<dyn Model>> {
         Box::new(ImpactPendulum),
         Box::new(RimlessWheel),
         Box::new(SlipHopper),
+        Box::new(ParticleChain::default()),
     ]
 }
 
@@ -264,6 +268,7 @@ pub fn sized(name: &str, size: Option<usize>) -> Result<Box<dyn Model>, HybridEr
     match (name, size) {
         (_, None) => Ok(model),
         ("lif-network", Some(n)) => Ok(Box::new(LifNetwork::new(n)?)),
+        ("particle-chain", Some(n)) => Ok(Box::new(ParticleChain::new(n)?)),
         (_, Some(n)) => Err(HybridError::invalid(
             "size",
             n,
@@ -276,7 +281,7 @@ pub fn sized(name: &str, size: Option<usize>) -> Result<Box<dyn Model>, HybridEr
 }
 
 /// The models that take a size.
-pub const SIZED_MODELS: &[&str] = &["lif-network"];
+pub const SIZED_MODELS: &[&str] = &["lif-network", "particle-chain"];
 
 /// A state entry or parameter of a model, as written in the model modules:
 /// `(name, default, unit)`.

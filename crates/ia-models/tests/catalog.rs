@@ -35,6 +35,12 @@ use rstest::rstest;
        &["flight", "stance"], "flight",
        &[("touchdown", "flight", "stance", Direction::Falling),
          ("liftoff", "stance", "flight", Direction::Rising)])]
+#[case("particle-chain", &["x0", "x1", "x2", "v0", "v1", "v2"], &["L", "r", "e", "m0", "m1", "m2"],
+       &["flight"], "flight",
+       &[("wall_left", "flight", "flight", Direction::Falling),
+         ("impact0", "flight", "flight", Direction::Falling),
+         ("impact1", "flight", "flight", Direction::Falling),
+         ("wall_right", "flight", "flight", Direction::Falling)])]
 fn contract_names(
     #[case] name: &str,
     #[case] states: &[&str],
@@ -74,6 +80,7 @@ fn catalogue_lists_every_model_once() {
             "impact-pendulum",
             "rimless-wheel",
             "slip-hopper",
+            "particle-chain",
         ]
     );
 }
@@ -451,6 +458,7 @@ fn simulate(
 #[case("impact-pendulum", 3)]
 #[case("rimless-wheel", 3)]
 #[case("slip-hopper", 6)]
+#[case("particle-chain", 6)]
 fn default_run_has_events(#[case] name: &str, #[case] at_least: usize) {
     let model = by_name(name).unwrap();
     let (spec, system) = (model.spec(), model.system());

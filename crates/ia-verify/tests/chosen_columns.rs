@@ -30,7 +30,8 @@ fn chosen_columns_equal_the_full_jacobian(
         "thermostat",
         "impact-pendulum",
         "rimless-wheel",
-        "slip-hopper"
+        "slip-hopper",
+        "particle-chain"
     )]
     name: &str,
     #[values(Method::ForwardOnStateSteps, Method::Adjoint)] method: Method,
