@@ -253,20 +253,18 @@ impl<'a> Backward<'a> {
         let s = tab.solution_stages();
         let system = self.system;
         let flow = &system.modes()[mode].flow;
-        // Recompute the stages exactly as the forward step formed them.
-        for i in 0..s {
-            let (done, rest) = self.stages.split_at_mut(i * n);
-            let yi = &mut self.stage_states[i * n..(i + 1) * n];
-            yi.copy_from_slice(y0);
-            for (j, &a) in tab.a[i].iter().enumerate() {
-                if a != 0.0 {
-                    for (y, &k) in yi.iter_mut().zip(&done[j * n..(j + 1) * n]) {
-                        *y += h * a * k;
-                    }
-                }
-            }
-            flow.rate(t0 + tab.c[i] * h, yi, self.params, &mut rest[..n]);
-        }
+        // Recompute the stages exactly as the forward step formed them: the
+        // same method object, the same arithmetic.
+        let params = self.params;
+        tab.stages(
+            &mut |t, y, out| flow.rate(t, y, params, out),
+            t0,
+            h,
+            y0,
+            0,
+            &mut self.stages,
+            &mut self.stage_states,
+        );
         for i in 0..s {
             for (kb, &l) in self.stage_bars[i * n..(i + 1) * n]
                 .iter_mut()

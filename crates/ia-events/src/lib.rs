@@ -23,4 +23,4 @@ pub use integrator::{run, simulate, Augmentation, EventJump, NoAugmentation};
 pub use ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 pub use problem::{EventOptions, Problem, SolverChoice};
 pub use stepper::{OdeRhs, RkStepper, StepControl, StepCounters, StepFailure, Stepper};
-pub use tableau::{ButcherTableau, DOPRI5, RK4};
+pub use tableau::{ButcherTableau, DenseOutput, DOPRI5, RK4};

@@ -126,7 +126,7 @@ impl SolverChoice {
     pub fn stepper(&self) -> Result<Box<dyn Stepper>, HybridError> {
         self.validate()?;
         Ok(match *self {
-            SolverChoice::Rk4 { dt } => Box::new(RkStepper::new(&RK4, StepControl::Fixed { dt })),
+            SolverChoice::Rk4 { dt } => Box::new(RkStepper::new(&RK4, StepControl::Fixed { dt })?),
             SolverChoice::Dopri5 {
                 rtol,
                 atol,
@@ -139,7 +139,7 @@ impl SolverChoice {
                     max_step: max_step.unwrap_or(f64::INFINITY),
                     initial_step: None,
                 },
-            )),
+            )?),
             SolverChoice::OdeSolvers {
                 integrator,
                 rtol,

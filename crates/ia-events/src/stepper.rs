@@ -5,7 +5,8 @@
 //! adaptive Dormand-Prince 5(4) (its fourth-order continuous extension). The
 //! ode_solvers adapter lives in [`crate::ode_solvers_adapter`].
 
-use crate::tableau::{ButcherTableau, DOPRI5, DOPRI5_DENSE, DOPRI5_ERROR, RK4};
+use crate::tableau::{ButcherTableau, DenseOutput, DOPRI5, RK4};
+use ia_core::HybridError;
 
 /// A right-hand side `y' = F(t, y)` as a stepper sees it.
 pub trait OdeRhs {
@@ -143,7 +144,7 @@ const MAX_FACTOR: f64 = 10.0;
 impl RkStepper {
     /// Classical RK4 with fixed step `dt`.
     pub fn rk4(dt: f64) -> Self {
-        Self::new(&RK4, StepControl::Fixed { dt })
+        Self::new(&RK4, StepControl::Fixed { dt }).expect("RK4 is a valid fixed-step method")
     }
 
     /// Dormand-Prince 5(4) with tolerances `rtol`, `atol`.
@@ -157,12 +158,25 @@ impl RkStepper {
                 initial_step: None,
             },
         )
+        .expect("DOPRI5 has an error estimate")
     }
 
-    /// A stepper of the given tableau and control. Only [`RK4`] and
-    /// [`DOPRI5`] have dense output and (for DOPRI5) an error estimate.
-    pub fn new(tableau: &'static ButcherTableau, control: StepControl) -> Self {
-        Self {
+    /// A stepper of the given method and control. The method is checked
+    /// ([`ButcherTableau::validate`]), and adaptive control needs its error
+    /// weights: a method that cannot run as asked is refused here, with the
+    /// reason, never run wrong.
+    pub fn new(
+        tableau: &'static ButcherTableau,
+        control: StepControl,
+    ) -> Result<Self, HybridError> {
+        tableau.validate().map_err(HybridError::Unsupported)?;
+        if matches!(control, StepControl::Adaptive { .. }) && tableau.error.is_none() {
+            return Err(HybridError::Unsupported(format!(
+                "Runge-Kutta method '{}' has no error estimate, so it runs with fixed steps only",
+                tableau.name
+            )));
+        }
+        Ok(Self {
             tableau,
             control,
             dim: 0,
@@ -177,7 +191,7 @@ impl RkStepper {
             dense: Vec::new(),
             dense_ready: 0,
             counters: StepCounters::default(),
-        }
+        })
     }
 
     fn stages(&self) -> usize {
@@ -189,19 +203,15 @@ impl RkStepper {
     fn attempt(&mut self, rhs: &mut dyn OdeRhs, h: f64) {
         let n = self.dim;
         let s = self.stages();
-        for i in 1..s {
-            self.stage.copy_from_slice(&self.y);
-            for (j, &a) in self.tableau.a[i].iter().enumerate() {
-                if a != 0.0 {
-                    let kj = &self.k[j * n..(j + 1) * n];
-                    for (st, &kv) in self.stage.iter_mut().zip(kj) {
-                        *st += h * a * kv;
-                    }
-                }
-            }
-            let (_, rest) = self.k.split_at_mut(i * n);
-            rhs.eval(self.t + self.tableau.c[i] * h, &self.stage, &mut rest[..n]);
-        }
+        self.tableau.stages(
+            &mut |t, y, out| rhs.eval(t, y, out),
+            self.t,
+            h,
+            &self.y,
+            1,
+            &mut self.k[..s * n],
+            &mut self.stage,
+        );
         self.y_new.copy_from_slice(&self.y);
         for (i, &b) in self.tableau.b.iter().enumerate() {
             if b != 0.0 {
@@ -217,14 +227,16 @@ impl RkStepper {
     }
 
     /// Scaled RMS norm of the embedded error estimate over the controlled
-    /// components (Dormand-Prince only).
+    /// components (methods with error weights; [`RkStepper::new`] refuses
+    /// adaptive control of the others).
     fn error_norm(&mut self, h: f64, rtol: f64, atol: f64, controlled: usize) -> f64 {
         let n = self.dim;
+        let weights = self.tableau.error.unwrap_or(&[]);
         // The embedded error estimate, accumulated stage by stage (contiguous
         // slices) into the stage buffer, free between steps.
         let estimate = &mut self.stage[..controlled];
         estimate.fill(0.0);
-        for (j, &w) in DOPRI5_ERROR.iter().enumerate() {
+        for (j, &w) in weights.iter().enumerate() {
             if w != 0.0 {
                 let stage = &self.k[j * n..j * n + controlled];
                 for (e, &k) in estimate.iter_mut().zip(stage) {
@@ -296,7 +308,7 @@ impl RkStepper {
         let theta = (t - self.t_prev) / h;
         let theta1 = 1.0 - theta;
         let c = &self.dense;
-        if std::ptr::eq(self.tableau, &DOPRI5) {
+        if let DenseOutput::DormandPrince(_) = self.tableau.dense {
             for (i, o) in out.iter_mut().enumerate() {
                 let r = &c[5 * i..5 * i + 5];
                 *o = r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * r[4])));
@@ -320,18 +332,21 @@ impl RkStepper {
     fn prepare_dense(&mut self, m: usize) {
         let n = self.dim;
         let h = self.t - self.t_prev;
-        let dopri5 = std::ptr::eq(self.tableau, &DOPRI5);
+        let weights = match self.tableau.dense {
+            DenseOutput::DormandPrince(w) => Some(w),
+            DenseOutput::Hermite => None,
+        };
         let s = self.stages();
         for i in 0..m {
             let y0 = self.y_prev[i];
             let f0 = self.k[i];
             let f1 = self.k[s * n + i];
             let r = &mut self.dense[5 * i..5 * i + 5];
-            if dopri5 {
+            if let Some(weights) = weights {
                 let diff = self.y[i] - y0;
                 let bspl = h * f0 - diff;
                 let mut r5 = 0.0;
-                for (j, &d) in DOPRI5_DENSE.iter().enumerate() {
+                for (j, &d) in weights.iter().enumerate() {
                     if d != 0.0 {
                         r5 += d * self.k[j * n + i];
                     }
@@ -607,5 +622,41 @@ mod tests {
         s.truncate(&mut Growth, mid).unwrap();
         assert_eq!(s.time(), mid);
         assert!((s.state()[0] - mid.exp()).abs() < 1e-12);
+    }
+
+    /// The explicit midpoint method, second order, built by hand as a user
+    /// would: no error estimate, Hermite dense output.
+    static MIDPOINT: ButcherTableau = ButcherTableau {
+        name: "midpoint",
+        a: &[&[], &[0.5]],
+        b: &[0.0, 1.0],
+        c: &[0.0, 0.5],
+        order: 2,
+        error: None,
+        dense: DenseOutput::Hermite,
+    };
+
+    #[test]
+    fn a_hand_built_method_runs_at_its_order_with_fixed_steps() {
+        // Reference: e^1, and the method's second order (error ratio 4 when
+        // the step halves).
+        let run = |dt: f64| {
+            let mut stepper = RkStepper::new(&MIDPOINT, StepControl::Fixed { dt }).unwrap();
+            (integrate(&mut stepper, 1.0) - 1f64.exp()).abs()
+        };
+        let order = (run(0.01) / run(0.005)).log2();
+        assert!((1.9..2.1).contains(&order), "order {order}");
+    }
+
+    #[test]
+    fn adaptive_control_of_a_method_without_error_weights_is_refused() {
+        let control = StepControl::Adaptive {
+            rtol: 1e-8,
+            atol: 1e-8,
+            max_step: f64::INFINITY,
+            initial_step: None,
+        };
+        let err = RkStepper::new(&MIDPOINT, control).unwrap_err();
+        assert!(err.to_string().contains("no error estimate"), "{err}");
     }
 }

@@ -1,8 +1,34 @@
-//! Butcher tableaus of the explicit Runge-Kutta methods, kept in one place so
-//! that the stepper and the discrete adjoint (ia-adjoint) use the same numbers.
+//! The explicit Runge-Kutta methods as objects: tableau, error weights,
+//! dense-output coefficients and the stage evaluation, kept in one place so
+//! that the stepper and the discrete adjoint (ia-adjoint) use the same
+//! numbers and the same arithmetic.
+
+/// How a method interpolates inside a step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DenseOutput {
+    /// Cubic Hermite through both ends and their rates (third order).
+    Hermite,
+    /// Dormand-Prince's continuous extension (Hairer, Norsett, Wanner):
+    /// weights on the stage rates and the end rate, one per stage plus one.
+    DormandPrince(&'static [f64]),
+}
 
 /// An explicit Runge-Kutta method: stages `K_i = f(t + c_i h, y + h sum_j a_ij K_j)`,
 /// solution `y + h sum_i b_i K_i` over the first `solution_stages` stages.
+///
+/// A method built by hand is checked by [`ButcherTableau::validate`] when a
+/// stepper is made of it ([`crate::RkStepper::new`]); every method that
+/// passes is one the discrete adjoint transposes exactly.
+///
+/// ```
+/// use ia_events::tableau::{ButcherTableau, DenseOutput, RK4};
+/// assert!(RK4.validate().is_ok());
+/// static MIDPOINT: ButcherTableau = ButcherTableau {
+///     name: "midpoint", a: &[&[], &[0.5]], b: &[0.0, 1.0], c: &[0.0, 0.5], order: 2,
+///     error: None, dense: DenseOutput::Hermite,
+/// };
+/// assert!(MIDPOINT.validate().is_ok());
+/// ```
 #[derive(Debug)]
 pub struct ButcherTableau {
     /// Method name.
@@ -15,9 +41,103 @@ pub struct ButcherTableau {
     pub c: &'static [f64],
     /// Classical order of the solution.
     pub order: u32,
+    /// Weights of the embedded error estimate `h sum_i e_i K_i` over the
+    /// stage rates and the end rate (one per stage plus one); `None` for a
+    /// method without one, which runs with fixed steps only.
+    pub error: Option<&'static [f64]>,
+    /// The continuous extension.
+    pub dense: DenseOutput,
 }
 
 impl ButcherTableau {
+    /// Checks the method's shape and consistency: `a` strictly lower
+    /// triangular with one row per stage, `c` and `b` one entry per stage,
+    /// each row of `a` summing to its `c`, `b` summing to one, error weights
+    /// and dense-output weights one per stage plus one. The message says
+    /// what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        let s = self.b.len();
+        let name = self.name;
+        let fail = |why: String| Err(format!("Runge-Kutta method '{name}': {why}"));
+        if s == 0 || self.a.len() != s || self.c.len() != s {
+            return fail(format!(
+                "a, b and c must have one entry per stage ({} rows of a, {} of b, {} of c)",
+                self.a.len(),
+                s,
+                self.c.len()
+            ));
+        }
+        for (i, (row, c)) in self.a.iter().zip(self.c).enumerate() {
+            if row.len() != i {
+                return fail(format!(
+                    "row {i} of a has {} entries; an explicit method's row i has i",
+                    row.len()
+                ));
+            }
+            if (row.iter().sum::<f64>() - c).abs() > 1e-12 {
+                return fail(format!("row {i} of a does not sum to c[{i}] = {c}"));
+            }
+        }
+        if (self.b.iter().sum::<f64>() - 1.0).abs() > 1e-12 {
+            return fail("the weights b do not sum to 1".into());
+        }
+        if let Some(e) = self.error {
+            if e.len() != s + 1 {
+                return fail(format!(
+                    "{} error weights; the method needs {}",
+                    e.len(),
+                    s + 1
+                ));
+            }
+        }
+        if let DenseOutput::DormandPrince(d) = self.dense {
+            if d.len() != s + 1 {
+                return fail(format!(
+                    "{} dense-output weights; the method needs {}",
+                    d.len(),
+                    s + 1
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The stage rates of one step of size `h` from `(t0, y0)`, stages
+    /// `from..s` (the earlier ones already in `k`, stage `i` at
+    /// `k[i n..(i + 1) n]`): `K_i = f(t0 + c_i h, Y_i)`,
+    /// `Y_i = y0 + h sum_{j<i} a_ij K_j`. `stage_states` receives each `Y_i`
+    /// at `stage_states[i n..]` when it has room for all `s`, or reuses its
+    /// first `n` entries otherwise. Both the stepper and the adjoint's
+    /// recomputation of a step call this, so they form the same numbers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn stages(
+        &self,
+        rate: &mut dyn FnMut(f64, &[f64], &mut [f64]),
+        t0: f64,
+        h: f64,
+        y0: &[f64],
+        from: usize,
+        k: &mut [f64],
+        stage_states: &mut [f64],
+    ) {
+        let n = y0.len();
+        let keep = stage_states.len() >= self.solution_stages() * n;
+        for i in from..self.solution_stages() {
+            let offset = if keep { i * n } else { 0 };
+            let yi = &mut stage_states[offset..offset + n];
+            yi.copy_from_slice(y0);
+            let (done, rest) = k.split_at_mut(i * n);
+            for (j, &a) in self.a[i].iter().enumerate() {
+                if a != 0.0 {
+                    for (y, &kv) in yi.iter_mut().zip(&done[j * n..(j + 1) * n]) {
+                        *y += h * a * kv;
+                    }
+                }
+            }
+            rate(t0 + self.c[i] * h, yi, &mut rest[..n]);
+        }
+    }
+
     /// Number of stages that enter the solution.
     pub fn solution_stages(&self) -> usize {
         self.b.len()
@@ -31,6 +151,8 @@ pub static RK4: ButcherTableau = ButcherTableau {
     b: &[1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0],
     c: &[0.0, 0.5, 0.5, 1.0],
     order: 4,
+    error: None,
+    dense: DenseOutput::Hermite,
 };
 
 /// Dormand-Prince 5(4): the six solution stages. The seventh stage of the
@@ -67,10 +189,12 @@ pub static DOPRI5: ButcherTableau = ButcherTableau {
     ],
     c: &[0.0, 1.0 / 5.0, 3.0 / 10.0, 4.0 / 5.0, 8.0 / 9.0, 1.0],
     order: 5,
+    error: Some(&DOPRI5_ERROR),
+    dense: DenseOutput::DormandPrince(&DOPRI5_DENSE),
 };
 
 /// Dormand-Prince error weights `b - b_hat` over the seven stages.
-pub(crate) const DOPRI5_ERROR: [f64; 7] = [
+const DOPRI5_ERROR: [f64; 7] = [
     71.0 / 57600.0,
     0.0,
     -71.0 / 16695.0,
@@ -82,7 +206,7 @@ pub(crate) const DOPRI5_ERROR: [f64; 7] = [
 
 /// Coefficients of the Dormand-Prince continuous extension (Hairer, Norsett,
 /// Wanner, "Solving ODEs I", dense output of DOPRI5), over the seven stages.
-pub(crate) const DOPRI5_DENSE: [f64; 7] = [
+const DOPRI5_DENSE: [f64; 7] = [
     -12715105075.0 / 11282082432.0,
     0.0,
     87487479700.0 / 32700410799.0,
@@ -108,6 +232,33 @@ mod tests {
         }
         assert!((tableau.b.iter().sum::<f64>() - 1.0).abs() < 1e-14);
         assert_eq!(tableau.a.len(), tableau.solution_stages());
+    }
+
+    #[test]
+    fn a_malformed_method_is_refused_with_the_reason() {
+        static IMPLICIT: ButcherTableau = ButcherTableau {
+            name: "implicit-ish",
+            a: &[&[0.5], &[0.5]],
+            b: &[0.5, 0.5],
+            c: &[0.5, 0.5],
+            order: 2,
+            error: None,
+            dense: DenseOutput::Hermite,
+        };
+        let err = IMPLICIT.validate().unwrap_err();
+        assert!(err.contains("row 0 of a has 1 entries"), "{err}");
+        static SHORT_ERROR: ButcherTableau = ButcherTableau {
+            name: "rk4-short-error",
+            a: &[&[], &[0.5], &[0.0, 0.5], &[0.0, 0.0, 1.0]],
+            b: &[1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0],
+            c: &[0.0, 0.5, 0.5, 1.0],
+            order: 4,
+            error: Some(&[1.0]),
+            dense: DenseOutput::Hermite,
+        };
+        let err = SHORT_ERROR.validate().unwrap_err();
+        assert!(err.contains("1 error weights; the method needs 5"), "{err}");
+        assert!(RK4.validate().is_ok() && DOPRI5.validate().is_ok());
     }
 
     #[test]

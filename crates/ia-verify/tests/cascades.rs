@@ -141,7 +141,12 @@ fn the_default_network_matches_finite_differences(
     let net = LifNetwork::new(3).unwrap();
     let spec = net.spec();
     let system = net.system();
-    let run = problem(&system, &spec.default_state(), &spec.default_params(), 0.048);
+    let run = problem(
+        &system,
+        &spec.default_state(),
+        &spec.default_params(),
+        0.048,
+    );
     let sens = jacobian(&run, method).unwrap();
     assert!(sens.trajectory.events.len() >= 6);
     let fd = fd_jacobian(&run, &FdOptions::default()).unwrap();

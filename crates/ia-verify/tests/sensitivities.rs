@@ -469,13 +469,7 @@ fn chattering_in_the_bowl_is_reported() {
 /// the simulation, within the differences' own error estimate.
 #[rstest]
 fn models_without_closed_form_match_finite_differences(
-    #[values(
-        "impact-pendulum",
-        "rimless-wheel",
-        "slip-hopper",
-        "particle-chain"
-    )]
-    name: &str,
+    #[values("impact-pendulum", "rimless-wheel", "slip-hopper", "particle-chain")] name: &str,
     #[values(Method::Forward, Method::Adjoint)] method: Method,
 ) {
     use ia_verify::finite_difference::{fd_jacobian, FdJacobian, FdOptions};
