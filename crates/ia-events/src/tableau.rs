@@ -3,6 +3,10 @@
 //! that the stepper and the discrete adjoint (ia-adjoint) use the same
 //! numbers and the same arithmetic.
 
+/// The right-hand side `f(t, y)` as a stage evaluation sees it: writes the
+/// rate at `(t, y)` into the last argument.
+pub type RateFn<'a> = dyn FnMut(f64, &[f64], &mut [f64]) + 'a;
+
 /// How a method interpolates inside a step.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DenseOutput {
@@ -112,7 +116,7 @@ impl ButcherTableau {
     #[allow(clippy::too_many_arguments)]
     pub fn stages(
         &self,
-        rate: &mut dyn FnMut(f64, &[f64], &mut [f64]),
+        rate: &mut RateFn<'_>,
         t0: f64,
         h: f64,
         y0: &[f64],
