@@ -143,10 +143,15 @@ impl<'a> Backward<'a> {
         tape: &Tape,
         trajectory: &Trajectory,
         seeds: &LossSeeds,
-    ) -> (Vec<f64>, Vec<f64>) {
+    ) -> Result<(Vec<f64>, Vec<f64>), HybridError> {
         let mut lambda = seeds.final_state.clone();
         let mut param_bar = vec![0.0; self.system.param_dim()];
         for entry in tape.entries.iter().rev() {
+            let time = match *entry {
+                TapeEntry::Step { t0, .. } => t0,
+                TapeEntry::Event { index } => trajectory.events[index].time,
+                TapeEntry::Observation { index } => trajectory.observations[index].time,
+            };
             match *entry {
                 TapeEntry::Observation { index } => {
                     for (l, s) in lambda.iter_mut().zip(&seeds.observations[index]) {
@@ -168,8 +173,17 @@ impl<'a> Backward<'a> {
                     self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
                 }
             }
+            // The adjoint of a violently unstable flow overflows as the
+            // forward sensitivities do: the same error, not NaN derivatives.
+            if !lambda.iter().chain(&param_bar).all(|v| v.is_finite()) {
+                return Err(HybridError::NonFinite {
+                    what: "derivative (the adjoint, integrated backward, overflowed)".into(),
+                    time,
+                    trajectory: Some(Box::new(trajectory.clone())),
+                });
+            }
         }
-        (lambda, param_bar)
+        Ok((lambda, param_bar))
     }
 
     fn event(

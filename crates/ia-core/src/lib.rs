@@ -58,7 +58,7 @@ mod system;
 mod traits;
 
 pub use autodiff::{Autodiff, FlowFn, GuardFn, ResetFn, Scalar};
-pub use error::HybridError;
+pub use error::{short_num, HybridError};
 pub use record::{EventRecord, Observation, Segment, SolverStats, Trajectory};
 pub use system::{HybridSystem, HybridSystemBuilder, Mode, Transition};
 pub use traits::{

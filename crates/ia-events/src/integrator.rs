@@ -761,9 +761,10 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             }
             (self.zeno_streak >= options.zeno_run).then(|| {
                 format!(
-                    "{} consecutive gaps between events, each no longer than the one before, shorter than zeno_separation * span = {:e}",
+                    "{} consecutive gaps between events, each no longer than the one before, shorter than {} ({} of the run's length)",
                     self.zeno_streak,
-                    options.zeno_separation * span
+                    ia_core::short_num(options.zeno_separation * span),
+                    ia_core::short_num(options.zeno_separation)
                 )
             })
         };
@@ -852,9 +853,11 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 min_step,
                 trajectory: Box::new(self.snapshot()),
             },
-            StepFailure::NonFinite { time } => {
-                self.non_finite("state or rate during a step".to_string(), time)
-            }
+            StepFailure::NonFinite { time } => self.non_finite(
+                "value during a step (the state, its rate or a sensitivity carried with it)"
+                    .to_string(),
+                time,
+            ),
             StepFailure::Solver(message) => HybridError::Unsupported(message),
         }
     }
