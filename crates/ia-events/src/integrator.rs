@@ -539,7 +539,14 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 transition: name,
                 from: lo,
                 to: hi,
-                reason: format!("root finding failed: {e:?}"),
+                reason: format!(
+                    "root finding failed: {}; the guard is too flat or too noisy there to locate its zero (bound the step, or start further from a tangential contact)",
+                    match e {
+                        roots::SearchError::NoConvergency => "no convergence",
+                        roots::SearchError::NoBracketing => "the guard does not change sign",
+                        roots::SearchError::ZeroDerivative => "the guard's slope is zero",
+                    }
+                ),
                 trajectory: Box::new(self.snapshot()),
             }
         })
