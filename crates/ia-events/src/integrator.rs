@@ -22,8 +22,15 @@
 //!   zero in its direction, fires at once, at the same time, with its own
 //!   reset (simultaneous events). Such immediate events count towards Zeno
 //!   detection like any other.
-//! * A guard that crosses zero and back within one step is not seen; bound
-//!   the step with `max_step` where that can happen.
+//! * A guard that crosses zero and back within one step is found from its
+//!   rate: when the guard heads towards zero at the step's start and away
+//!   from it at the step's end, its extremum inside the step is searched on
+//!   the dense output, and a crossing there fires (or is reported as
+//!   grazing) like any other. So the crossings seen do not depend on the
+//!   step sizes, and forward sensitivities (whose error control takes
+//!   smaller steps) and the adjoint (which steps on the state alone) run
+//!   the same event checks. A guard with two extrema inside one step is
+//!   still not seen; bound the step with `max_step` where that can happen.
 
 use crate::problem::Problem;
 use crate::stepper::{OdeRhs, StepFailure, Stepper};
@@ -172,6 +179,10 @@ const COARSE_SAMPLES: usize = 8;
 /// ...and halvings of its first eighth searched when the guard is already
 /// back past zero at the first sample.
 const BRACKET_DOUBLINGS: usize = 60;
+/// Golden-section iterations that search a step for the guard's extremum
+/// (the bracket shrinks by 0.618 each: 80 iterations reach rounding of the
+/// step).
+const DIP_ITERATIONS: usize = 80;
 
 struct Run<'p, 's, A> {
     problem: &'p Problem<'p>,
@@ -193,6 +204,11 @@ struct Run<'p, 's, A> {
     y_after: Vec<f64>,
     x_probe: Vec<f64>,
     rate: Vec<f64>,
+    /// Rates of the state at the start and end of a step, when the stepper
+    /// does not keep them.
+    dip_rates: Vec<f64>,
+    /// States at the start and end of a step, for the same search.
+    dip_states: Vec<f64>,
     guard_partials: GuardPartials,
     trajectory: Trajectory,
     segment_start: f64,
@@ -254,6 +270,8 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             y,
             x_probe: vec![0.0; n],
             rate: vec![0.0; n],
+            dip_rates: vec![0.0; 2 * n],
+            dip_states: vec![0.0; 2 * n],
             guard_partials: GuardPartials::zeros(n, system.param_dim()),
             trajectory,
             segment_start: problem.t0,
@@ -418,10 +436,24 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             self.guard_values[k] = g;
             // Still within the rounding band of the last event: not a crossing.
             let still_at_zero = g.abs() <= self.band(k, t_prev);
-            if still_at_zero || !transition.guard.direction().crossed(self.sides[k], g) {
+            if still_at_zero {
                 continue;
             }
-            let t_k = self.locate(k, t_prev, t_new)?;
+            let t_k = if transition.guard.direction().crossed(self.sides[k], g) {
+                self.locate(k, t_prev, t_new)?
+            } else {
+                match self.dip(k, t_prev, t_new)? {
+                    Some(t_past) => {
+                        // Locate on [t_prev, t_past], past zero at its end.
+                        let g_end = self.guard_values[k];
+                        self.guard_values[k] = self.guard_at(k, t_past);
+                        let located = self.locate(k, t_prev, t_past);
+                        self.guard_values[k] = g_end;
+                        located?
+                    }
+                    None => continue,
+                }
+            };
             let earlier = match earliest {
                 None => true,
                 Some((t_best, _)) => t_k < t_best - self.time_tolerance,
@@ -431,6 +463,106 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             }
         }
         Ok(earliest)
+    }
+
+    /// Transition `k`'s guard on the dense output of the last step at `t`.
+    fn guard_at(&mut self, k: usize, t: f64) -> f64 {
+        let guard = &self.problem.system.transitions()[k].guard;
+        self.stepper
+            .interpolate(&mut self.rhs, t, &mut self.x_probe);
+        self.trajectory.stats.root_iterations += 1;
+        guard.value(t, &self.x_probe, &self.problem.params)
+    }
+
+    /// The rate `g_x f + g_t` of transition `k`'s guard at `(t, x)` with the
+    /// state's rate `f`.
+    fn guard_rate(&mut self, k: usize, t: f64, x: &[f64], f: &[f64]) -> f64 {
+        let guard = &self.problem.system.transitions()[k].guard;
+        self.guard_partials.clear();
+        guard.partials(t, x, &self.problem.params, &mut self.guard_partials);
+        let gp = &self.guard_partials;
+        gp.x.iter().zip(f).map(|(a, b)| a * b).sum::<f64>() + gp.t
+    }
+
+    /// Whether transition `k`'s guard, on its recorded side at both ends of
+    /// the step `[t_prev, t_new]`, crossed zero and came back inside it:
+    /// heading towards zero at the start and away at the end, its extremum
+    /// is searched (golden section on the dense output). Returns a time at
+    /// which the guard is past zero in its direction, if any.
+    fn dip(&mut self, k: usize, t_prev: f64, t_new: f64) -> Result<Option<f64>, HybridError> {
+        let side = self.sides[k];
+        if side == 0.0 || t_new <= t_prev {
+            return Ok(None);
+        }
+        let n = self.rhs.n;
+        let (t0, t1) = (t_prev, t_new);
+        let mut states = std::mem::take(&mut self.dip_states);
+        states[..n].copy_from_slice(&self.stepper.previous_state()[..n]);
+        states[n..].copy_from_slice(&self.stepper.state()[..n]);
+        let (x0, x1) = states.split_at(n);
+        match self.stepper.step_rates() {
+            Some((f0, f1)) => {
+                self.dip_rates[..n].copy_from_slice(&f0[..n]);
+                self.dip_rates[n..].copy_from_slice(&f1[..n]);
+            }
+            None => {
+                let flow = &self.problem.system.modes()[self.mode()].flow;
+                let p = &self.problem.params;
+                let (f0, f1) = self.dip_rates.split_at_mut(n);
+                flow.rate(t0, x0, p, f0);
+                flow.rate(t1, x1, p, f1);
+                self.extra_rhs_evaluations += 2;
+            }
+        }
+        let rates = std::mem::take(&mut self.dip_rates);
+        let start = self.guard_rate(k, t0, x0, &rates[..n]);
+        let end = self.guard_rate(k, t1, x1, &rates[n..]);
+        self.dip_rates = rates;
+        self.dip_states = states;
+        // Heading into zero at the start, away from it at the end.
+        if !(side * start < 0.0 && side * end > 0.0) {
+            return Ok(None);
+        }
+        let direction = self.problem.system.transitions()[k].guard.direction();
+        let past = |g: f64| direction.crossed(side, g);
+        // Golden-section search for the minimum of side * g.
+        let ratio = 0.5 * (5f64.sqrt() - 1.0);
+        let (mut a, mut b) = (t0, t1);
+        let mut c = b - ratio * (b - a);
+        let mut d = a + ratio * (b - a);
+        let (mut gc, mut gd) = (self.guard_at(k, c), self.guard_at(k, d));
+        for _ in 0..DIP_ITERATIONS {
+            if past(gc) {
+                return Ok(Some(c));
+            }
+            if past(gd) {
+                return Ok(Some(d));
+            }
+            if b - a <= self.time_tolerance {
+                break;
+            }
+            if side * gc < side * gd {
+                b = d;
+                d = c;
+                gd = gc;
+                c = b - ratio * (b - a);
+                gc = self.guard_at(k, c);
+            } else {
+                a = c;
+                c = d;
+                gc = gd;
+                d = a + ratio * (b - a);
+                gd = self.guard_at(k, d);
+            }
+        }
+        if !(gc.is_finite() && gd.is_finite()) {
+            let what = format!(
+                "guard value of transition '{}' inside a step",
+                self.problem.system.transitions()[k].name
+            );
+            return Err(self.non_finite(what, c));
+        }
+        Ok(None)
     }
 
     /// Locates the crossing of transition `k`'s guard from its recorded side.
@@ -867,5 +999,78 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             ),
             StepFailure::Solver(message) => HybridError::Unsupported(message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Problem, SolverChoice};
+    use ia_core::{Autodiff, Direction, FlowFn, GuardFn, HybridSystem, ResetFn, Scalar};
+
+    /// `h' = v, v' = -g`.
+    struct Fall;
+    impl FlowFn for Fall {
+        fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
+            d[0] = x[1];
+            d[1] = -p[0];
+        }
+    }
+    /// A ceiling at `h = c`: `c - h`, falling.
+    struct Ceiling;
+    impl GuardFn for Ceiling {
+        fn direction(&self) -> Direction {
+            Direction::Falling
+        }
+        fn value<S: Scalar>(&self, _t: S, x: &[S], p: &[S]) -> S {
+            -x[0] + p[1]
+        }
+    }
+    /// The ball bounces off the ceiling: `v <- -v`.
+    struct Reflect;
+    impl ResetFn for Reflect {
+        fn apply<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], a: &mut [S]) {
+            a[0] = x[0];
+            a[1] = -x[1];
+        }
+    }
+
+    /// Issue 10: a guard that crosses zero and comes back within one step
+    /// was not seen, so forward sensitivities (small steps) and the adjoint
+    /// (large steps) disagreed on the events. One RK4 step of 0.2 s covers
+    /// the whole flight of a ball thrown up at 1 m/s past a ceiling 1 mm
+    /// below its peak; the crossing is found and located. Reference: the
+    /// closed form `t* = (v0 - sqrt(v0^2 - 2 g c)) / g` (RK4 and its cubic
+    /// Hermite dense output are exact on this quadratic flight).
+    #[test]
+    fn a_crossing_inside_one_step_is_found() {
+        let sys = HybridSystem::builder(&["h", "v"], &["g", "c"])
+            .mode("flight", Autodiff(Fall))
+            .transition(
+                "ceiling",
+                "flight",
+                "flight",
+                Autodiff(Ceiling),
+                Autodiff(Reflect),
+            )
+            .build()
+            .unwrap();
+        let (g, v0): (f64, f64) = (9.81, 1.0);
+        let c = v0 * v0 / (2.0 * g) - 1e-3;
+        let reference = (v0 - (v0 * v0 - 2.0 * g * c).sqrt()) / g;
+        for solver in [SolverChoice::Rk4 { dt: 0.2 }, SolverChoice::dopri5(1e-10)] {
+            let problem =
+                Problem::new(&sys, vec![0.0, v0], vec![g, c], 0.2).with_solver(solver.clone());
+            let run = crate::simulate(&problem).unwrap();
+            assert_eq!(run.events.len(), 1, "{solver:?}");
+            assert!(
+                (run.events[0].time - reference).abs() < 1e-9,
+                "{solver:?}: {} vs {reference}",
+                run.events[0].time
+            );
+        }
+        // A ceiling above the peak is never reached.
+        let problem = Problem::new(&sys, vec![0.0, v0], vec![g, c + 2e-3], 0.2)
+            .with_solver(SolverChoice::Rk4 { dt: 0.2 });
+        assert!(crate::simulate(&problem).unwrap().events.is_empty());
     }
 }
