@@ -26,11 +26,14 @@
 //!   rate: when the guard heads towards zero at the step's start and away
 //!   from it at the step's end, its extremum inside the step is searched on
 //!   the dense output, and a crossing there fires (or is reported as
-//!   grazing) like any other. So the crossings seen do not depend on the
-//!   step sizes, and forward sensitivities (whose error control takes
+//!   grazing) like any other. So the crossings seen no longer depend on
+//!   the step sizes, and forward sensitivities (whose error control takes
 //!   smaller steps) and the adjoint (which steps on the state alone) run
-//!   the same event checks. A guard with two extrema inside one step is
-//!   still not seen; bound the step with `max_step` where that can happen.
+//!   the same event checks, down to dips about as deep as the dense
+//!   output's error (near `1e-12` at tolerances `1e-12`), which one step
+//!   sequence may resolve and another not. A guard with two extrema inside
+//!   one step is still not seen; bound the step with `max_step` where that
+//!   can happen.
 
 use crate::problem::Problem;
 use crate::stepper::{OdeRhs, StepFailure, Stepper};
