@@ -145,13 +145,18 @@ impl<'a> Backward<'a> {
         tape: &Tape,
         trajectory: &Trajectory,
         seeds: &LossSeeds,
-    ) -> (Vec<f64>, Vec<f64>) {
+    ) -> Result<(Vec<f64>, Vec<f64>), HybridError> {
         let mut lambda = seeds.final_state.clone();
         let mut param_bar = vec![0.0; self.system.param_dim()];
         // dL/dt* of the located event that started the cascade being walked
         // back through, gathered from the events of that cascade.
         let mut cascade_time_bar = 0.0;
         for entry in tape.entries.iter().rev() {
+            let time = match *entry {
+                TapeEntry::Step { t0, .. } => t0,
+                TapeEntry::Event { index } => trajectory.events[index].time,
+                TapeEntry::Observation { index } => trajectory.observations[index].time,
+            };
             match *entry {
                 TapeEntry::Observation { index } => {
                     for (l, s) in lambda.iter_mut().zip(&seeds.observations[index]) {
@@ -179,8 +184,17 @@ impl<'a> Backward<'a> {
                     self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
                 }
             }
+            // The adjoint of a violently unstable flow overflows as the
+            // forward sensitivities do: the same error, not NaN derivatives.
+            if !lambda.iter().chain(&param_bar).all(|v| v.is_finite()) {
+                return Err(HybridError::NonFinite {
+                    what: "derivative (the adjoint, integrated backward, overflowed)".into(),
+                    time,
+                    trajectory: Some(Box::new(trajectory.clone())),
+                });
+            }
         }
-        (lambda, param_bar)
+        Ok((lambda, param_bar))
     }
 
     /// Transposes one event's jump. An event of a cascade
@@ -343,8 +357,9 @@ mod tests {
         let mut seeds = LossSeeds::zeros(&trajectory);
         seeds.final_state[0] = 1.0;
         let tableau = run.solver.tableau().unwrap();
-        let (dx0, dp) =
-            Backward::new(&system, &run.params, tableau).gradient(&tape, &trajectory, &seeds);
+        let (dx0, dp) = Backward::new(&system, &run.params, tableau)
+            .gradient(&tape, &trajectory, &seeds)
+            .unwrap();
         let got: Vec<f64> = dx0.into_iter().chain(dp).collect();
         for (j, want) in dh_final().iter().enumerate() {
             assert!(

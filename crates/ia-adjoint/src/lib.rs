@@ -335,6 +335,14 @@ impl Sensitivities {
 /// derivatives with respect to what it reads into `seeds` (which arrive
 /// zeroed and shaped for the trajectory).
 pub trait Loss {
+    /// Checks the loss against the system's state dimension before the run
+    /// (for example an index it reads); the default accepts every loss.
+    /// Seeds of the wrong shape are refused after [`Loss::evaluate`] in any
+    /// case.
+    fn check(&self, _state_dim: usize) -> Result<(), HybridError> {
+        Ok(())
+    }
+
     /// Value of the loss; partials into `seeds`.
     fn evaluate(&self, trajectory: &Trajectory, seeds: &mut LossSeeds) -> f64;
 }
@@ -350,9 +358,29 @@ impl<F: Fn(&Trajectory, &mut LossSeeds) -> f64> Loss for F {
 pub struct FinalComponent(pub usize);
 
 impl Loss for FinalComponent {
+    fn check(&self, state_dim: usize) -> Result<(), HybridError> {
+        if self.0 < state_dim {
+            Ok(())
+        } else {
+            Err(HybridError::invalid(
+                "FinalComponent index",
+                self.0,
+                format!("must name a state entry: below the state dimension {state_dim}"),
+            ))
+        }
+    }
+
+    /// `x_i(T)`; NaN (and no seed) for an index out of range, which
+    /// [`Loss::check`] refuses before any run.
     fn evaluate(&self, trajectory: &Trajectory, seeds: &mut LossSeeds) -> f64 {
-        seeds.final_state[self.0] = 1.0;
-        trajectory.final_state[self.0]
+        if let Some(seed) = seeds.final_state.get_mut(self.0) {
+            *seed = 1.0;
+        }
+        trajectory
+            .final_state
+            .get(self.0)
+            .copied()
+            .unwrap_or(f64::NAN)
     }
 }
 
@@ -371,7 +399,7 @@ fn adjoint_tableau(
 ) -> Result<&'static ia_events::ButcherTableau, HybridError> {
     problem.solver.tableau().ok_or_else(|| {
         HybridError::Unsupported(
-            "the adjoint transposes the Runge-Kutta steps of the forward pass, which the ode_solvers adapter does not expose; use the rk4 or dopri5 solver, or Method::Forward".into(),
+            "the adjoint transposes the Runge-Kutta steps of the forward pass, which the ode_solvers adapter does not expose; use the built-in rk4 or dopri5 solver (SolverChoice::Rk4 or SolverChoice::Dopri5), or forward sensitivities (Method::Forward)".into(),
         )
     })
 }
@@ -393,7 +421,7 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
             let final_jacobian = aug.final_jacobian.take().ok_or_else(|| {
                 HybridError::Unsupported("the run ended without a final state".into())
             })?;
-            Ok(Sensitivities {
+            let sens = Sensitivities {
                 saltations: aug.saltations,
                 trajectory,
                 wrt,
@@ -401,7 +429,9 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
                 observation_jacobians: aug.observation_jacobians,
                 event_time_gradients: aug.event_time_gradients,
                 method,
-            })
+            };
+            check_derivatives(&sens)?;
+            Ok(sens)
         }
         Method::Adjoint => {
             let tableau = adjoint_tableau(problem)?;
@@ -411,14 +441,14 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
             let n = sys.state_dim();
             let m = wrt.len();
             let mut row = |seeds: &LossSeeds| {
-                let (dx0, dp) = backward.gradient(&tape, &trajectory, seeds);
-                dx0.into_iter().chain(dp).collect::<Vec<f64>>()
+                let (dx0, dp) = backward.gradient(&tape, &trajectory, seeds)?;
+                Ok::<_, HybridError>(dx0.into_iter().chain(dp).collect::<Vec<f64>>())
             };
             let mut seeds = LossSeeds::zeros(&trajectory);
             let mut final_jacobian = DMatrix::zeros(n, m);
             for i in 0..n {
                 seeds.final_state[i] = 1.0;
-                final_jacobian.row_mut(i).copy_from_slice(&row(&seeds));
+                final_jacobian.row_mut(i).copy_from_slice(&row(&seeds)?);
                 seeds.final_state[i] = 0.0;
             }
             let mut observation_jacobians = Vec::with_capacity(trajectory.observations.len());
@@ -426,7 +456,7 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
                 let mut jac = DMatrix::zeros(n, m);
                 for i in 0..n {
                     seeds.observations[k][i] = 1.0;
-                    jac.row_mut(i).copy_from_slice(&row(&seeds));
+                    jac.row_mut(i).copy_from_slice(&row(&seeds)?);
                     seeds.observations[k][i] = 0.0;
                 }
                 observation_jacobians.push(jac);
@@ -434,10 +464,10 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
             let mut event_time_gradients = Vec::with_capacity(trajectory.events.len());
             for k in 0..trajectory.events.len() {
                 seeds.event_times[k] = 1.0;
-                event_time_gradients.push(row(&seeds));
+                event_time_gradients.push(row(&seeds)?);
                 seeds.event_times[k] = 0.0;
             }
-            Ok(Sensitivities {
+            let sens = Sensitivities {
                 saltations: saltations(problem, &trajectory),
                 trajectory,
                 wrt,
@@ -445,7 +475,9 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
                 observation_jacobians,
                 event_time_gradients,
                 method,
-            })
+            };
+            check_derivatives(&sens)?;
+            Ok(sens)
         }
     }
 }
@@ -532,7 +564,7 @@ pub fn jacobian_wrt(
             let final_jacobian = aug.final_jacobian.take().ok_or_else(|| {
                 HybridError::Unsupported("the run ended without a final state".into())
             })?;
-            Ok(Sensitivities {
+            let sens = Sensitivities {
                 saltations: Vec::new(),
                 trajectory,
                 wrt: names,
@@ -540,9 +572,59 @@ pub fn jacobian_wrt(
                 observation_jacobians: aug.observation_jacobians,
                 event_time_gradients: aug.event_time_gradients,
                 method,
-            })
+            };
+            check_derivatives(&sens)?;
+            Ok(sens)
         }
     }
+}
+
+/// Every derivative of `sens` must be finite (an overflow of the
+/// sensitivities, for example on a violently unstable flow, is the same
+/// `non_finite` error whichever method met it).
+fn check_derivatives(sens: &Sensitivities) -> Result<(), HybridError> {
+    let wrt = &sens.wrt;
+    let names = &sens.trajectory.state_names;
+    let time = sens.trajectory.final_time;
+    let matrix = |what: &str, jac: &DMatrix<f64>, time: f64| {
+        for i in 0..jac.nrows() {
+            for j in 0..jac.ncols() {
+                let v = jac[(i, j)];
+                if !v.is_finite() {
+                    return Err(HybridError::NonFinite {
+                        what: format!(
+                            "derivative of {what} '{}' with respect to {} (= {v})",
+                            names.get(i).map_or("?", String::as_str),
+                            wrt.get(j).map_or("?", String::as_str)
+                        ),
+                        time,
+                        trajectory: Some(Box::new(sens.trajectory.clone())),
+                    });
+                }
+            }
+        }
+        Ok(())
+    };
+    matrix("the final state", &sens.final_jacobian, time)?;
+    for (k, jac) in sens.observation_jacobians.iter().enumerate() {
+        let t = sens.trajectory.observations.get(k).map_or(time, |o| o.time);
+        matrix("the observed state", jac, t)?;
+    }
+    for (k, gradient) in sens.event_time_gradients.iter().enumerate() {
+        if let Some(j) = gradient.iter().position(|v| !v.is_finite()) {
+            let t = sens.trajectory.events.get(k).map_or(time, |e| e.time);
+            return Err(HybridError::NonFinite {
+                what: format!(
+                    "derivative of event {k}'s time with respect to {} (= {})",
+                    wrt.get(j).map_or("?", String::as_str),
+                    gradient[j]
+                ),
+                time: t,
+                trajectory: Some(Box::new(sens.trajectory.clone())),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Forward sensitivities with the saltation term dropped: each event maps
@@ -564,13 +646,14 @@ pub fn jacobian_without_saltation(problem: &Problem<'_>) -> Result<DMatrix<f64>,
 /// forward pass and one backward pass, whatever the number of parameters.
 pub fn gradient(problem: &Problem<'_>, loss: &dyn Loss) -> Result<Gradient, HybridError> {
     let tableau = adjoint_tableau(problem)?;
+    loss.check(problem.system.state_dim())?;
     let mut tape = Tape::default();
     let trajectory = ia_events::run(problem, &mut tape)?;
     let mut seeds = LossSeeds::zeros(&trajectory);
     let value = loss.evaluate(&trajectory, &mut seeds);
     check_seeds(&seeds, &trajectory)?;
     let mut backward = Backward::new(problem.system, &problem.params, tableau);
-    let (initial_state, params) = backward.gradient(&tape, &trajectory, &seeds);
+    let (initial_state, params) = backward.gradient(&tape, &trajectory, &seeds)?;
     Ok(Gradient {
         value,
         wrt: problem.system.wrt_names().to_vec(),
@@ -590,6 +673,7 @@ pub fn gradient_forward(
     loss: &dyn Loss,
     method: Method,
 ) -> Result<Gradient, HybridError> {
+    loss.check(problem.system.state_dim())?;
     let sens = jacobian(problem, method)?;
     let trajectory = sens.trajectory;
     let mut seeds = LossSeeds::zeros(&trajectory);
@@ -639,7 +723,11 @@ fn check_seeds(seeds: &LossSeeds, trajectory: &Trajectory) -> Result<(), HybridE
             seeds.event_times.len(),
         ),
     ];
-    for (what, expected, found) in shapes {
+    let observed = seeds
+        .observations
+        .iter()
+        .map(|o| ("loss seeds for an observed state", n, o.len()));
+    for (what, expected, found) in shapes.into_iter().chain(observed) {
         if expected != found {
             return Err(HybridError::DimensionMismatch {
                 what: what.into(),
@@ -876,5 +964,108 @@ pub(crate) mod tests {
         };
         let err = gradient(&problem(&system), &bad).unwrap_err();
         assert_eq!(err.kind(), "dimension_mismatch");
+    }
+
+    /// An inverted pendulum `theta' = omega, omega' = (g/l) sin theta` with
+    /// a wall it never reaches: with `l = 1e-16` the state grows like
+    /// `exp(t sqrt(g/l))` but the fixed steps keep it finite for a while,
+    /// while its derivatives overflow (issue 10's rimless wheel).
+    struct Inverted;
+    impl FlowFn for Inverted {
+        fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
+            d[0] = x[1];
+            d[1] = (p[0] / p[1]) * x[0].sin();
+        }
+    }
+    struct FarWall;
+    impl GuardFn for FarWall {
+        fn direction(&self) -> Direction {
+            Direction::Falling
+        }
+        fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S {
+            -x[0] + 1e300
+        }
+    }
+    struct Keep;
+    impl ResetFn for Keep {
+        fn apply<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], a: &mut [S]) {
+            a.copy_from_slice(x);
+        }
+    }
+
+    /// Issue 10: `gradient(&problem, &FinalComponent(5))` on a 2-state
+    /// system panicked indexing the seeds; it is a clear error naming the
+    /// state dimension, by both gradient functions.
+    #[test]
+    fn final_component_out_of_range_is_an_error() {
+        let sys = ball();
+        let problem = Problem::new(&sys, vec![1.0, 0.0], vec![9.81, 0.8], 0.4);
+        let err = gradient(&problem, &FinalComponent(5)).unwrap_err();
+        assert_eq!(err.kind(), "invalid_option");
+        assert!(err.to_string().contains("state dimension 2"), "{err}");
+        let err = gradient_forward(&problem, &FinalComponent(2), Method::Forward).unwrap_err();
+        assert_eq!(err.kind(), "invalid_option");
+        // In range, it works (reference: h(T) = h0 - g T^2 / 2 before the
+        // first impact, so dh(T)/dh0 = 1).
+        let g = gradient(&problem, &FinalComponent(0)).unwrap();
+        assert!((g.initial_state[0] - 1.0).abs() < 1e-9, "{g:?}");
+    }
+
+    /// Issue 10: no seed of the wrong size panics: seeds resized by a loss,
+    /// at any level, are a dimension error.
+    #[test]
+    fn seeds_of_the_wrong_size_are_an_error() {
+        let sys = ball();
+        let problem =
+            Problem::new(&sys, vec![1.0, 0.0], vec![9.81, 0.8], 0.5).with_observations(vec![0.1]);
+        type Resize = fn(&mut LossSeeds);
+        let resizes: [Resize; 4] = [
+            |s| s.final_state.push(1.0),
+            |s| s.final_state.clear(),
+            |s| s.observations[0].push(1.0),
+            |s| s.event_times.push(1.0),
+        ];
+        for resize in resizes {
+            let loss = move |tr: &Trajectory, seeds: &mut LossSeeds| {
+                resize(seeds);
+                tr.final_time
+            };
+            let err = gradient(&problem, &loss).unwrap_err();
+            assert_eq!(err.kind(), "dimension_mismatch", "{err}");
+            let err = gradient_forward(&problem, &loss, Method::Forward).unwrap_err();
+            assert_eq!(err.kind(), "dimension_mismatch", "{err}");
+        }
+    }
+
+    /// Issue 10: the adjoint returned NaN derivatives where forward
+    /// sensitivities report `non_finite`; both now report `non_finite`.
+    #[test]
+    fn overflowing_derivatives_are_non_finite_for_every_method() {
+        let sys = HybridSystem::builder(&["theta", "omega"], &["g", "l"])
+            .mode("stance", Autodiff(Inverted))
+            .transition(
+                "wall",
+                FromMode("stance"),
+                ToMode("stance"),
+                Autodiff(FarWall),
+                Autodiff(Keep),
+            )
+            .build()
+            .unwrap();
+        let problem = Problem::new(&sys, vec![-0.3, 1.2], vec![9.81, 1e-16], 3.0)
+            .with_solver(SolverChoice::Rk4 { dt: 0.001 });
+        // The state itself stays finite (the reference: the run succeeds).
+        let run = ia_events::simulate(&problem).unwrap();
+        assert!(run.final_state.iter().all(|v| v.is_finite()));
+        for method in [
+            Method::Forward,
+            Method::ForwardOnStateSteps,
+            Method::Adjoint,
+        ] {
+            let err = jacobian(&problem, method).unwrap_err();
+            assert_eq!(err.kind(), "non_finite", "{method:?}: {err}");
+        }
+        let err = gradient(&problem, &FinalComponent(0)).unwrap_err();
+        assert_eq!(err.kind(), "non_finite", "{err}");
     }
 }

@@ -25,10 +25,16 @@
 //!   Jacobians. `--method forward` (the default) uses forward sensitivities
 //!   ([`ia_adjoint::Method::Forward`]); `--method adjoint` uses the discrete
 //!   adjoint ([`ia_adjoint::Method::Adjoint`]), one backward pass per output
-//!   row. The adjoint needs the built-in steppers: with an `ode_solvers.*`
-//!   solver it fails with the library's `unsupported` error.
+//!   row. The adjoint transposes the solver's Runge-Kutta steps, so it runs
+//!   the built-in steppers: `ode_solvers.rk4` runs as `rk4` with
+//!   `dt = macro_step` (the same method on the same steps) and
+//!   `ode_solvers.dopri5` as `dopri5` with the same `rtol` and `atol` and
+//!   `max_step = macro_step` (see [`adjoint_solver`]); `ode_solvers.dop853`
+//!   has no built-in equivalent and fails (kind `unsupported`) with the
+//!   `dopri5` solver to write instead.
 //!
-//! `FILE` `-` reads the scenario from standard input.
+//! `FILE` `-` reads the scenario from standard input. A scenario larger
+//! than 16 MiB (say `/dev/zero`) is refused (kind `io`).
 //!
 //! ## Scenario format
 //!
@@ -56,7 +62,7 @@
 //! | `initial_mode` | no | the mode the run starts in; default the model's initial mode |
 //! | `observe` | no | times in `[0, t_end]`, non-decreasing, at which the state (and its Jacobian) is reported |
 //! | `solver` | no | the solver, below; default `{"method": "dopri5"}` |
-//! | `max_events` | no | more events than this is reported as Zeno; default 10000 |
+//! | `max_events` | no | an integer of at least 1 (a whole-valued number like `1000.0` counts); more events than this is reported as Zeno; default 10000 |
 //!
 //! Solvers (`solver.method`, then that method's keys; every key but `method`
 //! is optional):
@@ -73,16 +79,25 @@
 //! integrator over `macro_step` of time (with its own adaptive steps for
 //! dopri5 and dop853; as one classical step for rk4, hence its smaller
 //! default). Tolerances lie in `[1e-15, 1)`; `dt`, `max_step` and
-//! `macro_step` are greater than 0.
+//! `macro_step` are greater than 0, and `dt` and `macro_step` at least
+//! `t_end / 1e8` (a smaller fixed step would run for hours).
 //!
 //! Checks: an unknown key (in the scenario or in `solver`) is an error
-//! naming the key and the valid keys; an unknown model, state, parameter,
+//! naming the key and the valid keys; a key given twice in one object, at
+//! any depth, is an error naming it (JSON parsers differ on which copy
+//! wins); an unknown model, state, parameter,
 //! mode or solver method names the offender and lists the valid names;
 //! every number must be finite (JSON has no NaN or Infinity, and a number
 //! that overflows to infinity, like `1e999`, is rejected); parameters must
 //! be physically possible: see the per-model table in [`rules`] (for
 //! example `g > 0`, masses, lengths and time constants `> 0`, restitution
-//! `e` in `[0, 1]`).
+//! `e` in `[0, 1]`, and in `(0, 1]` for a ball on a floor, where `e = 0`
+//! would leave it resting on the floor; `Vr < Vth` for `lif`).
+//!
+//! A run that fails because a ball's bounces accumulate (each rebound `e`
+//! times the one before, so the ball comes to rest) has the error of the
+//! solver (`zeno`, `grazing`, `event_location` or `step_size_underflow`)
+//! followed by that explanation, naming `e` and when the ball comes to rest.
 //!
 //! ## Output format
 //!
@@ -121,12 +136,16 @@
 //! ## Errors and exit status
 //!
 //! Success exits 0. Any failure prints one line on standard error,
-//! `error: <kind>: <message>`, and exits with status 2: bad input (kinds
-//! `malformed_json` with line and column, `invalid_scenario`,
-//! `unknown_name`, `invalid_option`, `io`), a failure of the solver (`zeno`,
-//! `grazing`, `step_size_underflow`, `guard_violated_at_start`,
-//! `event_location`, `non_finite`), a request the method cannot serve
-//! (`unsupported`), and usage errors (no subcommand, an unknown flag).
+//! `error: <kind>: <message>` (the kind is [`CliError::kind`]), and exits
+//! with status 2: bad input (kinds `malformed_json` with line and column,
+//! `invalid_scenario`, `unknown_name`, `invalid_option`, `io`), a failure of
+//! the solver (`zeno`, `grazing`, `step_size_underflow`,
+//! `guard_violated_at_start`, `event_location`, `non_finite`), a request the
+//! method cannot serve (`unsupported`), and usage errors (kind `usage`: no
+//! subcommand, an unknown subcommand or flag, a missing argument; clap's
+//! message on one line, then `see impact-adjoint --help`). `--help` and
+//! `--version` print to standard output and exit 0. Numbers in messages
+//! print short (`1e308`, not 309 digits).
 //!
 //! ## Use as a library
 //!
@@ -149,6 +168,8 @@ pub use error::CliError;
 pub use scenario::Scenario;
 
 use ia_adjoint::Method;
+use ia_core::{short_num, HybridError};
+use ia_events::{OdeSolversMethod, SolverChoice};
 
 /// The sensitivity method of `gradient`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -183,16 +204,24 @@ impl GradientMethod {
 pub fn simulate(text: &str, source: &str) -> Result<String, CliError> {
     let scenario = Scenario::parse(text, source)?;
     let problem = scenario.problem()?;
-    let trajectory = ia_events::simulate(&problem)?;
+    let trajectory = ia_events::simulate(&problem).map_err(|e| explain(&scenario, e))?;
     Ok(report::document(&scenario.spec.name, scenario.t_end, &trajectory, None).to_pretty_string())
 }
 
 /// `impact-adjoint gradient`: the JSON document, with Jacobians, for the
 /// scenario in `text` (`source` names it in error messages).
+///
+/// With [`GradientMethod::Adjoint`] the solver is first replaced by
+/// [`adjoint_solver`] (the built-in equivalent of an `ode_solvers.*`
+/// solver).
 pub fn gradient(text: &str, source: &str, method: GradientMethod) -> Result<String, CliError> {
-    let scenario = Scenario::parse(text, source)?;
+    let mut scenario = Scenario::parse(text, source)?;
+    if method == GradientMethod::Adjoint {
+        scenario.solver = adjoint_solver(&scenario.solver)?;
+    }
     let problem = scenario.problem()?;
-    let sens = ia_adjoint::jacobian(&problem, method.method())?;
+    let sens =
+        ia_adjoint::jacobian(&problem, method.method()).map_err(|e| explain(&scenario, e))?;
     Ok(report::document(
         &scenario.spec.name,
         scenario.t_end,
@@ -200,6 +229,93 @@ pub fn gradient(text: &str, source: &str, method: GradientMethod) -> Result<Stri
         Some((method.name(), &sens)),
     )
     .to_pretty_string())
+}
+
+/// The solver `gradient --method adjoint` runs for the scenario's `solver`.
+///
+/// The adjoint transposes the Runge-Kutta steps of the forward pass, which
+/// the `ode_solvers` adapter hides, so the `ode_solvers.*` methods run as
+/// their built-in equivalents: `ode_solvers.rk4` as `rk4` with
+/// `dt = macro_step` (the same classical method on the same steps) and
+/// `ode_solvers.dopri5` as `dopri5` with the same `rtol` and `atol` and
+/// `max_step = macro_step` (the same Dormand-Prince pair, its steps no
+/// longer than the adapter's). `ode_solvers.dop853` has no built-in
+/// equivalent: an `unsupported` error says what to write instead. The
+/// built-in methods are returned unchanged.
+pub fn adjoint_solver(solver: &SolverChoice) -> Result<SolverChoice, CliError> {
+    Ok(match *solver {
+        SolverChoice::OdeSolvers {
+            integrator: OdeSolversMethod::Rk4,
+            macro_step,
+            ..
+        } => SolverChoice::Rk4 { dt: macro_step },
+        SolverChoice::OdeSolvers {
+            integrator: OdeSolversMethod::Dopri5,
+            rtol,
+            atol,
+            macro_step,
+        } => SolverChoice::Dopri5 {
+            rtol,
+            atol,
+            max_step: Some(macro_step),
+        },
+        SolverChoice::OdeSolvers {
+            integrator: OdeSolversMethod::Dop853,
+            rtol,
+            atol,
+            macro_step,
+        } => {
+            return Err(HybridError::Unsupported(format!(
+                "--method adjoint cannot run solver method ode_solvers.dop853 (the adjoint transposes the solver's steps, and there is no built-in 8th-order method); write \"solver\": {{\"method\": \"dopri5\", \"rtol\": {}, \"atol\": {}, \"max_step\": {}}} for the adjoint, or use --method forward with ode_solvers.dop853",
+                short_num(rtol),
+                short_num(atol),
+                short_num(macro_step)
+            ))
+            .into())
+        }
+        ref built_in => built_in.clone(),
+    })
+}
+
+/// Adds to a failure of the run what in the scenario most likely caused it,
+/// where that is known: a ball on a floor whose bounces accumulate (each
+/// rebound `e` times the last) fails with `zeno`, `grazing`,
+/// `event_location` or `step_size_underflow` once the rebounds are too small
+/// to resolve; the hint names `e` and when the ball comes to rest.
+fn explain(scenario: &Scenario, error: HybridError) -> CliError {
+    let accumulating = matches!(
+        error.kind(),
+        "zeno" | "grazing" | "event_location" | "step_size_underflow"
+    );
+    let floor = rules::rules_for(&scenario.spec.name)
+        .iter()
+        .any(|&(p, r, _)| p == "e" && r == rules::Rule::PositiveUnit);
+    let e = scenario
+        .spec
+        .param_index("e")
+        .ok()
+        .and_then(|i| scenario.params.get(i).copied());
+    let events = error.trajectory().map_or(&[][..], |t| &t.events[..]);
+    let (Some(e), Some(last), true, true) = (e, events.last(), accumulating, floor) else {
+        return error.into();
+    };
+    if e >= 1.0 {
+        return error.into();
+    }
+    let rest = match events.len() {
+        n if n >= 2 => last.time + (last.time - events[n - 2].time) * e / (1.0 - e),
+        _ => last.time,
+    };
+    let hint = format!(
+        "the bounces accumulate: with restitution e = {} each rebound is e times the one before, so the ball comes to rest near t = {} ({} so far), a resting contact this bouncing model cannot represent; end the run before then (a shorter t_end) or raise e",
+        short_num(e),
+        short_num(rest),
+        match events.len() {
+            1 => "1 impact".to_string(),
+            n => format!("{n} impacts"),
+        }
+    );
+    CliError::Explained { error, hint }
 }
 
 /// `impact-adjoint models --json`: every model's [`ia_models::ModelSpec`], as
@@ -254,12 +370,19 @@ pub fn models_table() -> String {
         let rules = rules::rules_for(&spec.name)
             .iter()
             .map(|(p, r, _)| format!("{p} {}", r.describe()))
-            .collect::<Vec<_>>()
-            .join("; ");
+            .collect::<Vec<_>>();
         let _ = writeln!(out, "{}", spec.name);
         let _ = writeln!(out, "  {}", spec.description);
         let _ = writeln!(out, "  states:       {}", quantities(&spec.states));
         let _ = writeln!(out, "  params:       {}", quantities(&spec.params));
+        let relations = rules::relations_for(&spec.name)
+            .iter()
+            .map(|(low, high, _)| format!("{low} < {high}"));
+        let rules = rules
+            .into_iter()
+            .chain(relations)
+            .collect::<Vec<_>>()
+            .join("; ");
         if !rules.is_empty() {
             let _ = writeln!(out, "  valid params: {rules}");
         }

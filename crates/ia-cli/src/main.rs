@@ -1,7 +1,7 @@
 //! The `impact-adjoint` command line; see the `ia_cli` crate documentation
 //! for the commands, the scenario format and the output format.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{error::ErrorKind, Parser, Subcommand, ValueEnum};
 use ia_cli::{CliError, GradientMethod};
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -47,16 +47,39 @@ enum MethodArg {
     Adjoint,
 }
 
+/// The largest scenario read, in bytes: a scenario is a few hundred bytes,
+/// and `/dev/zero` must not be read forever.
+const MAX_SCENARIO_BYTES: u64 = 16 * 1024 * 1024;
+
+fn read_limited(reader: impl Read, what: &str) -> Result<String, CliError> {
+    let mut bytes = Vec::new();
+    reader
+        .take(MAX_SCENARIO_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::Io(format!("cannot read {what}: {e}")))?;
+    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(CliError::Io(format!(
+            "{what} is larger than {} MiB: a scenario is a small JSON object (is this the right file?)",
+            MAX_SCENARIO_BYTES / (1024 * 1024)
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        CliError::Io(format!(
+            "{what} is not UTF-8 text (invalid byte at offset {}): a scenario is a JSON object",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
 fn read_scenario(file: &str) -> Result<(String, String), CliError> {
     if file == "-" {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map_err(|e| {
-            CliError::Io(format!("cannot read the scenario from standard input: {e}"))
-        })?;
+        let text = read_limited(std::io::stdin().lock(), "the scenario from standard input")?;
         Ok((text, "standard input".to_string()))
     } else {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| CliError::Io(format!("cannot read the scenario file '{file}': {e}")))?;
+        let what = format!("the scenario file '{file}'");
+        let handle = std::fs::File::open(file)
+            .map_err(|e| CliError::Io(format!("cannot read {what}: {e}")))?;
+        let text = read_limited(handle, &what)?;
         Ok((text, format!("'{file}'")))
     }
 }
@@ -85,13 +108,20 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to standard output and exit 0; usage
-            // errors print clap's message and exit 2.
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
+            // errors print one line, `error: usage: <clap's first line>; see
+            // impact-adjoint --help`, and exit 2.
+            if !e.use_stderr() {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            let message = if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                "no command given; commands: models, simulate, gradient; see impact-adjoint --help"
+                    .to_string()
             } else {
-                ExitCode::SUCCESS
+                usage_line(&e.to_string())
             };
+            eprintln!("error: usage: {message}");
+            return ExitCode::from(2);
         }
     };
     match execute(cli.command) {
@@ -115,8 +145,32 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             let message = e.to_string().replace('\n', " ");
-            eprintln!("error: {message}");
+            eprintln!("error: {}: {message}", e.kind());
             ExitCode::from(2)
         }
     }
+}
+
+/// Clap's usage error as one line: its message (without its own `error: `
+/// prefix) and its tip, then where to find the usage.
+fn usage_line(clap_message: &str) -> String {
+    let mut parts: Vec<&str> = clap_message
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .collect();
+    if let Some(first) = parts.first_mut() {
+        *first = first.strip_prefix("error: ").unwrap_or(first);
+    }
+    let mut line = String::new();
+    for part in parts {
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(part);
+    }
+    line.push_str("; see impact-adjoint --help");
+    line
 }

@@ -3,9 +3,11 @@
 
 use crate::error::CliError;
 use crate::rules;
+use ia_core::short_num;
 use ia_core::{HybridError, HybridSystem};
 use ia_events::{EventOptions, OdeSolversMethod, Problem, SolverChoice};
 use ia_models::ModelSpec;
+use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// The keys a scenario may have.
@@ -69,7 +71,7 @@ impl Scenario {
     /// Parses and checks the scenario in `text`; `source` names where it
     /// came from in messages (a file name, or `standard input`).
     pub fn parse(text: &str, source: &str) -> Result<Self, CliError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| malformed(&e, source))?;
+        let value = parse_json(text, source)?;
         Self::from_value(&value)
     }
 
@@ -117,7 +119,7 @@ impl Scenario {
             Some(v) => number(v, "t_end")?,
         };
         if t_end <= 0.0 {
-            return Err(HybridError::invalid(
+            return Err(HybridError::invalid_num(
                 "t_end",
                 t_end,
                 "must be greater than 0 (runs start at t = 0)",
@@ -173,15 +175,18 @@ impl Scenario {
         };
         for (k, &t) in observe.iter().enumerate() {
             if !(0.0..=t_end).contains(&t) {
-                return Err(HybridError::invalid(
+                return Err(HybridError::invalid_num(
                     format!("observe[{k}]"),
                     t,
-                    format!("observation times must lie in [0, t_end] = [0, {t_end}]"),
+                    format!(
+                        "observation times must lie in [0, t_end] = [0, {}]",
+                        short_num(t_end)
+                    ),
                 )
                 .into());
             }
             if k > 0 && t < observe[k - 1] {
-                return Err(HybridError::invalid(
+                return Err(HybridError::invalid_num(
                     format!("observe[{k}]"),
                     t,
                     "observation times must be non-decreasing",
@@ -198,13 +203,21 @@ impl Scenario {
 
         let mut events = EventOptions::default();
         if let Some(v) = obj.get("max_events") {
-            events.max_events = match v.as_u64() {
-                Some(n) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
+            events.max_events = match (v.as_u64(), v.as_f64()) {
+                (Some(n), _) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
+                // A whole-valued float, like 1000.0 or 1e4, is that integer.
+                (None, Some(x)) if x >= 1.0 && x.fract() == 0.0 => {
+                    if x >= usize::MAX as f64 {
+                        usize::MAX
+                    } else {
+                        x as usize
+                    }
+                }
                 _ => {
                     return Err(HybridError::invalid(
                         "max_events",
                         v,
-                        "must be a whole number of at least 1",
+                        "must be an integer of at least 1, like 1000",
                     )
                     .into())
                 }
@@ -344,8 +357,116 @@ fn parse_solver(value: &Value, t_end: f64) -> Result<SolverChoice, CliError> {
     }
 }
 
+/// Marks the error of a duplicated key (a serde custom error carries only
+/// text).
+const DUPLICATE_KEY: &str = "duplicate key ";
+
+/// Parses JSON text into a [`Value`], refusing a key that appears twice in
+/// one object at any depth (serde_json would keep the last silently).
+pub fn parse_json(text: &str, source: &str) -> Result<Value, CliError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = Checked {
+        path: String::new(),
+    }
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|()| v))
+    .map_err(|e| malformed(&e, source))?;
+    Ok(value)
+}
+
+/// A [`Value`] seed that refuses duplicated keys; `path` is where it sits
+/// (`""` at the top, `params`, `solver`...).
+struct Checked {
+    path: String,
+}
+
+impl<'de> DeserializeSeed<'de> for Checked {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Checked {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(Checked {
+            path: format!("{}[{}]", self.path, items.len()),
+        })? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut obj = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() {
+                key.clone()
+            } else {
+                format!("{}.{key}", self.path)
+            };
+            if obj.contains_key(&key) {
+                let place = if self.path.is_empty() {
+                    "the scenario".to_string()
+                } else {
+                    format!("'{}'", self.path)
+                };
+                return Err(A::Error::custom(format!(
+                    "{DUPLICATE_KEY}'{path}': '{key}' appears twice in {place}; give each key once"
+                )));
+            }
+            let value = map.next_value_seed(Checked { path })?;
+            obj.insert(key, value);
+        }
+        Ok(Value::Object(obj))
+    }
+}
+
 fn malformed(e: &serde_json::Error, source: &str) -> CliError {
     let text = e.to_string();
+    if text.starts_with(DUPLICATE_KEY) {
+        return CliError::InvalidScenario(format!("{text} in {source}"));
+    }
     if text.starts_with("number out of range") {
         CliError::MalformedJson(format!(
             "{text} in {source}: a number overflows a 64-bit float to infinity; \
@@ -387,7 +508,7 @@ fn object<'v>(value: &'v Value, key: &str) -> Result<&'v Map<String, Value>, Cli
 fn number(value: &Value, key: &str) -> Result<f64, CliError> {
     match value.as_f64() {
         Some(x) if x.is_finite() => Ok(x),
-        Some(x) => Err(HybridError::invalid(key, x, "every number must be finite").into()),
+        Some(x) => Err(HybridError::invalid_num(key, x, "every number must be finite").into()),
         None => Err(invalid(format!(
             "'{key}' must be a number, got {}",
             type_name(value)

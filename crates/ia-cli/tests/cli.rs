@@ -487,7 +487,7 @@ fn models_table_lists_every_model() {
 )]
 #[case::restitution_above_one(
     r#"{"model": "ball2d-bowl", "t_end": 1, "params": {"e": 1.5}}"#,
-    &["parameter 'e' = 1.5", "[0, 1]"]
+    &["parameter 'e' = 1.5", "(0, 1]"]
 )]
 #[case::restitution_negative(
     r#"{"model": "two-ball", "t_end": 1, "params": {"e": -0.1}}"#,
@@ -542,7 +542,74 @@ fn models_table_lists_every_model() {
     &["observe[1]", "non-decreasing"]
 )]
 #[case::max_events_zero(r#"{"model": "lif", "t_end": 0.05, "max_events": 0}"#, &["max_events", "at least 1"])]
-#[case::max_events_fraction(r#"{"model": "lif", "t_end": 0.05, "max_events": 2.5}"#, &["max_events", "whole number"])]
+#[case::max_events_fraction(r#"{"model": "lif", "t_end": 0.05, "max_events": 2.5}"#, &["max_events", "an integer", "like 1000"])]
+#[case::max_events_string(r#"{"model": "lif", "t_end": 0.05, "max_events": "10"}"#, &["max_events", "an integer", "like 1000"])]
+// Issue 10, duplicate keys: serde_json kept the last silently.
+#[case::duplicate_key(
+    r#"{"model": "ball1d", "model": "lif", "t_end": 1}"#,
+    &["error: invalid_scenario: ", "duplicate key 'model'", "line 1"]
+)]
+#[case::duplicate_param(
+    r#"{"model": "lif", "t_end": 0.05, "params": {"I": 1.3, "I": 2}}"#,
+    &["duplicate key 'params.I'", "'params'"]
+)]
+#[case::duplicate_solver_key(
+    r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "rk4", "dt": 1e-3, "dt": 1e-4}}"#,
+    &["duplicate key 'solver.dt'"]
+)]
+// Issue 10: e = -0.0 and denormal e gave "event location failed".
+#[case::restitution_negative_zero(
+    r#"{"model": "ball1d", "t_end": 1, "params": {"e": -0.0}}"#,
+    &["error: invalid_option: ", "parameter 'e' = -0", "(0, 1]", "resting contact", "small positive e"]
+)]
+#[case::restitution_zero(
+    r#"{"model": "ball2d-flat", "t_end": 1, "params": {"e": 0}}"#,
+    &["error: invalid_option: ", "parameter 'e' = 0", "resting contact", "small positive e"]
+)]
+#[case::restitution_denormal(
+    r#"{"model": "ball1d", "t_end": 1, "params": {"e": 5e-324}}"#,
+    &["restitution e = 5e-324", "comes to rest near t = 0.4515", "raise e", "shorter t_end"]
+)]
+#[case::restitution_small(
+    r#"{"model": "ball2d-bowl", "t_end": 2, "params": {"e": 0.01}}"#,
+    &["restitution e = 0.01", "comes to rest near t = ", "raise e"]
+)]
+// Issue 10: t_end >= 1e13 said "too stiff".
+#[case::run_too_long(
+    r#"{"model": "lif", "t_end": 1e13}"#,
+    &["error: step_size_underflow: ", "too long", "t_end", "1e13"]
+)]
+#[case::run_far_too_long(
+    r#"{"model": "lif", "t_end": 1e308}"#,
+    &["too long", "t_end", "1e308"]
+)]
+// Issue 10: parameter combinations that ran silently.
+#[case::lif_reset_at_threshold(
+    r#"{"model": "lif", "t_end": 0.05, "params": {"Vr": 1}}"#,
+    &["error: invalid_option: ", "parameter 'Vr' = 1", "less than parameter 'Vth' = 1"]
+)]
+#[case::rimless_wheel_alpha_zero(
+    r#"{"model": "rimless-wheel", "t_end": 1, "params": {"alpha": 0}}"#,
+    &["error: invalid_option: ", "parameter 'alpha' = 0", "(0, pi/2)"]
+)]
+// Issue 10: these macro steps never finished.
+#[case::macro_step_tiny(
+    r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "ode_solvers.rk4", "macro_step": 1e-16}}"#,
+    &["error: invalid_option: ", "macro_step = 1e-16", "at least 5e-10"]
+)]
+#[case::macro_step_denormal(
+    r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "ode_solvers.dopri5", "macro_step": 2.2e-308}}"#,
+    &["macro_step = 2.2e-308", "at least 5e-10"]
+)]
+#[case::rk4_dt_tiny(
+    r#"{"model": "lif", "t_end": 1, "solver": {"method": "rk4", "dt": 1e-300}}"#,
+    &["dt = 1e-300", "at least 1e-8"]
+)]
+// Issue 10: numbers print short.
+#[case::huge_observation(
+    r#"{"model": "lif", "t_end": 1e300, "observe": [1e308]}"#,
+    &["observe[0] = 1e308", "[0, 1e300]"]
+)]
 #[case::zeno(r#"{"model": "ball1d", "t_end": 10}"#, &["Zeno"])]
 #[case::too_many_events(r#"{"model": "ball1d", "t_end": 2, "max_events": 2}"#, &["Zeno", "max_events = 2"])]
 #[case::grazing(
@@ -563,22 +630,175 @@ fn bad_input_exits_2_naming_the_offender(
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");
     assert!(out.stdout.is_empty(), "stdout not empty");
-    assert!(err.starts_with("error: "), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert_error_line(&err);
     for f in fragments {
         assert!(err.contains(f), "'{f}' not in: {err}");
     }
 }
 
+/// The documented error kinds (crate docs of `ia_cli`, "Errors and exit
+/// status").
+const ERROR_KINDS: [&str; 14] = [
+    "malformed_json",
+    "invalid_scenario",
+    "unknown_name",
+    "invalid_option",
+    "io",
+    "usage",
+    "zeno",
+    "grazing",
+    "step_size_underflow",
+    "guard_violated_at_start",
+    "event_location",
+    "non_finite",
+    "unsupported",
+    "dimension_mismatch",
+];
+
+/// Rust items a CLI user cannot change, which no message may name.
+const RUST_ITEMS: [&str; 8] = [
+    "Method::",
+    "SolverChoice",
+    "zeno_separation",
+    "attached",
+    "HybridError",
+    "EventOptions",
+    "Problem",
+    "FinalComponent",
+];
+
+/// The documented error form: one line, `error: <kind>: <message>`, with a
+/// documented kind, no Rust item, and no long run of digits.
+fn assert_error_line(err: &str) {
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    let rest = err
+        .strip_prefix("error: ")
+        .unwrap_or_else(|| panic!("{err}"));
+    let (kind, message) = rest.split_once(": ").unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        ERROR_KINDS.contains(&kind),
+        "undocumented kind '{kind}': {err}"
+    );
+    assert!(!message.trim().is_empty(), "{err}");
+    for item in RUST_ITEMS {
+        assert!(!message.contains(item), "names the Rust item {item}: {err}");
+    }
+    assert!(!has_long_number(err), "a number printed long: {err}");
+}
+
+/// Issue 10: `ode_solvers.rk4` and `ode_solvers.dopri5` run under the
+/// adjoint as their built-in equivalents (documented in the crate docs);
+/// the reference is the forward method on those built-in solvers.
+#[rstest]
+#[case::rk4(
+    r#""method": "ode_solvers.rk4", "macro_step": 1e-4"#,
+    r#""method": "rk4", "dt": 1e-4"#
+)]
+#[case::dopri5(
+    r#""method": "ode_solvers.dopri5", "rtol": 1e-12, "atol": 1e-12, "macro_step": 0.01"#,
+    r#""method": "dopri5", "rtol": 1e-12, "atol": 1e-12, "max_step": 0.01"#
+)]
+fn adjoint_runs_ode_solvers_as_the_built_in_equivalent(
+    #[case] adapter: &str,
+    #[case] built_in: &str,
+) {
+    let scenario = |solver: &str| {
+        format!(r#"{{"model": "lif", "t_end": 0.05, "observe": [0.02], "solver": {{{solver}}}}}"#)
+    };
+    let adjoint = stdout_json(&run_stdin(
+        &["gradient", "-", "--method", "adjoint"],
+        &scenario(adapter),
+    ));
+    let forward = stdout_json(&run_stdin(
+        &["gradient", "-", "--method", "forward"],
+        &scenario(built_in),
+    ));
+    assert_eq!(adjoint["method"], "adjoint");
+    assert_eq!(adjoint["events"].as_array().map(Vec::len), Some(3));
+    for w in ["initial.V", "param.I", "param.tau", "param.Vth", "param.Vr"] {
+        let a = adjoint["jacobian"]["V"][w].as_f64().unwrap();
+        let f = forward["jacobian"]["V"][w].as_f64().unwrap();
+        assert!(close(a, f), "{w}: adjoint {a}, forward {f}");
+    }
+}
+
+/// Issue 10: `thermostat.json` (solver `ode_solvers.dop853`) with
+/// `--method adjoint` says exactly what to write instead.
 #[test]
-fn adjoint_with_ode_solvers_is_unsupported() {
-    let input = r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "ode_solvers.dop853"}}"#;
-    let out = run_stdin(&["gradient", "-", "--method", "adjoint"], input);
+fn adjoint_with_dop853_says_what_to_use() {
+    let path = scenario("thermostat.json");
+    let out = run(&["gradient", &path, "--method", "adjoint"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.starts_with("error: unsupported"), "{err}");
-    // The same scenario runs forward.
-    stdout_json(&run_stdin(&["gradient", "-"], input));
+    assert_error_line(&err);
+    assert!(err.starts_with("error: unsupported: "), "{err}");
+    let advice = r#""solver": {"method": "dopri5", "rtol": 1e-12, "atol": 1e-12, "max_step": 0.2}"#;
+    assert!(
+        err.contains(advice) && err.contains("--method forward"),
+        "{err}"
+    );
+    // The advice, followed, runs.
+    let text = std::fs::read_to_string(&path).expect("read");
+    let mut v: Value = serde_json::from_str(&text).expect("JSON");
+    v["solver"] = serde_json::from_str(&advice["\"solver\": ".len()..]).expect("advice is JSON");
+    stdout_json(&run_stdin(
+        &["gradient", "-", "--method", "adjoint"],
+        &v.to_string(),
+    ));
+    // The scenario itself runs forward.
+    stdout_json(&run(&["gradient", &path]));
+}
+
+/// Issue 10: the rimless wheel with `l = 1e-16` gave all-null derivatives
+/// under the adjoint; both methods report `non_finite`.
+#[rstest]
+fn overflowing_derivatives_are_non_finite(#[values("forward", "adjoint")] method: &str) {
+    let input = r#"{"model": "rimless-wheel", "params": {"l": 1e-16}, "t_end": 3, "solver": {"method": "rk4", "dt": 0.001}}"#;
+    let out = run_stdin(&["gradient", "-", "--method", method], input);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty());
+    assert_error_line(&err);
+    assert!(err.starts_with("error: non_finite: "), "{err}");
+    // The state alone stays finite: simulate succeeds.
+    stdout_json(&run_stdin(&["simulate", "-"], input));
+}
+
+/// Issue 10: `"max_events": 1000.0` was refused as "not whole".
+#[test]
+fn whole_valued_float_max_events_is_accepted() {
+    for (value, events) in [("1000.0", 3), ("1e4", 3)] {
+        let input = format!(r#"{{"model": "lif", "t_end": 0.05, "max_events": {value}}}"#);
+        let doc = stdout_json(&run_stdin(&["simulate", "-"], &input));
+        assert_eq!(doc["events"].as_array().map(Vec::len), Some(events));
+    }
+    // And it counts: 2.0 stops the three-spike run.
+    let out = run_stdin(
+        &["simulate", "-"],
+        r#"{"model": "lif", "t_end": 0.05, "max_events": 2.0}"#,
+    );
+    assert!(stderr(&out).contains("max_events = 2"), "{}", stderr(&out));
+}
+
+/// Issue 10: reading `/dev/zero` or `/dev/urandom` as the scenario read
+/// for ever; input is limited to 16 MiB.
+#[rstest]
+#[case::zero("/dev/zero")]
+#[case::urandom("/dev/urandom")]
+fn endless_input_is_refused(#[case] device: &str) {
+    if !Path::new(device).exists() {
+        return;
+    }
+    let started = std::time::Instant::now();
+    let out = run(&["simulate", device]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_error_line(&err);
+    assert!(
+        err.starts_with("error: io: ") && err.contains("16 MiB"),
+        "{err}"
+    );
+    assert!(started.elapsed().as_secs() < 60);
 }
 
 #[rstest]
@@ -590,7 +810,12 @@ fn adjoint_with_ode_solvers_is_unsupported() {
 fn usage_errors_exit_2(#[case] args: &[&str]) {
     let out = run(args);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(!stderr(&out).is_empty());
+    let err = stderr(&out);
+    assert_error_line(&err);
+    assert!(
+        err.starts_with("error: usage: ") && err.contains("--help"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -794,4 +1019,49 @@ fn a_kick_short_of_threshold_does_not_fire() {
     assert_eq!(fired, ["spike0", "spike1"]);
     assert_eq!(events[0]["time"], events[1]["time"]);
     assert!((events[1]["state_before"]["V2"].as_f64().unwrap() - 0.99).abs() < 1e-12);
+}
+
+/// Whether `text` holds a run of 25 or more digits: no `f64` printed short needs
+/// that many (17 significant digits after at most 7 zeros), so such a run is a number printed long
+/// (like `1e308` as 309 digits).
+fn has_long_number(text: &str) -> bool {
+    let mut run = 0;
+    text.chars().any(|c| {
+        run = if c.is_ascii_digit() { run + 1 } else { 0 };
+        run >= 25
+    })
+}
+
+/// Issue 10: a near-grazing impact-pendulum run gave different events (and
+/// so different checks) under forward and adjoint, because a crossing that
+/// came back within one step was missed by the adjoint's longer steps.
+/// Released at rest from `theta = -(theta_wall + d)`, the pendulum swings
+/// to `theta_wall + d` (energy conservation), so it must reach the wall;
+/// both methods now see the same impacts at the same times.
+#[rstest]
+fn near_grazing_runs_see_the_same_events(#[values(1e-6, 3e-7, 1e-8)] d: f64) {
+    let input = format!(
+        r#"{{"model": "impact-pendulum", "initial_state": {{"theta": {}, "omega": 0}}, "t_end": 5,
+           "solver": {{"rtol": 1e-12, "atol": 1e-12}}}}"#,
+        -0.1 - d
+    );
+    let forward = stdout_json(&run_stdin(&["gradient", "-"], &input));
+    let adjoint = stdout_json(&run_stdin(
+        &["gradient", "-", "--method", "adjoint"],
+        &input,
+    ));
+    let times = |doc: &Value| -> Vec<f64> {
+        doc["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .map(|e| e["time"].as_f64().expect("time"))
+            .collect()
+    };
+    let (tf, ta) = (times(&forward), times(&adjoint));
+    assert!(!tf.is_empty(), "the pendulum reaches the wall");
+    assert_eq!(tf.len(), ta.len(), "forward {tf:?}, adjoint {ta:?}");
+    for (f, a) in tf.iter().zip(&ta) {
+        assert!((f - a).abs() < 1e-6, "forward {tf:?}, adjoint {ta:?}");
+    }
 }

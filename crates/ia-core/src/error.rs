@@ -11,7 +11,7 @@ use thiserror::Error;
 pub enum HybridError {
     /// Events accumulate (Zeno behaviour): too many events, or a run of events
     /// closer together than the configured separation.
-    #[error("event accumulation (Zeno): {reason}; {} events were applied, the last at t = {last_event_time}; the trajectory up to there is attached", trajectory.events.len())]
+    #[error("event accumulation (Zeno): {reason}; {} events were applied, the last at t = {}; end the run before the accumulation (a shorter t_end)", trajectory.events.len(), short_num(*last_event_time))]
     Zeno {
         /// What tripped the detection.
         reason: String,
@@ -21,7 +21,7 @@ pub enum HybridError {
         trajectory: Box<Trajectory>,
     },
     /// A guard meets zero (nearly) tangentially: its sensitivities are unbounded.
-    #[error("grazing event: transition '{transition}' at t = {time} has guard rate {guard_rate:e}, transversality {transversality:e} below the threshold {threshold:e}; event-time sensitivities are unbounded there, so none are returned")]
+    #[error("grazing event: transition '{transition}' at t = {} has guard rate {guard_rate:e}, transversality {transversality:e} below the threshold {threshold:e}; event-time sensitivities are unbounded there, so none are returned; start further from the tangential contact", short_num(*time))]
     Grazing {
         /// Transition whose guard grazes.
         transition: String,
@@ -37,7 +37,7 @@ pub enum HybridError {
         trajectory: Box<Trajectory>,
     },
     /// A state, parameter or other input is NaN or infinite.
-    #[error("non-finite {what} at t = {time}: every state, parameter and time must be finite")]
+    #[error("non-finite {what} at t = {}: every state, parameter, derivative and time must be finite", short_num(*time))]
     NonFinite {
         /// What is not finite, by name.
         what: String,
@@ -47,7 +47,7 @@ pub enum HybridError {
         trajectory: Option<Box<Trajectory>>,
     },
     /// The step size fell below the smallest the solver accepts.
-    #[error("step size underflow at t = {time}: step {step:e} is below the smallest allowed {min_step:e}; the problem is too stiff or singular for these tolerances")]
+    #[error("step size underflow at t = {}: step {step:e} is below the smallest allowed {min_step:e}; {}", short_num(*time), underflow_advice(*time, *min_step))]
     StepSizeUnderflow {
         /// Time reached.
         time: f64,
@@ -99,7 +99,7 @@ pub enum HybridError {
         valid: Vec<String>,
     },
     /// An event could not be located in the step where its guard changed sign.
-    #[error("event location failed for transition '{transition}' between t = {from} and t = {to}: {reason}")]
+    #[error("event location failed for transition '{transition}' between t = {} and t = {}: {reason}", short_num(*from), short_num(*to))]
     EventLocation {
         /// Transition whose guard changed sign.
         transition: String,
@@ -113,8 +113,47 @@ pub enum HybridError {
         trajectory: Box<Trajectory>,
     },
     /// A request the chosen method cannot serve.
-    #[error("unsupported: {0}")]
+    #[error("{0}")]
     Unsupported(String),
+}
+
+/// A number as error messages print it: the shortest text that reads back
+/// to the same `f64`, plain when that takes at most 8 characters or is no
+/// longer than the exponent form, else in exponent form (`1e308` and
+/// `5e-324`, not hundreds of digits; `0.25` and `1000`, not `2.5e-1` and
+/// `1e3`).
+///
+/// ```
+/// assert_eq!(ia_core::short_num(1e308), "1e308");
+/// assert_eq!(ia_core::short_num(1e13), "1e13");
+/// assert_eq!(ia_core::short_num(0.25), "0.25");
+/// assert_eq!(ia_core::short_num(-0.0), "-0");
+/// ```
+pub fn short_num(x: f64) -> String {
+    let plain = format!("{x}");
+    let exponent = format!("{x:e}");
+    if plain.len() > 8 && exponent.len() < plain.len() {
+        exponent
+    } else {
+        plain
+    }
+}
+
+/// Why a step underflowed, in words: the smallest step is
+/// `8 eps max(|t|, |t_limit|)`, so a floor far above `8 eps |t|` comes from
+/// the time the step aims at (the run's end or an observation time), which
+/// is a run too long for the system's time scale.
+fn underflow_advice(time: f64, min_step: f64) -> String {
+    let from_time = 8.0 * f64::EPSILON * time.abs();
+    if min_step > 2.0 * from_time {
+        let horizon = min_step / (8.0 * f64::EPSILON);
+        format!(
+            "steps are resolved to 8 machine epsilons of the time they aim at (about {}), so the run is too long for the system's time scale: shorten the run (t_end) or the span to the next observation time",
+            short_num(horizon)
+        )
+    } else {
+        "the problem is too stiff or singular for these tolerances (check parameters that set a time scale, like a time constant near 0)".to_string()
+    }
 }
 
 impl HybridError {
@@ -160,6 +199,12 @@ impl HybridError {
         }
     }
 
+    /// [`HybridError::InvalidOption`] for a number, printed short
+    /// ([`short_num`]).
+    pub fn invalid_num(name: impl Into<String>, value: f64, valid: impl Into<String>) -> Self {
+        HybridError::invalid(name, short_num(value), valid)
+    }
+
     /// Checks that every entry of `values` is finite; names the first that is not.
     pub fn check_finite(
         kind: &str,
@@ -171,12 +216,41 @@ impl HybridError {
             None => Ok(()),
             Some(i) => Err(HybridError::NonFinite {
                 what: match names.get(i) {
-                    Some(name) => format!("{kind} '{name}' (= {})", values[i]),
-                    None => format!("{kind}[{i}] (= {})", values[i]),
+                    Some(name) => format!("{kind} '{name}' (= {})", short_num(values[i])),
+                    None => format!("{kind}[{i}] (= {})", short_num(values[i])),
                 },
                 time,
                 trajectory: None,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 10: numbers in messages print short (`1e308`, not 309 digits).
+    #[test]
+    fn numbers_print_short() {
+        assert_eq!(short_num(1e308), "1e308");
+        assert_eq!(short_num(5e-324), "5e-324");
+        assert_eq!(short_num(0.45152364098573095), "0.45152364098573095");
+        assert_eq!(short_num(1000.0), "1000");
+        let msg = HybridError::invalid_num("t_end", 1e308, "too long").to_string();
+        assert_eq!(msg, "invalid t_end = 1e308: too long");
+    }
+
+    /// Issue 10: `t_end >= 1e13` gave "too stiff"; a step floor set by the
+    /// end time names the run length.
+    #[test]
+    fn underflow_from_the_run_length_names_it() {
+        let run_length = underflow_advice(0.0, 8.0 * f64::EPSILON * 1e13);
+        assert!(
+            run_length.contains("t_end") && run_length.contains("1e13"),
+            "{run_length}"
+        );
+        let stiff = underflow_advice(1.0, 8.0 * f64::EPSILON * 1.0);
+        assert!(stiff.contains("stiff"), "{stiff}");
     }
 }

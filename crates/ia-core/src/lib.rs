@@ -61,7 +61,7 @@ mod system;
 mod traits;
 
 pub use autodiff::{Autodiff, FlowFn, GuardFn, ResetFn, Scalar};
-pub use error::HybridError;
+pub use error::{short_num, HybridError};
 pub use record::{EventRecord, Observation, Segment, SolverStats, Trajectory};
 pub use system::{FromMode, HybridSystem, HybridSystemBuilder, Mode, ToMode, Transition};
 pub use traits::{

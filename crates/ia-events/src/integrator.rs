@@ -33,8 +33,20 @@
 //!   event's time, and its sensitivities are those of the composite jump at
 //!   that time. Events of a cascade count towards Zeno detection like any
 //!   other.
-//! * A guard that crosses zero and back within one step is not seen; bound
-//!   the step with `max_step` where that can happen.
+//! * A guard that crosses zero and back within one step is found from its
+//!   rate: when the guard heads towards zero at the step's start and away
+//!   from it at the step's end (told apart by evaluating every guard on the
+//!   state pushed a small fraction of the step along the flow, formed once
+//!   per step for all guards), its extremum inside the step is searched on
+//!   the dense output, and a crossing there fires (or is reported as
+//!   grazing) like any other. So the crossings seen no longer depend on
+//!   the step sizes, and forward sensitivities (whose error control takes
+//!   smaller steps) and the adjoint (which steps on the state alone) run
+//!   the same event checks, down to dips about as deep as the dense
+//!   output's error (near `1e-12` at tolerances `1e-12`), which one step
+//!   sequence may resolve and another not. A guard with two extrema inside
+//!   one step is still not seen; bound the step with `max_step` where that
+//!   can happen.
 
 use crate::problem::Problem;
 use crate::stepper::{OdeRhs, StepFailure, Stepper};
@@ -190,6 +202,13 @@ const BRACKET_DOUBLINGS: usize = 60;
 /// Events per transition beyond which a cascade at one instant is reported
 /// as Zeno behaviour.
 const CASCADE_EVENTS_PER_TRANSITION: usize = 4;
+/// The fraction of a step by which the states at its ends are pushed along
+/// the flow to tell whether a guard heads towards zero or away from it.
+const DIP_PROBE: f64 = 1e-6;
+/// Golden-section iterations that search a step for the guard's extremum
+/// (the bracket shrinks by 0.618 each: 80 iterations reach rounding of the
+/// step).
+const DIP_ITERATIONS: usize = 80;
 
 struct Run<'p, 's, A> {
     problem: &'p Problem<'p>,
@@ -211,11 +230,19 @@ struct Run<'p, 's, A> {
     /// declaration order, and the next bracket's (buffers of `detect`).
     crossed: Vec<usize>,
     still_crossed: Vec<usize>,
+    /// Transitions whose guards are on their side at both ends of the step
+    /// (buffer of `detect`), searched for a crossing and return inside it.
+    dip_candidates: Vec<usize>,
     /// State (full, with extras) right after the last event or at the start.
     y: Vec<f64>,
     y_after: Vec<f64>,
     x_probe: Vec<f64>,
     rate: Vec<f64>,
+    /// Rates of the state at the start and end of a step, when the stepper
+    /// does not keep them.
+    dip_rates: Vec<f64>,
+    /// States at the start and end of a step, for the same search.
+    dip_states: Vec<f64>,
     guard_partials: GuardPartials,
     trajectory: Trajectory,
     segment_start: f64,
@@ -275,10 +302,13 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             guard_values: vec![0.0; transitions],
             crossed: Vec::with_capacity(transitions),
             still_crossed: Vec::with_capacity(transitions),
+            dip_candidates: Vec::with_capacity(transitions),
             y_after: vec![0.0; dim],
             y,
             x_probe: vec![0.0; n],
             rate: vec![0.0; n],
+            dip_rates: vec![0.0; 2 * n],
+            dip_states: vec![0.0; 2 * n],
             guard_partials: GuardPartials::zeros(n, system.param_dim()),
             trajectory,
             segment_start: problem.t0,
@@ -437,6 +467,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         let n = self.rhs.n;
         let p = &self.problem.params;
         self.crossed.clear();
+        self.dip_candidates.clear();
         for &k in &system.modes()[self.mode()].outgoing {
             let transition = &system.transitions()[k];
             let x = &self.stepper.state()[..n];
@@ -450,9 +481,28 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             self.guard_values[k] = g;
             if self.crossed_from_side(k, t_prev, g) {
                 self.crossed.push(k);
+            } else if g.abs() > self.band(k, t_prev) && self.sides[k] != 0.0 {
+                self.dip_candidates.push(k);
             }
         }
         let (mut lo, mut hi) = (t_prev, t_new);
+        // A guard that crossed zero and came back inside the step: the
+        // bracket ends where it is past zero, and holds every guard past
+        // zero there.
+        if let Some(t_past) = self.earliest_dip(t_prev, t_new)? {
+            hi = t_past;
+            self.stepper
+                .interpolate(&mut self.rhs, hi, &mut self.x_probe);
+            self.trajectory.stats.root_iterations += 1;
+            self.crossed.clear();
+            for &k in &system.modes()[self.mode()].outgoing {
+                let g = system.transitions()[k].guard.value(hi, &self.x_probe, p);
+                if self.crossed_from_side(k, t_prev, g) {
+                    self.guard_values[k] = g;
+                    self.crossed.push(k);
+                }
+            }
+        }
         let mut halvings = 0;
         while self.crossed.len() > 1 && hi - lo > self.time_tolerance && halvings < 200 {
             halvings += 1;
@@ -489,6 +539,125 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             None => Ok(None),
             Some(&k) => Ok(Some((self.locate(k, t_prev, lo, hi)?, k))),
         }
+    }
+
+    /// Transition `k`'s guard on the dense output of the last step at `t`.
+    fn guard_at(&mut self, k: usize, t: f64) -> f64 {
+        let guard = &self.problem.system.transitions()[k].guard;
+        self.stepper
+            .interpolate(&mut self.rhs, t, &mut self.x_probe);
+        self.trajectory.stats.root_iterations += 1;
+        guard.value(t, &self.x_probe, &self.problem.params)
+    }
+
+    /// The earliest time inside `[t_prev, t_new]` at which a guard that is
+    /// on its side at both ends is past zero (it crossed and came back), if
+    /// any. Whether a guard heads towards zero at the start and away from it
+    /// at the end is told by evaluating it on the states pushed a small
+    /// fraction of the step along the flow from both ends, formed once for
+    /// all guards, so the test costs two guard evaluations per guard; only
+    /// a guard that passes it is searched on the dense output.
+    fn earliest_dip(&mut self, t_prev: f64, t_new: f64) -> Result<Option<f64>, HybridError> {
+        if self.dip_candidates.is_empty() || t_new <= t_prev {
+            return Ok(None);
+        }
+        let n = self.rhs.n;
+        let (t0, t1) = (t_prev, t_new);
+        let eps = DIP_PROBE * (t1 - t0);
+        let mut states = std::mem::take(&mut self.dip_states);
+        match self.stepper.step_rates() {
+            Some((f0, f1)) => {
+                self.dip_rates[..n].copy_from_slice(&f0[..n]);
+                self.dip_rates[n..].copy_from_slice(&f1[..n]);
+            }
+            None => {
+                let flow = &self.problem.system.modes()[self.mode()].flow;
+                let p = &self.problem.params;
+                let (f0, f1) = self.dip_rates.split_at_mut(n);
+                flow.rate(t0, &self.stepper.previous_state()[..n], p, f0);
+                flow.rate(t1, &self.stepper.state()[..n], p, f1);
+                self.extra_rhs_evaluations += 2;
+            }
+        }
+        let (x0, x1) = (
+            &self.stepper.previous_state()[..n],
+            &self.stepper.state()[..n],
+        );
+        let (ahead, behind) = states.split_at_mut(n);
+        for i in 0..n {
+            ahead[i] = x0[i] + eps * self.dip_rates[i];
+            behind[i] = x1[i] - eps * self.dip_rates[n + i];
+        }
+        let system = self.system();
+        let p = &self.problem.params;
+        // The suspects, into a buffer free until the bracket is narrowed.
+        self.still_crossed.clear();
+        for &k in &self.dip_candidates {
+            let guard = &system.transitions()[k].guard;
+            let side = self.sides[k];
+            let start = guard.value(t0 + eps, ahead, p) - guard.value(t0, x0, p);
+            let end = self.guard_values[k] - guard.value(t1 - eps, behind, p);
+            // Heading into zero at the start, away from it at the end.
+            if side * start < 0.0 && side * end > 0.0 {
+                self.still_crossed.push(k);
+            }
+        }
+        self.dip_states = states;
+        let mut earliest: Option<f64> = None;
+        for c in 0..self.still_crossed.len() {
+            let k = self.still_crossed[c];
+            if let Some(t_past) = self.dip(k, t0, earliest.unwrap_or(t1))? {
+                earliest = Some(t_past);
+            }
+        }
+        Ok(earliest)
+    }
+
+    /// Searches `[t0, t1]` for a time at which transition `k`'s guard is
+    /// past zero in its direction (golden section for the extremum of the
+    /// guard on the dense output), if there is one.
+    fn dip(&mut self, k: usize, t0: f64, t1: f64) -> Result<Option<f64>, HybridError> {
+        let side = self.sides[k];
+        let direction = self.problem.system.transitions()[k].guard.direction();
+        let past = |g: f64| direction.crossed(side, g);
+        // Golden-section search for the minimum of side * g.
+        let ratio = 0.5 * (5f64.sqrt() - 1.0);
+        let (mut a, mut b) = (t0, t1);
+        let mut c = b - ratio * (b - a);
+        let mut d = a + ratio * (b - a);
+        let (mut gc, mut gd) = (self.guard_at(k, c), self.guard_at(k, d));
+        for _ in 0..DIP_ITERATIONS {
+            if past(gc) {
+                return Ok(Some(c));
+            }
+            if past(gd) {
+                return Ok(Some(d));
+            }
+            if b - a <= self.time_tolerance {
+                break;
+            }
+            if side * gc < side * gd {
+                b = d;
+                d = c;
+                gd = gc;
+                c = b - ratio * (b - a);
+                gc = self.guard_at(k, c);
+            } else {
+                a = c;
+                c = d;
+                gc = gd;
+                d = a + ratio * (b - a);
+                gd = self.guard_at(k, d);
+            }
+        }
+        if !(gc.is_finite() && gd.is_finite()) {
+            let what = format!(
+                "guard value of transition '{}' inside a step",
+                self.problem.system.transitions()[k].name
+            );
+            return Err(self.non_finite(what, c));
+        }
+        Ok(None)
     }
 
     /// Whether transition `k`'s guard, at value `g` on a step from
@@ -617,7 +786,14 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 transition: name,
                 from: lo,
                 to: hi,
-                reason: format!("root finding failed: {e:?}"),
+                reason: format!(
+                    "root finding failed: {}; the guard is too flat or too noisy there to locate its zero (bound the step, or start further from a tangential contact)",
+                    match e {
+                        roots::SearchError::NoConvergency => "no convergence",
+                        roots::SearchError::NoBracketing => "the guard does not change sign",
+                        roots::SearchError::ZeroDerivative => "the guard's slope is zero",
+                    }
+                ),
                 trajectory: Box::new(self.snapshot()),
             }
         })
@@ -887,9 +1063,10 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             }
             (self.zeno_streak >= options.zeno_run).then(|| {
                 format!(
-                    "{} consecutive gaps between events, each no longer than the one before, shorter than zeno_separation * span = {:e}",
+                    "{} consecutive gaps between events, each no longer than the one before, shorter than {} ({} of the run's length)",
                     self.zeno_streak,
-                    options.zeno_separation * span
+                    ia_core::short_num(options.zeno_separation * span),
+                    ia_core::short_num(options.zeno_separation)
                 )
             })
         };
@@ -978,9 +1155,11 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 min_step,
                 trajectory: Box::new(self.snapshot()),
             },
-            StepFailure::NonFinite { time } => {
-                self.non_finite("state or rate during a step".to_string(), time)
-            }
+            StepFailure::NonFinite { time } => self.non_finite(
+                "value during a step (the state, its rate or a sensitivity carried with it)"
+                    .to_string(),
+                time,
+            ),
             StepFailure::Solver(message) => HybridError::Unsupported(message),
         }
     }
@@ -1123,5 +1302,64 @@ mod tests {
         // quadratic).
         let h = trajectory.observations[0].state[0];
         assert!((h - (1.0 - G * 0.0625 / 2.0)).abs() < 1e-12, "{h}");
+    }
+
+    /// A ceiling at `h = c`: `c - h`, falling.
+    struct Ceiling;
+    impl GuardFn for Ceiling {
+        fn direction(&self) -> Direction {
+            Direction::Falling
+        }
+        fn value<S: Scalar>(&self, _t: S, x: &[S], p: &[S]) -> S {
+            -x[0] + p[1]
+        }
+    }
+    /// The ball bounces off the ceiling: `v <- -v`.
+    struct Reflect;
+    impl ResetFn for Reflect {
+        fn apply<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], a: &mut [S]) {
+            a[0] = x[0];
+            a[1] = -x[1];
+        }
+    }
+
+    /// Issue 10: a guard that crosses zero and comes back within one step
+    /// was not seen, so forward sensitivities (small steps) and the adjoint
+    /// (large steps) disagreed on the events. One RK4 step of 0.2 s covers
+    /// the whole flight of a ball thrown up at 1 m/s past a ceiling 1 mm
+    /// below its peak; the crossing is found and located. Reference: the
+    /// closed form `t* = (v0 - sqrt(v0^2 - 2 g c)) / g` (RK4 and its cubic
+    /// Hermite dense output are exact on this quadratic flight).
+    #[test]
+    fn a_crossing_inside_one_step_is_found() {
+        let sys = HybridSystem::builder(&["h", "v"], &["g", "c"])
+            .mode("flight", Autodiff(Fall))
+            .transition(
+                "ceiling",
+                FromMode("flight"),
+                ToMode("flight"),
+                Autodiff(Ceiling),
+                Autodiff(Reflect),
+            )
+            .build()
+            .unwrap();
+        let (g, v0): (f64, f64) = (9.81, 1.0);
+        let c = v0 * v0 / (2.0 * g) - 1e-3;
+        let reference = (v0 - (v0 * v0 - 2.0 * g * c).sqrt()) / g;
+        for solver in [SolverChoice::Rk4 { dt: 0.2 }, SolverChoice::dopri5(1e-10)] {
+            let problem =
+                Problem::new(&sys, vec![0.0, v0], vec![g, c], 0.2).with_solver(solver.clone());
+            let run = crate::simulate(&problem).unwrap();
+            assert_eq!(run.events.len(), 1, "{solver:?}");
+            assert!(
+                (run.events[0].time - reference).abs() < 1e-9,
+                "{solver:?}: {} vs {reference}",
+                run.events[0].time
+            );
+        }
+        // A ceiling above the peak is never reached.
+        let problem = Problem::new(&sys, vec![0.0, v0], vec![g, c + 2e-3], 0.2)
+            .with_solver(SolverChoice::Rk4 { dt: 0.2 });
+        assert!(crate::simulate(&problem).unwrap().events.is_empty());
     }
 }

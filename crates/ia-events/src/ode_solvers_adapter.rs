@@ -184,6 +184,15 @@ impl Stepper for OdeSolversStepper {
         } else {
             self.t + self.macro_step
         };
+        // A macro step below the resolution of the time would never advance.
+        let min_step = 8.0 * f64::EPSILON * self.t.abs().max(t_limit.abs());
+        if t_end - self.t < min_step && t_end < t_limit {
+            return Err(StepFailure::Underflow {
+                time: self.t,
+                step: self.macro_step,
+                min_step,
+            });
+        }
         self.t_prev = self.t;
         self.y_prev.copy_from_slice(&self.y);
         self.advance_from_previous(rhs, t_end)

@@ -4,7 +4,7 @@
 use crate::ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 use crate::stepper::{RkStepper, StepControl, Stepper};
 use crate::tableau::{DOPRI5, RK4};
-use ia_core::{HybridError, HybridSystem};
+use ia_core::{short_num, HybridError, HybridSystem};
 use serde::{Deserialize, Serialize};
 
 /// The solver, chosen per run as a value.
@@ -66,7 +66,7 @@ impl SolverChoice {
             if v.is_finite() && v > 0.0 {
                 Ok(())
             } else {
-                Err(HybridError::invalid(
+                Err(HybridError::invalid_num(
                     name,
                     v,
                     "must be a finite number greater than 0",
@@ -77,7 +77,7 @@ impl SolverChoice {
             if (1e-15..1.0).contains(&v) {
                 Ok(())
             } else {
-                Err(HybridError::invalid(
+                Err(HybridError::invalid_num(
                     name,
                     v,
                     "a tolerance must lie in [1e-15, 1)",
@@ -109,6 +109,31 @@ impl SolverChoice {
                 positive("macro_step", macro_step)
             }
         }
+    }
+
+    /// Checks the fixed step (`dt` of [`SolverChoice::Rk4`], `macro_step` of
+    /// [`SolverChoice::OdeSolvers`]) against the run's `span`: more than
+    /// [`MAX_FIXED_STEPS`] steps is refused (a step of `1e-16` would never
+    /// finish).
+    pub fn validate_for_span(&self, span: f64) -> Result<(), HybridError> {
+        let (name, step) = match *self {
+            SolverChoice::Rk4 { dt } => ("dt", dt),
+            SolverChoice::OdeSolvers { macro_step, .. } => ("macro_step", macro_step),
+            SolverChoice::Dopri5 { .. } => return Ok(()),
+        };
+        if span / step > MAX_FIXED_STEPS {
+            return Err(HybridError::invalid_num(
+                name,
+                step,
+                format!(
+                    "the run of length {} would take more than {} steps of {name}; use {name} of at least {}",
+                    short_num(span),
+                    short_num(MAX_FIXED_STEPS),
+                    short_num(span / MAX_FIXED_STEPS)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The Runge-Kutta tableau every accepted step of this solver applies,
@@ -150,6 +175,17 @@ impl SolverChoice {
     }
 }
 
+/// The largest event-time tolerance, as a fraction of the span
+/// `t_end - t0`: a looser one would place events visibly off their
+/// crossings.
+pub const MAX_TIME_TOLERANCE_FRACTION: f64 = 1e-6;
+
+/// The most adapter steps ([`SolverChoice::OdeSolvers`]'s `macro_step`) or
+/// fixed steps ([`SolverChoice::Rk4`]'s `dt`) a run may take: a smaller
+/// step over the span is refused up front rather than left running for
+/// hours.
+pub const MAX_FIXED_STEPS: f64 = 1e8;
+
 /// How events are located and when a run is declared pathological.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -188,7 +224,7 @@ impl EventOptions {
     pub fn validate(&self) -> Result<(), HybridError> {
         if let Some(tol) = self.time_tolerance {
             if !(tol.is_finite() && tol > 0.0) {
-                return Err(HybridError::invalid(
+                return Err(HybridError::invalid_num(
                     "time_tolerance",
                     tol,
                     "must be a finite number greater than 0",
@@ -196,7 +232,7 @@ impl EventOptions {
             }
         }
         if !(self.grazing_threshold.is_finite() && (0.0..1.0).contains(&self.grazing_threshold)) {
-            return Err(HybridError::invalid(
+            return Err(HybridError::invalid_num(
                 "grazing_threshold",
                 self.grazing_threshold,
                 "must lie in [0, 1): it bounds the cosine between flow and guard normal",
@@ -206,7 +242,7 @@ impl EventOptions {
             return Err(HybridError::invalid("max_events", 0, "must be at least 1"));
         }
         if !(self.zeno_separation.is_finite() && self.zeno_separation >= 0.0) {
-            return Err(HybridError::invalid(
+            return Err(HybridError::invalid_num(
                 "zeno_separation",
                 self.zeno_separation,
                 "must be a finite number >= 0",
@@ -370,27 +406,154 @@ impl<'a> Problem<'a> {
             }
         }
         if self.t_end <= self.t0 {
-            return Err(HybridError::invalid(
+            return Err(HybridError::invalid_num(
                 "t_end",
                 self.t_end,
-                format!("must be greater than t0 = {}", self.t0),
+                format!("must be greater than t0 = {}", short_num(self.t0)),
             ));
         }
         let mut last = self.t0;
         for &t in &self.observation_times {
             if !(t.is_finite() && t >= last && t <= self.t_end) {
-                return Err(HybridError::invalid(
+                return Err(HybridError::invalid_num(
                     "observation time",
                     t,
                     format!(
                         "observation times must be finite, non-decreasing and within [{}, {}]",
-                        self.t0, self.t_end
+                        short_num(self.t0),
+                        short_num(self.t_end)
                     ),
                 ));
             }
             last = t;
         }
         self.solver.validate()?;
-        self.events.validate()
+        self.solver.validate_for_span(self.t_end - self.t0)?;
+        self.events.validate()?;
+        let span = self.t_end - self.t0;
+        if let Some(tol) = self.events.time_tolerance {
+            if tol > MAX_TIME_TOLERANCE_FRACTION * span {
+                return Err(HybridError::invalid_num(
+                    "time_tolerance",
+                    tol,
+                    format!(
+                        "must be greater than 0 and at most {} of the span t_end - t0 = {} (at most {}): events are located to this tolerance",
+                        short_num(MAX_TIME_TOLERANCE_FRACTION),
+                        short_num(span),
+                        short_num(MAX_TIME_TOLERANCE_FRACTION * span)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ia_core::{Autodiff, Direction, FlowFn, GuardFn, ResetFn, Scalar};
+
+    /// `h' = v, v' = -g`, bounce `v <- -e v` on `h = 0`.
+    struct Fall;
+    impl FlowFn for Fall {
+        fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
+            d[0] = x[1];
+            d[1] = -p[0];
+        }
+    }
+    struct Floor;
+    impl GuardFn for Floor {
+        fn direction(&self) -> Direction {
+            Direction::Falling
+        }
+        fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S {
+            x[0]
+        }
+    }
+    struct Bounce;
+    impl ResetFn for Bounce {
+        fn apply<S: Scalar>(&self, _t: S, x: &[S], p: &[S], a: &mut [S]) {
+            a[0] = x[0];
+            a[1] = -p[1] * x[1];
+        }
+    }
+
+    fn ball() -> HybridSystem {
+        HybridSystem::builder(&["h", "v"], &["g", "e"])
+            .mode("flight", Autodiff(Fall))
+            .transition(
+                "bounce",
+                ia_core::FromMode("flight"),
+                ia_core::ToMode("flight"),
+                Autodiff(Floor),
+                Autodiff(Bounce),
+            )
+            .build()
+            .unwrap()
+    }
+
+    /// Issue 10: `time_tolerance: 1e300` was accepted and the ball ended
+    /// 18.6 m under the floor; the tolerance is bounded by the span.
+    #[test]
+    fn time_tolerance_is_bounded_by_the_span() {
+        let sys = ball();
+        let with_tolerance = |tol: f64| {
+            Problem::new(&sys, vec![1.0, 0.0], vec![9.81, 0.8], 1.0).with_event_options(
+                EventOptions {
+                    time_tolerance: Some(tol),
+                    ..EventOptions::default()
+                },
+            )
+        };
+        for tol in [1e300, 1.0, 2e-6] {
+            let err = with_tolerance(tol).validate().unwrap_err();
+            let msg = err.to_string();
+            assert!(
+                msg.contains("time_tolerance") && msg.contains("span"),
+                "{msg}"
+            );
+            assert!(!msg.contains("000000000"), "number printed long: {msg}");
+        }
+        with_tolerance(1e-6).validate().unwrap();
+        // The run with the largest accepted tolerance places the first
+        // impact within it (reference: t1 = sqrt(2 h0 / g)).
+        let run = crate::simulate(&with_tolerance(1e-6)).unwrap();
+        assert!((run.events[0].time - (2.0f64 / 9.81).sqrt()).abs() < 2e-6);
+    }
+
+    /// Issue 10: an `ode_solvers` `macro_step` of 1e-16 or 2.2e-308 never
+    /// finished; fixed steps are bounded by the run up front.
+    #[test]
+    fn tiny_fixed_steps_are_refused_up_front() {
+        let sys = ball();
+        let solvers = [
+            SolverChoice::OdeSolvers {
+                integrator: OdeSolversMethod::Rk4,
+                rtol: 1e-10,
+                atol: 1e-10,
+                macro_step: 1e-16,
+            },
+            SolverChoice::OdeSolvers {
+                integrator: OdeSolversMethod::Dopri5,
+                rtol: 1e-10,
+                atol: 1e-10,
+                macro_step: 2.2e-308,
+            },
+            SolverChoice::Rk4 { dt: 1e-12 },
+        ];
+        for solver in solvers {
+            let problem =
+                Problem::new(&sys, vec![1.0, 0.0], vec![9.81, 0.8], 1.0).with_solver(solver);
+            let msg = crate::simulate(&problem).unwrap_err().to_string();
+            assert!(
+                (msg.contains("macro_step") || msg.contains("dt")) && msg.contains("at least 1e-8"),
+                "{msg}"
+            );
+        }
+        // The bound itself is accepted (a step of span / 1e8 is valid).
+        SolverChoice::Rk4 { dt: 1e-8 }
+            .validate_for_span(1.0)
+            .unwrap();
     }
 }

@@ -88,6 +88,12 @@ pub trait Stepper {
     fn tableau(&self) -> Option<&'static ButcherTableau> {
         None
     }
+    /// The rates `F` (all components) at the start and at the end of the
+    /// last step, when the stepper keeps them; `None` otherwise (the caller
+    /// then evaluates them itself).
+    fn step_rates(&self) -> Option<(&[f64], &[f64])> {
+        None
+    }
 }
 
 /// How an [`RkStepper`] chooses its steps.
@@ -547,6 +553,13 @@ impl Stepper for RkStepper {
     }
     fn counters(&self) -> StepCounters {
         self.counters
+    }
+
+    fn step_rates(&self) -> Option<(&[f64], &[f64])> {
+        // After a step, the first stage block holds the rate at its start
+        // and the end-rate block the rate at its end (first-same-as-last).
+        let (n, s) = (self.dim, self.stages());
+        (self.t != self.t_prev).then(|| (&self.k[..n], &self.k[s * n..(s + 1) * n]))
     }
 
     fn tableau(&self) -> Option<&'static ButcherTableau> {
