@@ -118,10 +118,6 @@ impl ResetFn for Twist {
     }
 }
 
-fn matrix(rows: usize, cols: usize) -> impl Strategy<Value = Vec<Vec<f64>>> {
-    prop::collection::vec(prop::collection::vec(-1.0..1.0f64, cols), rows)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
