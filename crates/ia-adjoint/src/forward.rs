@@ -16,7 +16,7 @@
 //! to the number of columns; a flow or reset without the fast path falls
 //! back to its dense partials.
 
-use crate::saltation::{EventAt, Saltation, SaltationWorkspace};
+use crate::saltation::{EventAt, SaltationWorkspace};
 use ia_core::{FlowPartials, HybridError, HybridSystem, Tangent};
 use ia_events::{Augmentation, EventJump};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
@@ -45,7 +45,7 @@ pub(crate) struct ForwardSensitivity<'a> {
     n: usize,
     n_params: usize,
     /// The chosen columns; `None`: every initial-state entry, then every
-    /// parameter (dense products, saltations kept).
+    /// parameter (dense products).
     chosen: Option<Vec<Column>>,
     error_controlled: bool,
     /// False only to show what is lost without the saltation term.
@@ -58,8 +58,6 @@ pub(crate) struct ForwardSensitivity<'a> {
     saltation: SaltationWorkspace,
     /// `dt*/dtheta` per event, m entries each.
     pub event_time_gradients: Vec<Vec<f64>>,
-    /// The saltation of each event.
-    pub saltations: Vec<Saltation>,
     /// `S` at each observation time.
     pub observation_jacobians: Vec<DMatrix<f64>>,
     /// `S` at the end.
@@ -86,7 +84,6 @@ impl<'a> ForwardSensitivity<'a> {
             time_shift: vec![0.0; n],
             saltation: SaltationWorkspace::new(n, n_params),
             event_time_gradients: Vec::new(),
-            saltations: Vec::new(),
             observation_jacobians: Vec::new(),
             final_jacobian: None,
         }
@@ -290,7 +287,6 @@ impl Augmentation for ForwardSensitivity<'_> {
             }
         };
         self.event_time_gradients.push(gradient);
-        self.saltations.push(sal.clone());
         Ok(())
     }
 
@@ -316,7 +312,6 @@ mod tests {
         let mut aug = ForwardSensitivity::new(&system, &run.params, true, true);
         let trajectory = ia_events::run(&run, &mut aug).unwrap();
         assert_eq!(trajectory.events.len(), 1);
-        assert_eq!(aug.saltations.len(), 1);
         // dt1/d(h0, v0, g, e) = (1 / (g t1), 1 / g, -t1 / (2 g), 0), from
         // t1 = (v0 + sqrt(v0^2 + 2 g h0)) / g at v0 = 0.
         let t1 = t1();

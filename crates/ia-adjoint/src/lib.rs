@@ -165,7 +165,10 @@ pub struct Sensitivities {
     pub observation_jacobians: Vec<DMatrix<f64>>,
     /// `d t* / d theta` per event, m entries each.
     pub event_time_gradients: Vec<Vec<f64>>,
-    /// The saltation of each event.
+    /// The dense saltation matrix of each event, when asked for with
+    /// [`Sensitivities::with_saltations`]; empty otherwise (at n states and
+    /// n_p parameters each is n (n + n_p) numbers, which a large system
+    /// should not pay for by default).
     pub saltations: Vec<Saltation>,
     /// How they were computed.
     pub method: Method,
@@ -384,7 +387,9 @@ impl Loss for FinalComponent {
     }
 }
 
-fn saltations(problem: &Problem<'_>, trajectory: &Trajectory) -> Vec<Saltation> {
+/// The dense saltation matrix of every event of `trajectory`, a run of
+/// `problem`.
+pub fn event_saltations(problem: &Problem<'_>, trajectory: &Trajectory) -> Vec<Saltation> {
     let sys = problem.system;
     let mut ws = SaltationWorkspace::new(sys.state_dim(), sys.param_dim());
     trajectory
@@ -392,6 +397,16 @@ fn saltations(problem: &Problem<'_>, trajectory: &Trajectory) -> Vec<Saltation> 
         .iter()
         .map(|e| ws.compute_for(sys, &problem.params, e.into()).clone())
         .collect()
+}
+
+impl Sensitivities {
+    /// These sensitivities with the dense saltation matrix of every event
+    /// ([`Sensitivities::saltations`]), `problem` being the run they came
+    /// from.
+    pub fn with_saltations(mut self, problem: &Problem<'_>) -> Self {
+        self.saltations = event_saltations(problem, &self.trajectory);
+        self
+    }
 }
 
 fn adjoint_tableau(
@@ -422,7 +437,7 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
                 HybridError::Unsupported("the run ended without a final state".into())
             })?;
             let sens = Sensitivities {
-                saltations: aug.saltations,
+                saltations: Vec::new(),
                 trajectory,
                 wrt,
                 final_jacobian,
@@ -468,7 +483,7 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
                 seeds.event_times[k] = 0.0;
             }
             let sens = Sensitivities {
-                saltations: saltations(problem, &trajectory),
+                saltations: Vec::new(),
                 trajectory,
                 wrt,
                 final_jacobian,
@@ -1067,5 +1082,23 @@ pub(crate) mod tests {
         }
         let err = gradient(&problem, &FinalComponent(0)).unwrap_err();
         assert_eq!(err.kind(), "non_finite", "{err}");
+    }
+
+    /// Saltations are kept only when asked for; then one per event, the
+    /// same as the workspace forms (reference: `compute_for` on the event).
+    #[test]
+    fn saltations_are_kept_on_request() {
+        let system = ball();
+        let run = problem(&system);
+        let sens = jacobian(&run, Method::Forward).unwrap();
+        assert!(sens.saltations.is_empty());
+        let sens = sens.with_saltations(&run);
+        assert_eq!(sens.saltations.len(), sens.trajectory.events.len());
+        let mut ws = SaltationWorkspace::new(2, 2);
+        let event = &sens.trajectory.events[0];
+        assert_eq!(
+            &sens.saltations[0],
+            ws.compute_for(&system, &run.params, event.into())
+        );
     }
 }
