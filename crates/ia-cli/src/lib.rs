@@ -55,7 +55,7 @@
 //! |---|---|---|
 //! | `model` | yes | a model name (see `impact-adjoint models`) |
 //! | `t_end` | yes | end time, `> 0`; the run starts at `t = 0` |
-//! | `size` | no | the number of elements of a sized model (`lif-network`: neurons; default 3); the state, parameter and transition names follow from it |
+//! | `size` | no | the number of elements of a sized model (`lif-network`: neurons, `particle-chain`: balls; default 3); the state, parameter and transition names follow from it |
 //! | `connections` | no | `lif-network` only: the synapses as `[from, to]` neuron pairs, replacing the default pattern; each gets a weight parameter `w<to>_<from>` |
 //! | `params` | no | parameter values by name; missing ones take the model's defaults |
 //! | `initial_state` | no | initial state entries by name; missing ones take the model's defaults |
