@@ -111,7 +111,8 @@ pub(crate) struct Backward<'a> {
     stage_bars: Vec<f64>,
     state_bar: Vec<f64>,
     scratch: Vec<f64>,
-    guard_x: Vec<f64>,
+    /// `(i, g_x[i])` over the guard's support at the event being transposed.
+    guard_terms: Vec<(usize, f64)>,
 }
 
 impl<'a> Backward<'a> {
@@ -134,7 +135,7 @@ impl<'a> Backward<'a> {
             stage_bars: vec![0.0; s * n],
             state_bar: vec![0.0; n],
             scratch: vec![0.0; n],
-            guard_x: vec![0.0; n],
+            guard_terms: Vec::with_capacity(n),
         }
     }
 
@@ -228,12 +229,28 @@ impl<'a> Backward<'a> {
             let time_seed = time_seed + std::mem::take(cascade_time_bar);
             (w_lambda - time_seed) / geometry.guard_rate
         };
-        let guard_x_scaled = coefficient != 0.0;
-        if guard_x_scaled {
-            // g partials are overwritten by the next event's geometry only.
-            self.guard_x.copy_from_slice(geometry.guard.x.as_slice());
-            for (pb, gp) in param_bar.iter_mut().zip(geometry.guard.p.iter()) {
-                *pb += coefficient * gp;
+        // g_x c and g_p c over what the guard reads (its support, or every
+        // entry).
+        let support = self.system.transitions()[event.transition_index]
+            .guard
+            .support();
+        self.guard_terms.clear();
+        if coefficient != 0.0 {
+            let (gx, gp) = (&geometry.guard.x, &geometry.guard.p);
+            match support {
+                Some(read) => {
+                    self.guard_terms
+                        .extend(read.states.iter().map(|&i| (i, gx[i])));
+                    for &j in read.params {
+                        param_bar[j] += coefficient * gp[j];
+                    }
+                }
+                None => {
+                    self.guard_terms.extend(gx.iter().copied().enumerate());
+                    for (pb, g) in param_bar.iter_mut().zip(gp.iter()) {
+                        *pb += coefficient * g;
+                    }
+                }
             }
         }
         self.saltation.reset_transpose(
@@ -244,10 +261,8 @@ impl<'a> Backward<'a> {
             &mut self.scratch,
             param_bar,
         );
-        if guard_x_scaled {
-            for (s, gx) in self.scratch.iter_mut().zip(&self.guard_x) {
-                *s += coefficient * gx;
-            }
+        for &(i, gx) in &self.guard_terms {
+            self.scratch[i] += coefficient * gx;
         }
         lambda.copy_from_slice(&self.scratch);
     }

@@ -128,6 +128,9 @@ pub struct SaltationWorkspace {
     n: usize,
     n_params: usize,
     geometry: EventGeometry,
+    /// The transition of the last geometry, whose guard's support is what
+    /// its partials wrote.
+    last_transition: Option<usize>,
     reset_product: Vec<f64>,
     /// The reset's partials at the event of the last call, when formed.
     reset: Option<ResetPartials>,
@@ -149,6 +152,7 @@ impl SaltationWorkspace {
                 time_shift: DVector::zeros(n),
                 cascade_of: None,
             },
+            last_transition: None,
             reset_product: vec![0.0; n],
             reset: None,
             reset_current: false,
@@ -176,7 +180,11 @@ impl SaltationWorkspace {
                 .flow
                 .rate(time, event.state_after, params, &mut g.flow_after);
         }
-        g.guard.clear();
+        // Zero again where the last event's guard wrote (its support).
+        if let Some(last) = self.last_transition.replace(event.transition) {
+            g.guard
+                .clear_support(system.transitions()[last].guard.support());
+        }
         tr.guard.partials(time, before, params, &mut g.guard);
         g.guard_rate = g
             .guard

@@ -7,7 +7,7 @@
 //! small models allocate nothing per call.
 
 use crate::traits::{
-    Direction, Flow, FlowPartials, Guard, GuardPartials, Reset, ResetPartials, Tangent,
+    Direction, Flow, FlowPartials, Guard, GuardPartials, Reset, ResetPartials, Support, Tangent,
 };
 use num_dual::{Dual64, DualNum};
 
@@ -69,6 +69,11 @@ pub trait GuardFn: Send + Sync {
     fn direction(&self) -> Direction;
     /// `g(t, x, p)`.
     fn value<S: Scalar>(&self, t: S, x: &[S], p: &[S]) -> S;
+    /// The entries the guard reads, as in [`Guard::support`]; `None` (the
+    /// default) means any.
+    fn support(&self) -> Option<Support<'_>> {
+        None
+    }
 }
 
 /// A reset written once, generic over [`Scalar`]. Wrap in [`Autodiff`] to get a
@@ -211,6 +216,10 @@ impl<T: FlowFn> Flow for Autodiff<T> {
 impl<T: GuardFn> Guard for Autodiff<T> {
     fn direction(&self) -> Direction {
         self.0.direction()
+    }
+
+    fn support(&self) -> Option<Support<'_>> {
+        self.0.support()
     }
 
     fn value(&self, t: f64, x: &[f64], p: &[f64]) -> f64 {

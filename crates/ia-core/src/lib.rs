@@ -65,7 +65,8 @@ pub use error::{short_num, HybridError};
 pub use record::{EventRecord, Observation, Segment, SolverStats, Trajectory};
 pub use system::{FromMode, HybridSystem, HybridSystemBuilder, Mode, ToMode, Transition};
 pub use traits::{
-    Direction, Flow, FlowPartials, Guard, GuardPartials, Identity, Reset, ResetPartials, Tangent,
+    Direction, Flow, FlowPartials, Guard, GuardPartials, Identity, Reset, ResetPartials, Support,
+    Tangent,
 };
 
 /// Dual numbers used by [`Autodiff`]; re-exported so that users need no direct

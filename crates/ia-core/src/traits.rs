@@ -128,6 +128,23 @@ impl GuardPartials {
         self.p.fill(0.0);
         self.t = 0.0;
     }
+
+    /// Sets to zero the entries of `support` (or every entry for `None`):
+    /// the entries a guard with that support wrote.
+    pub fn clear_support(&mut self, support: Option<Support<'_>>) {
+        match support {
+            None => self.clear(),
+            Some(s) => {
+                for &i in s.states {
+                    self.x[i] = 0.0;
+                }
+                for &j in s.params {
+                    self.p[j] = 0.0;
+                }
+                self.t = 0.0;
+            }
+        }
+    }
 }
 
 /// Partial derivatives of a reset `r(t, x, p)`.
@@ -229,6 +246,32 @@ pub trait Guard: Send + Sync {
     fn value(&self, t: f64, x: &[f64], p: &[f64]) -> f64;
     /// Writes `g_x`, `g_p` and `g_t` into `out` (already zeroed).
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut GuardPartials);
+
+    /// Optional: the state entries and parameters the guard reads, when it
+    /// reads few of them (a threshold on one neuron, a gap between two
+    /// balls). The integrator then interpolates only those state entries
+    /// while it locates the guard's crossing, and clears only those entries
+    /// of the partials, so an event of a large system costs what the guard
+    /// reads, not the size of the state. The default, `None`, means any.
+    /// [`Guard::partials`] must write nowhere else.
+    fn support(&self) -> Option<Support<'_>> {
+        None
+    }
+}
+
+/// The entries a guard reads: see [`Guard::support`].
+///
+/// ```
+/// use ia_core::Support;
+/// let threshold = Support { states: &[3], params: &[7] };
+/// assert_eq!(threshold.states, [3]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Support<'a> {
+    /// Indices of the state entries read.
+    pub states: &'a [usize],
+    /// Indices of the parameters read.
+    pub params: &'a [usize],
 }
 
 /// The jump of one transition: `x+ = r(t, x-, p)`.

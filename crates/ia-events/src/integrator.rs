@@ -51,7 +51,7 @@
 use crate::problem::Problem;
 use crate::stepper::{OdeRhs, StepFailure, Stepper};
 use ia_core::{
-    Direction, EventRecord, GuardPartials, HybridError, HybridSystem, Observation, Segment,
+    Direction, EventRecord, Guard, GuardPartials, HybridError, HybridSystem, Observation, Segment,
     SolverStats, Trajectory,
 };
 use roots::{find_root_brent, Convergency};
@@ -170,6 +170,35 @@ impl<A: Augmentation> OdeRhs for HybridRhs<'_, A> {
             self.augmentation.extra_rate(self.mode, t, x, extra, dextra);
         }
     }
+}
+
+/// The guard's rate `gdot = g_x . f + g_t` at `(t, x)` with the state's rate
+/// `f`, `|g_x|` and `g_t`, from its partials formed in `partials` (all zero
+/// on entry, and again on return: only the guard's support is written and
+/// cleared, so the cost is what the guard reads).
+fn guard_rate_at(
+    guard: &dyn Guard,
+    t: f64,
+    x: &[f64],
+    p: &[f64],
+    f: &[f64],
+    partials: &mut GuardPartials,
+) -> (f64, f64, f64) {
+    guard.partials(t, x, p, partials);
+    let support = guard.support();
+    let (rate, norm2) = match support {
+        Some(read) => read.states.iter().fold((0.0, 0.0), |(r, n), &i| {
+            (r + partials.x[i] * f[i], n + partials.x[i] * partials.x[i])
+        }),
+        None => partials
+            .x
+            .iter()
+            .zip(f)
+            .fold((0.0, 0.0), |(r, n), (g, v)| (r + g * v, n + g * g)),
+    };
+    let gt = partials.t;
+    partials.clear_support(support);
+    (rate + gt, norm2.sqrt(), gt)
 }
 
 /// Time tolerance as a `roots` convergence criterion: stop when the guard
@@ -691,9 +720,15 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         let rhs = &mut self.rhs;
         let x_probe = &mut self.x_probe;
         let mut evaluations = 0usize;
+        // A guard that names the entries it reads costs their interpolation
+        // only, not the state's.
+        let support = guard.support();
         let mut g_at = |t: f64| {
             evaluations += 1;
-            stepper.interpolate(rhs, t, x_probe);
+            match support {
+                Some(read) => stepper.interpolate_entries(rhs, t, read.states, x_probe),
+                None => stepper.interpolate(rhs, t, x_probe),
+            }
             guard.value(t, x_probe, p)
         };
         // Right after an event the start may sit a rounding error on the far
@@ -855,16 +890,17 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             .flow
             .rate(t, x_minus, p, &mut self.rate);
         self.extra_rhs_evaluations += 1;
-        self.guard_partials.clear();
-        transition
-            .guard
-            .partials(t, x_minus, p, &mut self.guard_partials);
-        let gp = &self.guard_partials;
-        let guard_rate = gp.x.iter().zip(&self.rate).map(|(a, b)| a * b).sum::<f64>() + gp.t;
+        let (guard_rate, gx_norm, gt) = guard_rate_at(
+            &*transition.guard,
+            t,
+            x_minus,
+            p,
+            &self.rate,
+            &mut self.guard_partials,
+        );
         let g_minus = transition.guard.value(t, x_minus, p);
         let rate_norm = self.rate.iter().map(|v| v * v).sum::<f64>().sqrt();
-        let gx_norm = gp.x.norm();
-        let scale = gx_norm * rate_norm + gp.t.abs();
+        let scale = gx_norm * rate_norm + gt.abs();
         let transversality = if scale > 0.0 {
             guard_rate.abs() / scale
         } else {
@@ -998,10 +1034,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                     self.extra_rhs_evaluations += 1;
                     rate_ready = true;
                 }
-                self.guard_partials.clear();
-                guard.partials(t, x, p, &mut self.guard_partials);
-                let gp = &self.guard_partials;
-                gp.x.iter().zip(&self.rate).map(|(a, b)| a * b).sum::<f64>() + gp.t
+                guard_rate_at(&**guard, t, x, p, &self.rate, &mut self.guard_partials).0
             } else {
                 g
             };

@@ -81,6 +81,19 @@ pub trait Stepper {
     /// `out.len()` components. Steppers without a continuous extension may
     /// re-integrate from the step's start with `rhs`.
     fn interpolate(&mut self, rhs: &mut dyn OdeRhs, t: f64, out: &mut [f64]);
+    /// Writes the dense output at `t` of the components `entries` only into
+    /// the same places of `out` (the others are left as they are). The
+    /// default interpolates the leading `out.len()` components.
+    fn interpolate_entries(
+        &mut self,
+        rhs: &mut dyn OdeRhs,
+        t: f64,
+        entries: &[usize],
+        out: &mut [f64],
+    ) {
+        let _ = entries;
+        self.interpolate(rhs, t, out);
+    }
     /// Work done so far.
     fn counters(&self) -> StepCounters;
     /// The Runge-Kutta tableau of each step, when every accepted step is one
@@ -312,23 +325,26 @@ impl RkStepper {
             self.prepare_dense(m);
         }
         let theta = (t - self.t_prev) / h;
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.dense_at(i, theta);
+        }
+    }
+
+    /// Component `i` of the continuous extension at the fraction `theta` of
+    /// the last step (its coefficients prepared).
+    #[inline]
+    fn dense_at(&self, i: usize, theta: f64) -> f64 {
         let theta1 = 1.0 - theta;
-        let c = &self.dense;
+        let r = &self.dense[5 * i..5 * i + 5];
         if let DenseOutput::DormandPrince(_) = self.tableau.dense {
-            for (i, o) in out.iter_mut().enumerate() {
-                let r = &c[5 * i..5 * i + 5];
-                *o = r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * r[4])));
-            }
+            r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * r[4])))
         } else {
             // Cubic Hermite through both ends and their derivatives.
             let h00 = (1.0 + 2.0 * theta) * theta1 * theta1;
             let h10 = theta * theta1 * theta1;
             let h01 = theta * theta * (3.0 - 2.0 * theta);
             let h11 = -theta * theta * theta1;
-            for (i, o) in out.iter_mut().enumerate() {
-                let r = &c[5 * i..5 * i + 5];
-                *o = h00 * r[0] + h10 * r[1] + h01 * r[2] + h11 * r[3];
-            }
+            h00 * r[0] + h10 * r[1] + h01 * r[2] + h11 * r[3]
         }
     }
 
@@ -550,6 +566,29 @@ impl Stepper for RkStepper {
 
     fn interpolate(&mut self, _rhs: &mut dyn OdeRhs, t: f64, out: &mut [f64]) {
         self.dense_output(t, out);
+    }
+
+    fn interpolate_entries(
+        &mut self,
+        _rhs: &mut dyn OdeRhs,
+        t: f64,
+        entries: &[usize],
+        out: &mut [f64],
+    ) {
+        let h = self.t - self.t_prev;
+        if h == 0.0 {
+            for &i in entries {
+                out[i] = self.y[i];
+            }
+            return;
+        }
+        if self.dense_ready < out.len() {
+            self.prepare_dense(out.len());
+        }
+        let theta = (t - self.t_prev) / h;
+        for &i in entries {
+            out[i] = self.dense_at(i, theta);
+        }
     }
     fn counters(&self) -> StepCounters {
         self.counters

@@ -60,7 +60,7 @@
 use crate::{ModelSpec, Quantity, TransitionSpec};
 use ia_core::{
     Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, HybridError, HybridSystem,
-    Reset, ResetPartials, Tangent, ToMode,
+    Reset, ResetPartials, Support, Tangent, ToMode,
 };
 
 /// Sizes up to which the default network is all-to-all.
@@ -266,8 +266,8 @@ impl crate::Model for LifNetwork {
                 FromMode("subthreshold"),
                 ToMode("subthreshold"),
                 Threshold {
-                    neuron: i,
-                    vth: n + 1,
+                    neuron: [i],
+                    vth: [n + 1],
                 },
                 Spike {
                     neuron: i,
@@ -369,8 +369,8 @@ impl Flow for Leak {
 /// `V<neuron> - Vth`, rising (`Vth` is parameter `vth`).
 #[derive(Clone, Copy, Debug)]
 struct Threshold {
-    neuron: usize,
-    vth: usize,
+    neuron: [usize; 1],
+    vth: [usize; 1],
 }
 
 impl Guard for Threshold {
@@ -379,12 +379,19 @@ impl Guard for Threshold {
     }
 
     fn value(&self, _t: f64, x: &[f64], p: &[f64]) -> f64 {
-        x[self.neuron] - p[self.vth]
+        x[self.neuron[0]] - p[self.vth[0]]
     }
 
     fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut GuardPartials) {
-        out.x[self.neuron] = 1.0;
-        out.p[self.vth] = -1.0;
+        out.x[self.neuron[0]] = 1.0;
+        out.p[self.vth[0]] = -1.0;
+    }
+
+    fn support(&self) -> Option<Support<'_>> {
+        Some(Support {
+            states: &self.neuron,
+            params: &self.vth,
+        })
     }
 }
 

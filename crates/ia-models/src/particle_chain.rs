@@ -47,7 +47,7 @@
 use crate::{ModelSpec, Quantity, TransitionSpec};
 use ia_core::{
     Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridError, HybridSystem, ResetFn, Scalar,
-    ToMode,
+    Support, ToMode,
 };
 
 /// Largest size accepted.
@@ -170,7 +170,7 @@ impl crate::Model for ParticleChain {
                 &format!("impact{i}"),
                 FromMode("flight"),
                 ToMode("flight"),
-                Autodiff(Gap { left: i }),
+                Autodiff(Gap { balls: [i, i + 1] }),
                 Autodiff(Collision { n, left: i }),
             );
         }
@@ -202,7 +202,8 @@ impl FlowFn for Drift {
 /// `x<left+1> - x<left> - 2r`, falling.
 #[derive(Clone, Copy, Debug)]
 struct Gap {
-    left: usize,
+    /// `[left, left + 1]`.
+    balls: [usize; 2],
 }
 
 impl GuardFn for Gap {
@@ -211,7 +212,14 @@ impl GuardFn for Gap {
     }
 
     fn value<S: Scalar>(&self, _t: S, x: &[S], p: &[S]) -> S {
-        x[self.left + 1] - x[self.left] - p[R] * 2.0
+        x[self.balls[1]] - x[self.balls[0]] - p[R] * 2.0
+    }
+
+    fn support(&self) -> Option<Support<'_>> {
+        Some(Support {
+            states: &self.balls,
+            params: &[R],
+        })
     }
 }
 

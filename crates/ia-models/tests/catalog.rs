@@ -525,3 +525,44 @@ fn closed_form_event_times() {
     assert_eq!(two.len(), 1);
     assert!((two[0].0 - 0.32).abs() < 1e-9, "{two:?}");
 }
+
+/// A guard that names its support writes its partials nowhere else, and
+/// its value does not move when a state entry outside it does (reference:
+/// the guard's own dense partials and its value at a shifted state).
+#[test]
+fn guard_supports_cover_what_the_guards_read() {
+    let mut checked = 0;
+    for model in catalog() {
+        let spec = model.spec();
+        let system = model.system();
+        let (x, p) = (spec.default_state(), spec.default_params());
+        for tr in system.transitions() {
+            let Some(support) = tr.guard.support() else {
+                continue;
+            };
+            let mut d = GuardPartials::zeros(x.len(), p.len());
+            tr.guard.partials(0.0, &x, &p, &mut d);
+            for i in 0..x.len() {
+                if !support.states.contains(&i) {
+                    assert_eq!(d.x[i], 0.0, "{} {}: x{i}", model.name(), tr.name);
+                    let mut shifted = x.clone();
+                    shifted[i] += 0.37;
+                    assert_eq!(
+                        tr.guard.value(0.0, &shifted, &p),
+                        tr.guard.value(0.0, &x, &p),
+                        "{} {}: reads x{i}",
+                        model.name(),
+                        tr.name
+                    );
+                }
+            }
+            for j in 0..p.len() {
+                if !support.params.contains(&j) {
+                    assert_eq!(d.p[j], 0.0, "{} {}: p{j}", model.name(), tr.name);
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "{checked} guards with a support");
+}
