@@ -539,8 +539,25 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             if mid <= lo || mid >= hi {
                 break;
             }
-            self.stepper
-                .interpolate(&mut self.rhs, mid, &mut self.x_probe);
+            // The state at the trial time, once for all remaining guards: only
+            // the entries they read when each names them.
+            let all_supported = self
+                .crossed
+                .iter()
+                .all(|&k| system.transitions()[k].guard.support().is_some());
+            if all_supported {
+                for &k in &self.crossed {
+                    let read = system.transitions()[k]
+                        .guard
+                        .support()
+                        .map_or(&[][..], |s| s.states);
+                    self.stepper
+                        .interpolate_entries(&mut self.rhs, mid, read, &mut self.x_probe);
+                }
+            } else {
+                self.stepper
+                    .interpolate(&mut self.rhs, mid, &mut self.x_probe);
+            }
             self.trajectory.stats.root_iterations += 1;
             self.still_crossed.clear();
             for i in 0..self.crossed.len() {
