@@ -326,16 +326,15 @@ impl RkStepper {
         }
         let theta = (t - self.t_prev) / h;
         for (i, o) in out.iter_mut().enumerate() {
-            *o = self.dense_at(i, theta);
+            *o = self.dense_at(&self.dense[5 * i..5 * i + 5], theta);
         }
     }
 
-    /// Component `i` of the continuous extension at the fraction `theta` of
-    /// the last step (its coefficients prepared).
+    /// The continuous extension with coefficients `r` at the fraction
+    /// `theta` of the last step.
     #[inline]
-    fn dense_at(&self, i: usize, theta: f64) -> f64 {
+    fn dense_at(&self, r: &[f64], theta: f64) -> f64 {
         let theta1 = 1.0 - theta;
-        let r = &self.dense[5 * i..5 * i + 5];
         if let DenseOutput::DormandPrince(_) = self.tableau.dense {
             r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * r[4])))
         } else {
@@ -352,19 +351,25 @@ impl RkStepper {
     /// Dormand-Prince's (Hairer, Norsett, Wanner, dense output of DOPRI5), or
     /// the Hermite data `y0, h f0, y1, h f1` for RK4.
     fn prepare_dense(&mut self, m: usize) {
+        for i in 0..m {
+            let r = self.dense_coefficients(i);
+            self.dense[5 * i..5 * i + 5].copy_from_slice(&r);
+        }
+        self.dense_ready = m;
+    }
+
+    /// The continuous extension's coefficients of component `i` of the last
+    /// step.
+    #[inline]
+    fn dense_coefficients(&self, i: usize) -> [f64; 5] {
         let n = self.dim;
         let h = self.t - self.t_prev;
-        let weights = match self.tableau.dense {
-            DenseOutput::DormandPrince(w) => Some(w),
-            DenseOutput::Hermite => None,
-        };
         let s = self.stages();
-        for i in 0..m {
-            let y0 = self.y_prev[i];
-            let f0 = self.k[i];
-            let f1 = self.k[s * n + i];
-            let r = &mut self.dense[5 * i..5 * i + 5];
-            if let Some(weights) = weights {
+        let y0 = self.y_prev[i];
+        let f0 = self.k[i];
+        let f1 = self.k[s * n + i];
+        match self.tableau.dense {
+            DenseOutput::DormandPrince(weights) => {
                 let diff = self.y[i] - y0;
                 let bspl = h * f0 - diff;
                 let mut r5 = 0.0;
@@ -373,12 +378,10 @@ impl RkStepper {
                         r5 += d * self.k[j * n + i];
                     }
                 }
-                r.copy_from_slice(&[y0, diff, bspl, diff - h * f1 - bspl, h * r5]);
-            } else {
-                r.copy_from_slice(&[y0, h * f0, self.y[i], h * f1, 0.0]);
+                [y0, diff, bspl, diff - h * f1 - bspl, h * r5]
             }
+            DenseOutput::Hermite => [y0, h * f0, self.y[i], h * f1, 0.0],
         }
-        self.dense_ready = m;
     }
 
     fn min_step(&self, t_limit: f64) -> f64 {
@@ -582,12 +585,15 @@ impl Stepper for RkStepper {
             }
             return;
         }
-        if self.dense_ready < out.len() {
-            self.prepare_dense(out.len());
-        }
+        // A few entries: their coefficients formed on the spot, not the
+        // whole state's.
         let theta = (t - self.t_prev) / h;
         for &i in entries {
-            out[i] = self.dense_at(i, theta);
+            out[i] = if i < self.dense_ready {
+                self.dense_at(&self.dense[5 * i..5 * i + 5], theta)
+            } else {
+                self.dense_at(&self.dense_coefficients(i), theta)
+            };
         }
     }
     fn counters(&self) -> StepCounters {
