@@ -3,6 +3,7 @@
 
 use crate::error::CliError;
 use crate::rules;
+use ia_adjoint::{LossTerms, Term};
 use ia_core::short_num;
 use ia_core::{HybridError, HybridSystem};
 use ia_events::{EventOptions, OdeSolversMethod, Problem, SolverChoice};
@@ -11,7 +12,7 @@ use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// The keys a scenario may have.
-pub const SCENARIO_KEYS: [&str; 10] = [
+pub const SCENARIO_KEYS: [&str; 11] = [
     "model",
     "size",
     "connections",
@@ -22,6 +23,7 @@ pub const SCENARIO_KEYS: [&str; 10] = [
     "observe",
     "solver",
     "max_events",
+    "loss",
 ];
 
 /// The solver method names a scenario may give, the default first.
@@ -65,6 +67,8 @@ pub struct Scenario {
     pub solver: SolverChoice,
     /// Event options (`max_events` from the scenario, the rest defaults).
     pub events: EventOptions,
+    /// The declared loss (`loss`), its names checked against the model.
+    pub loss: Option<LossTerms>,
 }
 
 impl Scenario {
@@ -224,7 +228,13 @@ impl Scenario {
             };
         }
 
+        let loss = obj
+            .get("loss")
+            .map(|v| parse_loss(v, &system))
+            .transpose()?;
+
         Ok(Scenario {
+            loss,
             spec,
             system,
             params,
@@ -290,6 +300,47 @@ fn connection_list(value: &Value) -> Result<Vec<(usize, usize)>, CliError> {
             }
         })
         .collect()
+}
+
+/// `loss`: an array of `{"of", "weight", "target"}` terms.
+fn parse_loss(value: &Value, system: &HybridSystem) -> Result<LossTerms, CliError> {
+    let Value::Array(items) = value else {
+        return Err(invalid(format!(
+            "'loss' must be an array of terms like {{\"of\": \"final.x\", \"weight\": 1.0}}, got {}",
+            type_name(value)
+        )));
+    };
+    let mut terms = Vec::with_capacity(items.len());
+    for (k, item) in items.iter().enumerate() {
+        let context = format!("loss[{k}]");
+        let obj = item.as_object().ok_or_else(|| {
+            invalid(format!(
+                "'{context}' must be an object {{\"of\": ..., \"weight\": ..., \"target\": ...}}, got {}",
+                type_name(item)
+            ))
+        })?;
+        check_keys(obj, &["of", "weight", "target"], &format!("'{context}'"))?;
+        let of = match obj.get("of") {
+            None => return Err(missing("of", &format!("'{context}'"))),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "'{context}.of' must be a string (final.<state>, observation.<index>.<state> or event.<index>.time), got {}",
+                    type_name(other)
+                )))
+            }
+        };
+        let weight = match obj.get("weight") {
+            None => return Err(missing("weight", &format!("'{context}'"))),
+            Some(v) => number(v, &format!("{context}.weight"))?,
+        };
+        let target = obj
+            .get("target")
+            .map(|v| number(v, &format!("{context}.target")))
+            .transpose()?;
+        terms.push(Term { of, weight, target });
+    }
+    Ok(LossTerms::new(terms, system)?)
 }
 
 /// The solver object: `{"method": ..., ...}` with the keys of its method.

@@ -436,7 +436,7 @@ fn models_table_lists_every_model() {
 )]
 #[case::unknown_key(
     r#"{"model": "lif", "tend": 0.05}"#,
-    &["'tend'", "model, size, connections, params, initial_state, initial_mode, t_end, observe, solver, max_events"]
+    &["'tend'", "model, size, connections, params, initial_state, initial_mode, t_end, observe, solver, max_events, loss"]
 )]
 #[case::unknown_solver_key(
     r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "rk4", "rtol": 1e-6}}"#,
