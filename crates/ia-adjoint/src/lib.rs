@@ -479,7 +479,8 @@ fn adjoint_tableau(
 ///
 /// With [`Method::Adjoint`], one forward pass is taped and each output row
 /// (each final-state entry, each observed entry, each event time) is one
-/// backward pass.
+/// backward pass, starting at that output on the tape: an event's or an
+/// observation's pass covers only the steps before it.
 pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, HybridError> {
     let sys = problem.system;
     let wrt = sys.wrt_names().to_vec();
@@ -510,15 +511,19 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
             let mut backward = Backward::new(sys, &problem.params, tableau);
             let n = sys.state_dim();
             let m = wrt.len();
-            let mut row = |seeds: &LossSeeds| {
-                let (dx0, dp) = backward.gradient(&tape, &trajectory, seeds)?;
+            // Each row's pass starts at the output it seeds: an event's or an
+            // observation's pass covers only the steps before it.
+            let mut row = |seeds: &LossSeeds, end: usize| {
+                let (dx0, dp) = backward.gradient_from(&tape, &trajectory, seeds, end)?;
                 Ok::<_, HybridError>(dx0.into_iter().chain(dp).collect::<Vec<f64>>())
             };
             let mut seeds = LossSeeds::zeros(&trajectory);
             let mut final_jacobian = DMatrix::zeros(n, m);
             for i in 0..n {
                 seeds.final_state[i] = 1.0;
-                final_jacobian.row_mut(i).copy_from_slice(&row(&seeds)?);
+                final_jacobian
+                    .row_mut(i)
+                    .copy_from_slice(&row(&seeds, tape.end())?);
                 seeds.final_state[i] = 0.0;
             }
             let mut observation_jacobians = Vec::with_capacity(trajectory.observations.len());
@@ -526,7 +531,8 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
                 let mut jac = DMatrix::zeros(n, m);
                 for i in 0..n {
                     seeds.observations[k][i] = 1.0;
-                    jac.row_mut(i).copy_from_slice(&row(&seeds)?);
+                    jac.row_mut(i)
+                        .copy_from_slice(&row(&seeds, tape.observation_end(k))?);
                     seeds.observations[k][i] = 0.0;
                 }
                 observation_jacobians.push(jac);
@@ -534,7 +540,7 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
             let mut event_time_gradients = Vec::with_capacity(trajectory.events.len());
             for k in 0..trajectory.events.len() {
                 seeds.event_times[k] = 1.0;
-                event_time_gradients.push(row(&seeds)?);
+                event_time_gradients.push(row(&seeds, tape.event_end(k))?);
                 seeds.event_times[k] = 0.0;
             }
             let sens = Sensitivities {
