@@ -66,6 +66,7 @@
 //! | `observe` | no | times in `[0, t_end]`, non-decreasing, at which the state (and its Jacobian) is reported |
 //! | `solver` | no | the solver, below; default `{"method": "dopri5"}` |
 //! | `max_events` | no | an integer of at least 1 (a whole-valued number like `1000.0` counts); more events than this is reported as Zeno; default 10000 |
+//! | `max_steps` | no | an integer of at least 1 (a whole-valued number counts); a run that needs more accepted steps ends in an error (kind `step_limit`) saying how far it got; default 10000000 (10^7, which bounds the adjoint's memory: it holds `(n + 4) x 8` bytes a step for `n` states) |
 //! | `loss` | no | a scalar loss whose gradient `gradient` prints, below; `simulate` checks it and ignores it |
 //!
 //! Solvers (`solver.method`, then that method's keys; every key but `method`
@@ -178,7 +179,7 @@
 //! `error: <kind>: <message>` (the kind is [`CliError::kind`]), and exits
 //! with status 2: bad input (kinds `malformed_json` with line and column,
 //! `invalid_scenario`, `unknown_name`, `invalid_option`, `io`), a failure of
-//! the solver (`zeno`, `grazing`, `step_size_underflow`,
+//! the solver (`zeno`, `grazing`, `step_size_underflow`, `step_limit`,
 //! `guard_violated_at_start`, `event_location`, `non_finite`), a request the
 //! method cannot serve (`unsupported`), and usage errors (kind `usage`: no
 //! subcommand, an unknown subcommand or flag, a missing argument; clap's

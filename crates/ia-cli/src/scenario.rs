@@ -12,7 +12,7 @@ use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// The keys a scenario may have.
-pub const SCENARIO_KEYS: [&str; 11] = [
+pub const SCENARIO_KEYS: [&str; 12] = [
     "model",
     "size",
     "connections",
@@ -23,6 +23,7 @@ pub const SCENARIO_KEYS: [&str; 11] = [
     "observe",
     "solver",
     "max_events",
+    "max_steps",
     "loss",
 ];
 
@@ -65,7 +66,8 @@ pub struct Scenario {
     pub observe: Vec<f64>,
     /// The solver.
     pub solver: SolverChoice,
-    /// Event options (`max_events` from the scenario, the rest defaults).
+    /// Event options (`max_events` and `max_steps` from the scenario, the
+    /// rest defaults).
     pub events: EventOptions,
     /// The declared loss (`loss`), its names checked against the model.
     pub loss: Option<LossTerms>,
@@ -207,25 +209,10 @@ impl Scenario {
 
         let mut events = EventOptions::default();
         if let Some(v) = obj.get("max_events") {
-            events.max_events = match (v.as_u64(), v.as_f64()) {
-                (Some(n), _) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
-                // A whole-valued float, like 1000.0 or 1e4, is that integer.
-                (None, Some(x)) if x >= 1.0 && x.fract() == 0.0 => {
-                    if x >= usize::MAX as f64 {
-                        usize::MAX
-                    } else {
-                        x as usize
-                    }
-                }
-                _ => {
-                    return Err(HybridError::invalid(
-                        "max_events",
-                        v,
-                        "must be an integer of at least 1, like 1000",
-                    )
-                    .into())
-                }
-            };
+            events.max_events = count(v, "max_events", "1000")?;
+        }
+        if let Some(v) = obj.get("max_steps") {
+            events.max_steps = count(v, "max_steps", "10000000")?;
         }
 
         let loss = obj
@@ -261,6 +248,25 @@ impl Scenario {
         .with_event_options(self.events.clone());
         problem.validate()?;
         Ok(problem)
+    }
+}
+
+/// A count of at least 1 for the key `key` (`example` in the message): an
+/// integer, or a whole-valued float like `1000.0` or `1e4`.
+fn count(v: &Value, key: &str, example: &str) -> Result<usize, CliError> {
+    match (v.as_u64(), v.as_f64()) {
+        (Some(n), _) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        (None, Some(x)) if x >= 1.0 && x.fract() == 0.0 => Ok(if x >= usize::MAX as f64 {
+            usize::MAX
+        } else {
+            x as usize
+        }),
+        _ => Err(HybridError::invalid(
+            key,
+            v,
+            format!("must be an integer of at least 1, like {example}"),
+        )
+        .into()),
     }
 }
 
