@@ -38,6 +38,10 @@ enum TapeEntry {
 pub(crate) struct Tape {
     entries: Vec<TapeEntry>,
     states: Vec<f64>,
+    /// Where each event's entry is in `entries`, by event index.
+    event_positions: Vec<usize>,
+    /// Where each observation's entry is in `entries`, by observation index.
+    observation_positions: Vec<usize>,
 }
 
 impl Augmentation for Tape {
@@ -57,13 +61,23 @@ impl Augmentation for Tape {
         _before: &[f64],
         _after: &mut [f64],
     ) -> Result<(), HybridError> {
+        record_position(&mut self.event_positions, jump.index, self.entries.len());
         self.entries.push(TapeEntry::Event { index: jump.index });
         Ok(())
     }
 
     fn observed(&mut self, index: usize, _time: f64, _y: &[f64]) {
+        record_position(&mut self.observation_positions, index, self.entries.len());
         self.entries.push(TapeEntry::Observation { index });
     }
+}
+
+/// Notes that output `index` sits at `position` on the tape.
+fn record_position(positions: &mut Vec<usize>, index: usize, position: usize) {
+    if positions.len() <= index {
+        positions.resize(index + 1, usize::MAX);
+    }
+    positions[index] = position;
 }
 
 impl Tape {
@@ -71,6 +85,31 @@ impl Tape {
     /// trajectory's event records).
     pub(crate) fn stored_floats(&self) -> usize {
         self.states.len() + 4 * self.entries.len()
+    }
+
+    /// Where the backward pass of a row seeding event `k` alone starts: just
+    /// after that event's entry (the steps after it do not move its time).
+    /// The whole tape if the event is not on it.
+    pub(crate) fn event_end(&self, k: usize) -> usize {
+        self.end_after(&self.event_positions, k)
+    }
+
+    /// Where the backward pass of a row seeding observation `k` alone
+    /// starts: just after that observation's entry.
+    pub(crate) fn observation_end(&self, k: usize) -> usize {
+        self.end_after(&self.observation_positions, k)
+    }
+
+    /// The whole tape: where a pass that seeds the final state starts.
+    pub(crate) fn end(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn end_after(&self, positions: &[usize], k: usize) -> usize {
+        match positions.get(k) {
+            Some(&p) if p < self.entries.len() => p + 1,
+            _ => self.entries.len(),
+        }
     }
 }
 
@@ -139,20 +178,37 @@ impl<'a> Backward<'a> {
         }
     }
 
-    /// Runs the backward pass over `tape` with `seeds`; returns
-    /// `(dL/dx0, dL/dp)`.
+    /// Runs the backward pass over the whole of `tape` with `seeds`;
+    /// returns `(dL/dx0, dL/dp)`.
     pub(crate) fn gradient(
         &mut self,
         tape: &Tape,
         trajectory: &Trajectory,
         seeds: &LossSeeds,
     ) -> Result<(Vec<f64>, Vec<f64>), HybridError> {
+        self.gradient_from(tape, trajectory, seeds, tape.end())
+    }
+
+    /// Runs the backward pass from position `end` of `tape` (its first
+    /// `end` entries, in reverse) with `seeds`, which must seed nothing
+    /// after that position (no final-state seed unless `end` is the whole
+    /// tape, [`Tape::end`]); returns `(dL/dx0, dL/dp)`. The entries after
+    /// `end` would only carry a zero adjoint, so the result is that of the
+    /// whole pass, at the cost of the steps before the seeded output.
+    pub(crate) fn gradient_from(
+        &mut self,
+        tape: &Tape,
+        trajectory: &Trajectory,
+        seeds: &LossSeeds,
+        end: usize,
+    ) -> Result<(Vec<f64>, Vec<f64>), HybridError> {
+        let end = end.min(tape.entries.len());
         let mut lambda = seeds.final_state.clone();
         let mut param_bar = vec![0.0; self.system.param_dim()];
         // dL/dt* of the located event that started the cascade being walked
         // back through, gathered from the events of that cascade.
         let mut cascade_time_bar = 0.0;
-        for entry in tape.entries.iter().rev() {
+        for entry in tape.entries[..end].iter().rev() {
             let time = match *entry {
                 TapeEntry::Step { t0, .. } => t0,
                 TapeEntry::Event { index } => trajectory.events[index].time,
@@ -349,7 +405,53 @@ impl<'a> Backward<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tests::{ball, dh_final, problem};
+    use crate::tests::{ball, dh_final, problem, E, G, H0};
+    use ia_events::{Problem, SolverChoice};
+
+    /// Reference: the pass over the whole tape (how every row was computed
+    /// before passes started at their outputs); the entries after an output
+    /// carry a zero adjoint, so the two agree to rounding.
+    #[test]
+    fn a_pass_from_an_output_equals_the_whole_pass() {
+        let system = ball();
+        // Three impacts before t = 2 (at 0.4515, 1.174, 1.752).
+        let run = Problem::new(&system, vec![H0, 0.0], vec![G, E], 2.0)
+            .with_solver(SolverChoice::dopri5(1e-12))
+            .with_observations(vec![0.3, 1.0, 1.9]);
+        let mut tape = Tape::default();
+        let trajectory = ia_events::run(&run, &mut tape).unwrap();
+        assert_eq!(trajectory.events.len(), 3);
+        let tableau = run.solver.tableau().unwrap();
+        let mut backward = Backward::new(&system, &run.params, tableau);
+        let mut rows = Vec::new();
+        for k in 0..3 {
+            let mut seeds = LossSeeds::zeros(&trajectory);
+            seeds.event_times[k] = 1.0;
+            rows.push((seeds, tape.event_end(k)));
+            let mut seeds = LossSeeds::zeros(&trajectory);
+            seeds.observations[k][1] = 1.0;
+            rows.push((seeds, tape.observation_end(k)));
+        }
+        let mut ends = Vec::new();
+        for (seeds, end) in &rows {
+            let whole = backward.gradient(&tape, &trajectory, seeds).unwrap();
+            let from = backward
+                .gradient_from(&tape, &trajectory, seeds, *end)
+                .unwrap();
+            for (a, b) in whole
+                .0
+                .iter()
+                .chain(&whole.1)
+                .zip(from.0.iter().chain(&from.1))
+            {
+                assert!((a - b).abs() <= 1e-14 * a.abs().max(1.0), "{a} vs {b}");
+            }
+            ends.push(*end);
+        }
+        // The passes start inside the tape, earlier for earlier outputs.
+        assert!(ends.iter().all(|&e| e < tape.end()), "{ends:?}");
+        assert!(ends[0] < ends[2] && ends[2] < ends[4], "{ends:?}");
+    }
 
     #[test]
     fn seeds_are_shaped_for_the_trajectory() {

@@ -71,9 +71,11 @@
 
 pub mod adjoint;
 pub mod forward;
+pub mod loss;
 pub mod saltation;
 
 pub use adjoint::LossSeeds;
+pub use loss::{LossTerms, Term};
 pub use saltation::{Saltation, SaltationWorkspace};
 
 /// The crate of the system vocabulary, re-exported: a user depending on
@@ -116,7 +118,8 @@ pub use nalgebra;
 /// ```
 pub mod prelude {
     pub use crate::{
-        gradient, jacobian, FinalComponent, Gradient, Loss, LossSeeds, Method, Sensitivities,
+        gradient, jacobian, FinalComponent, Gradient, Loss, LossSeeds, LossTerms, Method,
+        Sensitivities, Term,
     };
     pub use ia_core::{
         Autodiff, Direction, Flow, FlowFn, FlowPartials, FromMode, Guard, GuardFn, GuardPartials,
@@ -242,6 +245,66 @@ fn name_index(kind: &str, names: &[String], name: &str) -> Result<usize, HybridE
 }
 
 impl Sensitivities {
+    /// The gradient of `loss` from these sensitivities: the Jacobians
+    /// contracted with the loss's seeds (`dL/dtheta = sum seeds . rows`),
+    /// the forward-mode counterpart of [`gradient`]. The loss is checked
+    /// against the run first ([`Loss::check`], [`Loss::check_run`]).
+    ///
+    /// ```
+    /// use ia_adjoint::prelude::*;
+    ///
+    /// let model = ia_models::by_name("ball1d").unwrap();
+    /// let system = model.system();
+    /// let problem = Problem::new(&system, vec![1.0, 0.0], vec![9.81, 0.8, 0.0], 1.0)
+    ///     .with_solver(SolverChoice::dopri5(1e-12));
+    /// let loss = LossTerms::new(vec![Term::new("event.-1.time", 2.0)], &system).unwrap();
+    /// let sens = jacobian(&problem, Method::Forward).unwrap();
+    /// let by_forward = sens.loss_gradient(&loss).unwrap();
+    /// let by_adjoint = gradient(&problem, &loss).unwrap();
+    /// let (f, a) = (by_forward.concatenated(), by_adjoint.concatenated());
+    /// assert!(f.iter().zip(&a).all(|(f, a)| (f - a).abs() < 1e-9));
+    /// ```
+    pub fn loss_gradient(&self, loss: &dyn Loss) -> Result<Gradient, HybridError> {
+        let trajectory = &self.trajectory;
+        let n = self.final_jacobian.nrows();
+        loss.check(n)?;
+        loss.check_run(trajectory)?;
+        let mut seeds = LossSeeds::zeros(trajectory);
+        let value = loss.evaluate(trajectory, &mut seeds);
+        check_seeds(&seeds, trajectory)?;
+        let m = self.wrt.len();
+        let mut total = vec![0.0; m];
+        let mut add = |weights: &[f64], jac: &DMatrix<f64>| {
+            for (j, t) in total.iter_mut().enumerate() {
+                *t += (0..weights.len())
+                    .map(|i| weights[i] * jac[(i, j)])
+                    .sum::<f64>();
+            }
+        };
+        add(&seeds.final_state, &self.final_jacobian);
+        for (w, jac) in seeds.observations.iter().zip(&self.observation_jacobians) {
+            add(w, jac);
+        }
+        for (k, &w) in seeds.event_times.iter().enumerate() {
+            for (t, g) in total.iter_mut().zip(&self.event_time_gradients[k]) {
+                *t += w * g;
+            }
+        }
+        let n_initial = self
+            .wrt
+            .iter()
+            .take_while(|w| w.starts_with("initial."))
+            .count();
+        Ok(Gradient {
+            value,
+            wrt: self.wrt.clone(),
+            initial_state: total[..n_initial].to_vec(),
+            params: total[n_initial..].to_vec(),
+            tape_floats: 0,
+            trajectory: trajectory.clone(),
+        })
+    }
+
     /// The state names, in order (from the `initial.<state>` columns).
     pub fn state_names(&self) -> Vec<String> {
         self.wrt[..self.final_jacobian.nrows()]
@@ -346,6 +409,13 @@ pub trait Loss {
         Ok(())
     }
 
+    /// Checks the loss against the run, after it and before
+    /// [`Loss::evaluate`] (for example that an event it reads happened); the
+    /// default accepts every run.
+    fn check_run(&self, _trajectory: &Trajectory) -> Result<(), HybridError> {
+        Ok(())
+    }
+
     /// Value of the loss; partials into `seeds`.
     fn evaluate(&self, trajectory: &Trajectory, seeds: &mut LossSeeds) -> f64;
 }
@@ -424,7 +494,8 @@ fn adjoint_tableau(
 ///
 /// With [`Method::Adjoint`], one forward pass is taped and each output row
 /// (each final-state entry, each observed entry, each event time) is one
-/// backward pass.
+/// backward pass, starting at that output on the tape: an event's or an
+/// observation's pass covers only the steps before it.
 pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, HybridError> {
     let sys = problem.system;
     let wrt = sys.wrt_names().to_vec();
@@ -455,15 +526,19 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
             let mut backward = Backward::new(sys, &problem.params, tableau);
             let n = sys.state_dim();
             let m = wrt.len();
-            let mut row = |seeds: &LossSeeds| {
-                let (dx0, dp) = backward.gradient(&tape, &trajectory, seeds)?;
+            // Each row's pass starts at the output it seeds: an event's or an
+            // observation's pass covers only the steps before it.
+            let mut row = |seeds: &LossSeeds, end: usize| {
+                let (dx0, dp) = backward.gradient_from(&tape, &trajectory, seeds, end)?;
                 Ok::<_, HybridError>(dx0.into_iter().chain(dp).collect::<Vec<f64>>())
             };
             let mut seeds = LossSeeds::zeros(&trajectory);
             let mut final_jacobian = DMatrix::zeros(n, m);
             for i in 0..n {
                 seeds.final_state[i] = 1.0;
-                final_jacobian.row_mut(i).copy_from_slice(&row(&seeds)?);
+                final_jacobian
+                    .row_mut(i)
+                    .copy_from_slice(&row(&seeds, tape.end())?);
                 seeds.final_state[i] = 0.0;
             }
             let mut observation_jacobians = Vec::with_capacity(trajectory.observations.len());
@@ -471,7 +546,8 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
                 let mut jac = DMatrix::zeros(n, m);
                 for i in 0..n {
                     seeds.observations[k][i] = 1.0;
-                    jac.row_mut(i).copy_from_slice(&row(&seeds)?);
+                    jac.row_mut(i)
+                        .copy_from_slice(&row(&seeds, tape.observation_end(k))?);
                     seeds.observations[k][i] = 0.0;
                 }
                 observation_jacobians.push(jac);
@@ -479,7 +555,7 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
             let mut event_time_gradients = Vec::with_capacity(trajectory.events.len());
             for k in 0..trajectory.events.len() {
                 seeds.event_times[k] = 1.0;
-                event_time_gradients.push(row(&seeds)?);
+                event_time_gradients.push(row(&seeds, tape.event_end(k))?);
                 seeds.event_times[k] = 0.0;
             }
             let sens = Sensitivities {
@@ -664,6 +740,7 @@ pub fn gradient(problem: &Problem<'_>, loss: &dyn Loss) -> Result<Gradient, Hybr
     loss.check(problem.system.state_dim())?;
     let mut tape = Tape::default();
     let trajectory = ia_events::run(problem, &mut tape)?;
+    loss.check_run(&trajectory)?;
     let mut seeds = LossSeeds::zeros(&trajectory);
     let value = loss.evaluate(&trajectory, &mut seeds);
     check_seeds(&seeds, &trajectory)?;
@@ -689,38 +766,7 @@ pub fn gradient_forward(
     method: Method,
 ) -> Result<Gradient, HybridError> {
     loss.check(problem.system.state_dim())?;
-    let sens = jacobian(problem, method)?;
-    let trajectory = sens.trajectory;
-    let mut seeds = LossSeeds::zeros(&trajectory);
-    let value = loss.evaluate(&trajectory, &mut seeds);
-    check_seeds(&seeds, &trajectory)?;
-    let m = sens.wrt.len();
-    let mut total = vec![0.0; m];
-    let mut add = |weights: &[f64], jac: &DMatrix<f64>| {
-        for (j, t) in total.iter_mut().enumerate() {
-            *t += (0..weights.len())
-                .map(|i| weights[i] * jac[(i, j)])
-                .sum::<f64>();
-        }
-    };
-    add(&seeds.final_state, &sens.final_jacobian);
-    for (w, jac) in seeds.observations.iter().zip(&sens.observation_jacobians) {
-        add(w, jac);
-    }
-    for (k, &w) in seeds.event_times.iter().enumerate() {
-        for (t, g) in total.iter_mut().zip(&sens.event_time_gradients[k]) {
-            *t += w * g;
-        }
-    }
-    let n = problem.system.state_dim();
-    Ok(Gradient {
-        value,
-        wrt: sens.wrt,
-        initial_state: total[..n].to_vec(),
-        params: total[n..].to_vec(),
-        tape_floats: 0,
-        trajectory,
-    })
+    jacobian(problem, method)?.loss_gradient(loss)
 }
 
 fn check_seeds(seeds: &LossSeeds, trajectory: &Trajectory) -> Result<(), HybridError> {

@@ -39,7 +39,7 @@ impl CliError {
     /// `invalid_scenario`, `io`, `usage` (printed by the binary for a bad
     /// command line), or the library's [`HybridError::kind`]
     /// (`unknown_name`, `invalid_option`, `zeno`, `grazing`,
-    /// `step_size_underflow`, `guard_violated_at_start`, `event_location`,
+    /// `step_size_underflow`, `step_limit`, `guard_violated_at_start`, `event_location`,
     /// `non_finite`, `unsupported`, ...).
     pub fn kind(&self) -> &'static str {
         match self {

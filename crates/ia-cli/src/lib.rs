@@ -11,7 +11,7 @@
 //! ```text
 //! impact-adjoint models [--json]
 //! impact-adjoint simulate FILE
-//! impact-adjoint gradient FILE [--method forward|adjoint]
+//! impact-adjoint gradient FILE [--method forward|adjoint] [--jacobian]
 //! ```
 //!
 //! * `models` lists the ready models with their states, parameters (with
@@ -31,7 +31,10 @@
 //!   `ode_solvers.dopri5` as `dopri5` with the same `rtol` and `atol` and
 //!   `max_step = macro_step` (see [`adjoint_solver`]); `ode_solvers.dop853`
 //!   has no built-in equivalent and fails (kind `unsupported`) with the
-//!   `dopri5` solver to write instead.
+//!   `dopri5` solver to write instead. With a `loss` in the scenario (see
+//!   [Loss](#loss)), `--method adjoint` computes the loss gradient in one
+//!   backward pass and prints the per-output Jacobians only with
+//!   `--jacobian` (which costs one backward pass per output row).
 //!
 //! `FILE` `-` reads the scenario from standard input. A scenario larger
 //! than 16 MiB (say `/dev/zero`) is refused (kind `io`).
@@ -63,6 +66,8 @@
 //! | `observe` | no | times in `[0, t_end]`, non-decreasing, at which the state (and its Jacobian) is reported |
 //! | `solver` | no | the solver, below; default `{"method": "dopri5"}` |
 //! | `max_events` | no | an integer of at least 1 (a whole-valued number like `1000.0` counts); more events than this is reported as Zeno; default 10000 |
+//! | `max_steps` | no | an integer of at least 1 (a whole-valued number counts); a run that needs more accepted steps ends in an error (kind `step_limit`) saying how far it got; default 10000000 (10^7, which bounds the adjoint's memory: it holds `(n + 4) x 8` bytes a step for `n` states) |
+//! | `loss` | no | a scalar loss whose gradient `gradient` prints, below; `simulate` checks it and ignores it |
 //!
 //! Solvers (`solver.method`, then that method's keys; every key but `method`
 //! is optional):
@@ -93,6 +98,34 @@
 //! example `g > 0`, masses, lengths and time constants `> 0`, restitution
 //! `e` in `[0, 1]`, and in `(0, 1]` for a ball on a floor, where `e = 0`
 //! would leave it resting on the floor; `Vr < Vth` for `lif`).
+//!
+//! ## Loss
+//!
+//! `loss` is an array of terms, summed:
+//!
+//! ```json
+//! "loss": [
+//!   {"of": "final.x", "weight": 1.0},
+//!   {"of": "event.3.time", "weight": 0.5},
+//!   {"of": "observation.0.y", "target": 0.25, "weight": 2.0}
+//! ]
+//! ```
+//!
+//! * `of` (required) is `final.<state>` (the state entry at `t_end`),
+//!   `observation.<index>.<state>` (the entry at observation `index` of
+//!   `observe`) or `event.<index>.time` (the time of event `index`).
+//!   Indices count from 0; a negative index counts from the end (`-1` is the
+//!   last).
+//! * `weight` (required) is a finite number `w`; `target` (optional) a finite
+//!   number `y`. A term is `w * value`, or `w * (value - y)^2` with a target.
+//!
+//! An unknown state in `of` is an error (kind `unknown_name`) naming
+//! `loss[k].of` and listing the valid state names; an `of` of another form,
+//! or an unknown key in a term, is an error naming `loss[k]`. An event or
+//! observation index the run does not reach is an error after the run (kind
+//! `invalid_option`) naming `loss[k].of` and how many events or
+//! observations the run has. The library type is
+//! [`ia_adjoint::LossTerms`].
 //!
 //! A run that fails because a ball's bounces accumulate (each rebound `e`
 //! times the one before, so the ball comes to rest) has the error of the
@@ -125,6 +158,13 @@
 //!   its time. An event's `time_gradient[w]` is `d t* / d w`.
 //! * `method` is `forward` or `adjoint`; `stats` counts accepted steps,
 //!   right-hand-side evaluations and events.
+//! * With a `loss`, `loss` follows `jacobian`:
+//!   `"loss": {"value": L, "gradient": {"initial.x": dL/dx0, "...": 0.0, "param.c": dL/dc}}`,
+//!   keys in `wrt` order. Under `--method forward` it is the forward
+//!   Jacobians contracted with the loss's partial derivatives; under
+//!   `--method adjoint` it is one backward pass, and `jacobian`, every
+//!   `time_gradient` and every observation `jacobian` are left out unless
+//!   `--jacobian` is given. Without a `loss` the document is as above.
 //!
 //! `simulate` prints the same document without the derivative fields:
 //! no `method`, `wrt`, `jacobian`, `time_gradient` or observation
@@ -139,7 +179,7 @@
 //! `error: <kind>: <message>` (the kind is [`CliError::kind`]), and exits
 //! with status 2: bad input (kinds `malformed_json` with line and column,
 //! `invalid_scenario`, `unknown_name`, `invalid_option`, `io`), a failure of
-//! the solver (`zeno`, `grazing`, `step_size_underflow`,
+//! the solver (`zeno`, `grazing`, `step_size_underflow`, `step_limit`,
 //! `guard_violated_at_start`, `event_location`, `non_finite`), a request the
 //! method cannot serve (`unsupported`), and usage errors (kind `usage`: no
 //! subcommand, an unknown subcommand or flag, a missing argument; clap's
@@ -209,26 +249,80 @@ pub fn simulate(text: &str, source: &str) -> Result<String, CliError> {
 }
 
 /// `impact-adjoint gradient`: the JSON document, with Jacobians, for the
-/// scenario in `text` (`source` names it in error messages).
+/// scenario in `text` (`source` names it in error messages); the same as
+/// [`gradient_with`] without `--jacobian`.
 ///
 /// With [`GradientMethod::Adjoint`] the solver is first replaced by
 /// [`adjoint_solver`] (the built-in equivalent of an `ode_solvers.*`
 /// solver).
 pub fn gradient(text: &str, source: &str, method: GradientMethod) -> Result<String, CliError> {
+    gradient_with(text, source, method, false)
+}
+
+/// `impact-adjoint gradient [--jacobian]`: as [`gradient`]; with a `loss`
+/// in the scenario, the document gains `loss` (its value and gradient).
+/// Under [`GradientMethod::Adjoint`] the loss gradient is one backward pass
+/// ([`ia_adjoint::gradient`]) and the per-output derivatives are computed
+/// (and printed) only if `jacobian` is true; under
+/// [`GradientMethod::Forward`] it is the forward Jacobian contracted with
+/// the loss's seeds ([`ia_adjoint::Sensitivities::loss_gradient`]).
+///
+/// ```
+/// let scenario = r#"{"model": "ball1d", "t_end": 1,
+///     "loss": [{"of": "event.-1.time", "weight": 1.0}]}"#;
+/// let method = ia_cli::GradientMethod::Adjoint;
+/// let out = ia_cli::gradient_with(scenario, "example", method, false).unwrap();
+/// let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+/// // The first impact from h0 = 1 at rest: t1 = sqrt(2 h0 / g), dt1/dh0 = 1 / (g t1).
+/// let t1 = (2.0f64 / 9.81).sqrt();
+/// assert!((doc["loss"]["value"].as_f64().unwrap() - t1).abs() < 1e-9);
+/// let dt1_dh0 = doc["loss"]["gradient"]["initial.h"].as_f64().unwrap();
+/// assert!((dt1_dh0 - 1.0 / (9.81 * t1)).abs() < 1e-8);
+/// assert!(doc.get("jacobian").is_none());
+/// ```
+pub fn gradient_with(
+    text: &str,
+    source: &str,
+    method: GradientMethod,
+    jacobian: bool,
+) -> Result<String, CliError> {
     let mut scenario = Scenario::parse(text, source)?;
     if method == GradientMethod::Adjoint {
         scenario.solver = adjoint_solver(&scenario.solver)?;
     }
     let problem = scenario.problem()?;
-    let sens =
-        ia_adjoint::jacobian(&problem, method.method()).map_err(|e| explain(&scenario, e))?;
-    Ok(report::document(
-        &scenario.spec.name,
-        scenario.t_end,
-        &sens.trajectory,
-        Some((method.name(), &sens)),
+    let name = &scenario.spec.name;
+    let run_error = |e: HybridError| explain(&scenario, e);
+    let Some(loss) = &scenario.loss else {
+        let sens = ia_adjoint::jacobian(&problem, method.method()).map_err(run_error)?;
+        return Ok(report::document(
+            name,
+            scenario.t_end,
+            &sens.trajectory,
+            Some((method.name(), &sens)),
+        )
+        .to_pretty_string());
+    };
+    let (sens, grad) = match method {
+        GradientMethod::Forward => {
+            let sens = ia_adjoint::jacobian(&problem, method.method()).map_err(run_error)?;
+            let grad = sens.loss_gradient(loss)?;
+            (Some(sens), grad)
+        }
+        GradientMethod::Adjoint => {
+            let grad = ia_adjoint::gradient(&problem, loss).map_err(run_error)?;
+            let sens = if jacobian {
+                Some(ia_adjoint::jacobian(&problem, method.method()).map_err(run_error)?)
+            } else {
+                None
+            };
+            (sens, grad)
+        }
+    };
+    Ok(
+        report::loss_document(name, scenario.t_end, method.name(), sens.as_ref(), &grad)
+            .to_pretty_string(),
     )
-    .to_pretty_string())
 }
 
 /// The solver `gradient --method adjoint` runs for the scenario's `solver`.

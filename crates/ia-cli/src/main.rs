@@ -36,6 +36,10 @@ enum Command {
         /// How the sensitivities are computed.
         #[arg(long, value_enum, default_value_t = MethodArg::Forward)]
         method: MethodArg,
+        /// With a `loss` in the scenario and `--method adjoint`, also print
+        /// the per-output Jacobians (one backward pass per output row).
+        #[arg(long)]
+        jacobian: bool,
     },
 }
 
@@ -92,13 +96,17 @@ fn execute(command: Command) -> Result<String, CliError> {
             let (text, source) = read_scenario(&file)?;
             ia_cli::simulate(&text, &source)
         }
-        Command::Gradient { file, method } => {
+        Command::Gradient {
+            file,
+            method,
+            jacobian,
+        } => {
             let (text, source) = read_scenario(&file)?;
             let method = match method {
                 MethodArg::Forward => GradientMethod::Forward,
                 MethodArg::Adjoint => GradientMethod::Adjoint,
             };
-            ia_cli::gradient(&text, &source, method)
+            ia_cli::gradient_with(&text, &source, method, jacobian)
         }
     }
 }

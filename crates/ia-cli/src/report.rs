@@ -7,7 +7,7 @@
 //! key order of every other crate of the workspace built together with this
 //! one.
 
-use ia_adjoint::Sensitivities;
+use ia_adjoint::{Gradient, Sensitivities};
 use ia_core::Trajectory;
 use nalgebra::DMatrix;
 use serde::ser::{SerializeMap, SerializeSeq};
@@ -99,22 +99,76 @@ pub fn document(
     trajectory: &Trajectory,
     sens: Option<(&str, &Sensitivities)>,
 ) -> Json {
+    match sens {
+        None => build(model, t_end, trajectory, None, None, None),
+        Some((method, s)) => build(
+            model,
+            t_end,
+            trajectory,
+            Some((method, &s.wrt)),
+            Some(s),
+            None,
+        ),
+    }
+}
+
+/// The output of `gradient` with a declared loss: the fields of
+/// [`document`], the per-output derivatives (`jacobian`, `time_gradient`,
+/// observation `jacobian`) only if `sens` is given, and `loss` (`{"value",
+/// "gradient": {wrt: dL/dwrt}}`) after `jacobian`.
+pub fn loss_document(
+    model: &str,
+    t_end: f64,
+    method: &str,
+    sens: Option<&Sensitivities>,
+    loss: &Gradient,
+) -> Json {
+    let trajectory = sens.map_or(&loss.trajectory, |s| &s.trajectory);
+    build(
+        model,
+        t_end,
+        trajectory,
+        Some((method, &loss.wrt)),
+        sens,
+        Some(loss),
+    )
+}
+
+fn build(
+    model: &str,
+    t_end: f64,
+    trajectory: &Trajectory,
+    method: Option<(&str, &[String])>,
+    sens: Option<&Sensitivities>,
+    loss: Option<&Gradient>,
+) -> Json {
     let states = &trajectory.state_names;
     let mut out = vec![("model".to_string(), str(model))];
-    if let Some((method, _)) = sens {
+    if let Some((method, _)) = method {
         out.push(("method".into(), str(method)));
     }
     out.push(("t_end".into(), Json::Num(t_end)));
     out.push(("final_mode".into(), str(&trajectory.final_mode)));
     out.push(("final_state".into(), named(states, &trajectory.final_state)));
-    if let Some((_, s)) = sens {
+    if let Some((_, wrt)) = method {
         out.push((
             "wrt".into(),
-            Json::Arr(s.wrt.iter().map(|w| str(w)).collect()),
+            Json::Arr(wrt.iter().map(|w| str(w)).collect()),
         ));
+    }
+    if let Some(s) = sens {
         out.push((
             "jacobian".into(),
             jacobian(states, &s.wrt, &s.final_jacobian),
+        ));
+    }
+    if let Some(g) = loss {
+        out.push((
+            "loss".into(),
+            Json::Obj(vec![
+                ("value".into(), Json::Num(g.value)),
+                ("gradient".into(), named(&g.wrt, &g.concatenated())),
+            ]),
         ));
     }
     let events = trajectory
@@ -131,7 +185,7 @@ pub fn document(
                 ("state_before".into(), named(states, &e.state_before)),
                 ("state_after".into(), named(states, &e.state_after)),
             ];
-            if let Some((_, s)) = sens {
+            if let Some(s) = sens {
                 if let Some(g) = s.event_time_gradients.get(k) {
                     ev.push(("time_gradient".into(), named(&s.wrt, g)));
                 }
@@ -149,7 +203,7 @@ pub fn document(
                 ("time".to_string(), Json::Num(o.time)),
                 ("state".into(), named(states, &o.state)),
             ];
-            if let Some((_, s)) = sens {
+            if let Some(s) = sens {
                 if let Some(j) = s.observation_jacobians.get(k) {
                     ob.push(("jacobian".into(), jacobian(states, &s.wrt, j)));
                 }

@@ -3,6 +3,7 @@
 
 use crate::error::CliError;
 use crate::rules;
+use ia_adjoint::{LossTerms, Term};
 use ia_core::short_num;
 use ia_core::{HybridError, HybridSystem};
 use ia_events::{EventOptions, OdeSolversMethod, Problem, SolverChoice};
@@ -11,7 +12,7 @@ use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// The keys a scenario may have.
-pub const SCENARIO_KEYS: [&str; 10] = [
+pub const SCENARIO_KEYS: [&str; 12] = [
     "model",
     "size",
     "connections",
@@ -22,6 +23,8 @@ pub const SCENARIO_KEYS: [&str; 10] = [
     "observe",
     "solver",
     "max_events",
+    "max_steps",
+    "loss",
 ];
 
 /// The solver method names a scenario may give, the default first.
@@ -63,8 +66,11 @@ pub struct Scenario {
     pub observe: Vec<f64>,
     /// The solver.
     pub solver: SolverChoice,
-    /// Event options (`max_events` from the scenario, the rest defaults).
+    /// Event options (`max_events` and `max_steps` from the scenario, the
+    /// rest defaults).
     pub events: EventOptions,
+    /// The declared loss (`loss`), its names checked against the model.
+    pub loss: Option<LossTerms>,
 }
 
 impl Scenario {
@@ -203,28 +209,19 @@ impl Scenario {
 
         let mut events = EventOptions::default();
         if let Some(v) = obj.get("max_events") {
-            events.max_events = match (v.as_u64(), v.as_f64()) {
-                (Some(n), _) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
-                // A whole-valued float, like 1000.0 or 1e4, is that integer.
-                (None, Some(x)) if x >= 1.0 && x.fract() == 0.0 => {
-                    if x >= usize::MAX as f64 {
-                        usize::MAX
-                    } else {
-                        x as usize
-                    }
-                }
-                _ => {
-                    return Err(HybridError::invalid(
-                        "max_events",
-                        v,
-                        "must be an integer of at least 1, like 1000",
-                    )
-                    .into())
-                }
-            };
+            events.max_events = count(v, "max_events", "1000")?;
+        }
+        if let Some(v) = obj.get("max_steps") {
+            events.max_steps = count(v, "max_steps", "10000000")?;
         }
 
+        let loss = obj
+            .get("loss")
+            .map(|v| parse_loss(v, &system))
+            .transpose()?;
+
         Ok(Scenario {
+            loss,
             spec,
             system,
             params,
@@ -251,6 +248,25 @@ impl Scenario {
         .with_event_options(self.events.clone());
         problem.validate()?;
         Ok(problem)
+    }
+}
+
+/// A count of at least 1 for the key `key` (`example` in the message): an
+/// integer, or a whole-valued float like `1000.0` or `1e4`.
+fn count(v: &Value, key: &str, example: &str) -> Result<usize, CliError> {
+    match (v.as_u64(), v.as_f64()) {
+        (Some(n), _) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        (None, Some(x)) if x >= 1.0 && x.fract() == 0.0 => Ok(if x >= usize::MAX as f64 {
+            usize::MAX
+        } else {
+            x as usize
+        }),
+        _ => Err(HybridError::invalid(
+            key,
+            v,
+            format!("must be an integer of at least 1, like {example}"),
+        )
+        .into()),
     }
 }
 
@@ -290,6 +306,47 @@ fn connection_list(value: &Value) -> Result<Vec<(usize, usize)>, CliError> {
             }
         })
         .collect()
+}
+
+/// `loss`: an array of `{"of", "weight", "target"}` terms.
+fn parse_loss(value: &Value, system: &HybridSystem) -> Result<LossTerms, CliError> {
+    let Value::Array(items) = value else {
+        return Err(invalid(format!(
+            "'loss' must be an array of terms like {{\"of\": \"final.x\", \"weight\": 1.0}}, got {}",
+            type_name(value)
+        )));
+    };
+    let mut terms = Vec::with_capacity(items.len());
+    for (k, item) in items.iter().enumerate() {
+        let context = format!("loss[{k}]");
+        let obj = item.as_object().ok_or_else(|| {
+            invalid(format!(
+                "'{context}' must be an object {{\"of\": ..., \"weight\": ..., \"target\": ...}}, got {}",
+                type_name(item)
+            ))
+        })?;
+        check_keys(obj, &["of", "weight", "target"], &format!("'{context}'"))?;
+        let of = match obj.get("of") {
+            None => return Err(missing("of", &format!("'{context}'"))),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "'{context}.of' must be a string (final.<state>, observation.<index>.<state> or event.<index>.time), got {}",
+                    type_name(other)
+                )))
+            }
+        };
+        let weight = match obj.get("weight") {
+            None => return Err(missing("weight", &format!("'{context}'"))),
+            Some(v) => number(v, &format!("{context}.weight"))?,
+        };
+        let target = obj
+            .get("target")
+            .map(|v| number(v, &format!("{context}.target")))
+            .transpose()?;
+        terms.push(Term { of, weight, target });
+    }
+    Ok(LossTerms::new(terms, system)?)
 }
 
 /// The solver object: `{"method": ..., ...}` with the keys of its method.

@@ -436,7 +436,7 @@ fn models_table_lists_every_model() {
 )]
 #[case::unknown_key(
     r#"{"model": "lif", "tend": 0.05}"#,
-    &["'tend'", "model, size, connections, params, initial_state, initial_mode, t_end, observe, solver, max_events"]
+    &["'tend'", "model, size, connections, params, initial_state, initial_mode, t_end, observe, solver, max_events, max_steps, loss"]
 )]
 #[case::unknown_solver_key(
     r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "rk4", "rtol": 1e-6}}"#,
@@ -544,6 +544,8 @@ fn models_table_lists_every_model() {
 #[case::max_events_zero(r#"{"model": "lif", "t_end": 0.05, "max_events": 0}"#, &["max_events", "at least 1"])]
 #[case::max_events_fraction(r#"{"model": "lif", "t_end": 0.05, "max_events": 2.5}"#, &["max_events", "an integer", "like 1000"])]
 #[case::max_events_string(r#"{"model": "lif", "t_end": 0.05, "max_events": "10"}"#, &["max_events", "an integer", "like 1000"])]
+#[case::max_steps_zero(r#"{"model": "lif", "t_end": 0.05, "max_steps": 0}"#, &["max_steps", "at least 1"])]
+#[case::max_steps_fraction(r#"{"model": "lif", "t_end": 0.05, "max_steps": 2.5}"#, &["max_steps", "an integer"])]
 // Issue 10, duplicate keys: serde_json kept the last silently.
 #[case::duplicate_key(
     r#"{"model": "ball1d", "model": "lif", "t_end": 1}"#,
@@ -621,6 +623,11 @@ fn models_table_lists_every_model() {
     &["guard of transition 'impact'", "already at or beyond zero"]
 )]
 #[case::underflow(r#"{"model": "lif", "t_end": 1, "params": {"tau": 1e-20}}"#, &["step size underflow"])]
+// Issue 9: no step limit; rk4 with dt = 1e-4 reaches t = 0.1 in 1000 steps.
+#[case::step_limit(
+    r#"{"model": "ball1d", "t_end": 2, "solver": {"method": "rk4", "dt": 1e-4}, "max_steps": 1000}"#,
+    &["error: step_limit: ", "max_steps = 1000", "t = 0.1", "t_end = 2"]
+)]
 fn bad_input_exits_2_naming_the_offender(
     #[case] input: &str,
     #[case] fragments: &[&str],
@@ -638,7 +645,7 @@ fn bad_input_exits_2_naming_the_offender(
 
 /// The documented error kinds (crate docs of `ia_cli`, "Errors and exit
 /// status").
-const ERROR_KINDS: [&str; 14] = [
+const ERROR_KINDS: [&str; 15] = [
     "malformed_json",
     "invalid_scenario",
     "unknown_name",
@@ -648,6 +655,7 @@ const ERROR_KINDS: [&str; 14] = [
     "zeno",
     "grazing",
     "step_size_underflow",
+    "step_limit",
     "guard_violated_at_start",
     "event_location",
     "non_finite",

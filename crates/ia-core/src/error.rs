@@ -58,6 +58,20 @@ pub enum HybridError {
         /// The run up to there.
         trajectory: Box<Trajectory>,
     },
+    /// The run took its step limit (`max_steps`) before reaching its end: a
+    /// bound that keeps a run with absurdly small steps from exhausting
+    /// time and memory (the adjoint's tape holds every step).
+    #[error("the run took max_steps = {max_steps} steps and reached only t = {} of t_end = {}; take larger steps (a looser tolerance or a larger fixed dt), shorten t_end, or raise max_steps (the adjoint holds every step in memory)", short_num(six_digits(*time)), short_num(*t_end))]
+    StepLimit {
+        /// The limit.
+        max_steps: usize,
+        /// Time reached.
+        time: f64,
+        /// The end time the run did not reach.
+        t_end: f64,
+        /// The run up to there.
+        trajectory: Box<Trajectory>,
+    },
     /// A guard starts on or beyond zero in its crossing direction.
     #[error("the guard of transition '{transition}' is already at or beyond zero at the start (value {value:e}, direction {direction}): start strictly on the side the guard crosses from")]
     GuardViolatedAtStart {
@@ -139,6 +153,11 @@ pub fn short_num(x: f64) -> String {
     }
 }
 
+/// `x` rounded to six significant digits (a time reached, for a message).
+fn six_digits(x: f64) -> f64 {
+    format!("{x:.5e}").parse().unwrap_or(x)
+}
+
 /// Why a step underflowed, in words: the smallest step is
 /// `8 eps max(|t|, |t_limit|)`, so a floor far above `8 eps |t|` comes from
 /// the time the step aims at (the run's end or an observation time), which
@@ -163,6 +182,7 @@ impl HybridError {
             HybridError::Zeno { trajectory, .. }
             | HybridError::Grazing { trajectory, .. }
             | HybridError::StepSizeUnderflow { trajectory, .. }
+            | HybridError::StepLimit { trajectory, .. }
             | HybridError::EventLocation { trajectory, .. } => Some(trajectory),
             HybridError::NonFinite { trajectory, .. } => trajectory.as_deref(),
             _ => None,
@@ -177,6 +197,7 @@ impl HybridError {
             HybridError::Grazing { .. } => "grazing",
             HybridError::NonFinite { .. } => "non_finite",
             HybridError::StepSizeUnderflow { .. } => "step_size_underflow",
+            HybridError::StepLimit { .. } => "step_limit",
             HybridError::GuardViolatedAtStart { .. } => "guard_violated_at_start",
             HybridError::DimensionMismatch { .. } => "dimension_mismatch",
             HybridError::InvalidOption { .. } => "invalid_option",

@@ -367,6 +367,16 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 let y = self.stepper.state().to_vec();
                 return Ok(self.finish(t, &y));
             }
+            let max_steps = self.problem.events.max_steps;
+            if self.trajectory.stats.steps >= max_steps {
+                let x = self.stepper.state()[..self.rhs.n].to_vec();
+                return Err(HybridError::StepLimit {
+                    max_steps,
+                    time: t,
+                    t_end: self.problem.t_end,
+                    trajectory: Box::new(self.snapshot_at(t, &x)),
+                });
+            }
             let t_limit = self
                 .problem
                 .observation_times
@@ -1102,7 +1112,16 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             let span = self.problem.t_end - self.problem.t0;
             let gap = |i: usize| events[i].time - events[i - 1].time;
             let last = events.len() - 1;
-            let shrinking = last >= 2 && gap(last) <= gap(last - 1);
+            // A gap counts as shrinking towards an accumulation only if the
+            // geometric continuation of the last two gaps (ratio r < 1, the
+            // remaining gaps summing to gap r / (1 - r)) ends before t_end:
+            // evenly spaced events (r = 1 up to rounding and the solver's
+            // drift) never accumulate, however short their gaps.
+            let shrinking = last >= 2 && {
+                let ratio = gap(last) / gap(last - 1);
+                gap(last) <= 0.0
+                    || (ratio < 1.0 && t + gap(last) * ratio / (1.0 - ratio) <= self.problem.t_end)
+            };
             if last >= 1
                 && gap(last) < options.zeno_separation * span
                 && (shrinking || self.zeno_streak == 0)
@@ -1113,7 +1132,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             }
             (self.zeno_streak >= options.zeno_run).then(|| {
                 format!(
-                    "{} consecutive gaps between events, each no longer than the one before, shorter than {} ({} of the run's length)",
+                    "{} consecutive gaps between events shorter than {} ({} of the run's length), each shrinking towards an accumulation point before t_end",
                     self.zeno_streak,
                     ia_core::short_num(options.zeno_separation * span),
                     ia_core::short_num(options.zeno_separation)
@@ -1222,7 +1241,7 @@ mod tests {
     //! at `t1 = sqrt(2 h0 / g)` and `t2 = t1 (1 + 2 e)`, impact speed
     //! `w = g t1`, rebound speed `e w`.
     use super::*;
-    use crate::problem::SolverChoice;
+    use crate::problem::{EventOptions, SolverChoice};
     use ia_core::{Autodiff, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
     const G: f64 = 9.81;
@@ -1289,6 +1308,85 @@ mod tests {
         assert!((first.state_after[1] - E * w).abs() < 1e-9);
         assert!(first.guard_rate < 0.0);
         assert_eq!(trajectory.segments.len(), 3);
+    }
+
+    /// Issue 9: equal gaps counted towards Zeno, so an elastic ball (e = 1,
+    /// impacts every 2 t1 = 0.903 s, evenly spaced by construction) whose
+    /// gaps fell below `zeno_separation * span` ended in a false Zeno error
+    /// once rounding made three gaps in a row non-increasing. Here
+    /// `zeno_separation * span = 1 s` exceeds the gap, as the default
+    /// `1e-5` does on a run of 1e5 s.
+    #[test]
+    fn evenly_spaced_events_are_not_zeno() {
+        let system = ball(false);
+        let t_end = 100.0;
+        let problem = Problem::new(&system, vec![1.0, 0.0], vec![G, 1.0], t_end)
+            .with_solver(SolverChoice::dopri5(1e-12))
+            .with_event_options(EventOptions {
+                zeno_separation: 0.01,
+                ..EventOptions::default()
+            });
+        let trajectory = simulate(&problem).unwrap();
+        assert_eq!(trajectory.final_time, t_end);
+        // Impacts at t1 (1 + 2k): floor((t_end / t1 - 1) / 2) + 1 of them.
+        let expected = ((t_end / t1() - 1.0) / 2.0).floor() as usize + 1;
+        assert_eq!(trajectory.events.len(), expected);
+        let last = trajectory.events.last().unwrap().time;
+        let exact = t1() * (1.0 + 2.0 * (expected - 1) as f64);
+        assert!((last - exact).abs() < 1e-8, "{last} vs {exact}");
+    }
+
+    /// The same detector still catches accumulating impacts (e = 0.5, rest
+    /// at 3 t1, from t1 (1 + 2e / (1 - e))) under the same options.
+    #[test]
+    fn accumulating_events_are_still_zeno_with_a_wide_separation() {
+        let system = ball(false);
+        let problem = Problem::new(&system, vec![1.0, 0.0], vec![G, 0.5], 100.0)
+            .with_solver(SolverChoice::dopri5(1e-12))
+            .with_event_options(EventOptions {
+                zeno_separation: 0.01,
+                ..EventOptions::default()
+            });
+        let err = simulate(&problem).unwrap_err();
+        assert_eq!(err.kind(), "zeno", "{err}");
+        let HybridError::Zeno {
+            last_event_time, ..
+        } = err
+        else {
+            unreachable!()
+        };
+        assert!(last_event_time < 3.0 * t1(), "{last_event_time}");
+    }
+
+    /// The step limit: rk4 with dt = 1e-3 takes exactly 100 steps to reach
+    /// t = 0.1 (the reference: fixed-step arithmetic), so `max_steps = 100`
+    /// stops a run to t = 1 there, with the trajectory so far.
+    #[test]
+    fn the_step_limit_ends_the_run_with_the_trajectory_so_far() {
+        let system = ball(false);
+        let options = |max_steps| EventOptions {
+            max_steps,
+            ..EventOptions::default()
+        };
+        let problem = Problem::new(&system, vec![1.0, 0.0], vec![G, E], 1.0)
+            .with_solver(SolverChoice::Rk4 { dt: 1e-3 })
+            .with_event_options(options(100));
+        let err = simulate(&problem).unwrap_err();
+        assert_eq!(err.kind(), "step_limit", "{err}");
+        let text = err.to_string();
+        assert!(text.contains("max_steps = 100"), "{text}");
+        assert!(text.contains("t_end = 1"), "{text}");
+        let trajectory = err.trajectory().expect("the run so far");
+        assert_eq!(trajectory.stats.steps, 100);
+        assert!((trajectory.final_time - 0.1).abs() < 1e-12);
+        // h = 1 - g t^2 / 2 before the first impact.
+        assert!((trajectory.final_state[0] - (1.0 - G * 0.01 / 2.0)).abs() < 1e-12);
+        // A limit the run stays within changes nothing.
+        let problem = problem.with_event_options(options(2000));
+        let run = simulate(&problem).unwrap();
+        assert_eq!(run.final_time, 1.0);
+        assert!(run.stats.steps <= 2000);
+        assert_eq!(EventOptions::default().max_steps, crate::DEFAULT_MAX_STEPS);
     }
 
     #[test]

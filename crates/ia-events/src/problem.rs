@@ -202,10 +202,22 @@ pub struct EventOptions {
     /// span counts towards accumulation...
     pub zeno_separation: f64,
     /// ...and this many such gaps in a row, each no longer than the one
-    /// before, is reported as Zeno (events converging on an accumulation
-    /// point, as a bouncing ball with restitution below one does).
+    /// before and shrinking fast enough that their geometric continuation
+    /// accumulates before `t_end`, is reported as Zeno (events converging on
+    /// an accumulation point, as a bouncing ball with restitution below one
+    /// does). Evenly spaced events (an elastic ball) are not Zeno, however
+    /// short their gaps.
     pub zeno_run: usize,
+    /// At most this many accepted steps ([`DEFAULT_MAX_STEPS`] by default):
+    /// a run that needs more ends in [`HybridError::StepLimit`] with the
+    /// trajectory so far. It bounds the time and the memory of a run with
+    /// absurdly small steps (the adjoint's tape holds `(n + 4) x 8` bytes a
+    /// step: 10^7 steps of a 4-state system are 640 MB).
+    pub max_steps: usize,
 }
+
+/// The default [`EventOptions::max_steps`]: 10^7 accepted steps.
+pub const DEFAULT_MAX_STEPS: usize = 10_000_000;
 
 impl Default for EventOptions {
     fn default() -> Self {
@@ -215,6 +227,7 @@ impl Default for EventOptions {
             max_events: 10_000,
             zeno_separation: 1e-5,
             zeno_run: 3,
+            max_steps: DEFAULT_MAX_STEPS,
         }
     }
 }
@@ -247,6 +260,9 @@ impl EventOptions {
                 self.zeno_separation,
                 "must be a finite number >= 0",
             ));
+        }
+        if self.max_steps == 0 {
+            return Err(HybridError::invalid("max_steps", 0, "must be at least 1"));
         }
         if self.zeno_run == 0 {
             return Err(HybridError::invalid("zeno_run", 0, "must be at least 1"));

@@ -366,3 +366,26 @@ fn zeno_by_event_count_is_reported() {
     let err = expect_error("zeno", || simulate(&problem));
     assert_eq!(err.trajectory().unwrap().events.len(), 3);
 }
+
+/// Issue 9: an elastic ball (e = 1, impacts evenly spaced every 2 t1 =
+/// 0.903 s) over a long run ended in a false Zeno error: with the default
+/// `zeno_separation = 1e-5`, gaps shorter than 1 s on a run of 1e5 s
+/// counted, and equal gaps counted as shrinking (before the fix it stopped
+/// at t = 21.2 after 24 impacts). The run now reaches its end with every
+/// impact (reference: impacts at t1 (1 + 2k), t1 = sqrt(2 / g)).
+#[test]
+fn an_elastic_ball_over_a_long_run_is_not_zeno() {
+    let system = ia_models::Ball1d.system_owned();
+    let t_end = 1e5;
+    let problem = Problem::new(&system, vec![1.0, 0.0], vec![9.81, 1.0, 0.0], t_end)
+        .with_solver(SolverChoice::dopri5(1e-10))
+        .with_event_options(ia_events::EventOptions {
+            max_events: 200_000,
+            ..Default::default()
+        });
+    let trajectory = simulate(&problem).unwrap();
+    assert_eq!(trajectory.final_time, t_end);
+    let t1 = (2.0f64 / 9.81).sqrt();
+    let expected = ((t_end / t1 - 1.0) / 2.0).floor() as usize + 1;
+    assert_eq!(trajectory.events.len(), expected);
+}
