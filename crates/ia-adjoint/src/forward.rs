@@ -9,7 +9,7 @@
 //! fixed; this is what lets the adjoint agree with it to rounding on the same
 //! steps.
 //!
-//! With chosen columns ([`Column`]), `S` holds only those, and its rate and
+//! With chosen columns ([`crate::jacobian_wrt`]), `S` holds only those, and its rate and
 //! its jumps are formed column by column from Jacobian-vector products of
 //! the flow and the reset ([`ia_core::Flow::jacobian_vector_product`],
 //! [`ia_core::Reset::jacobian_vector_product`]), so the cost is proportional

@@ -12,12 +12,12 @@
 //! | `ball2d-bowl` | [`Ball2dBowl`] | x, y, vx, vy | g, e, c | flight |
 //! | `two-ball` | [`TwoBall`] | x1, x2, v1, v2 | r, m1, m2, e | flight |
 //! | `lif` | [`Lif`] | V | I, tau, Vth, Vr | subthreshold |
-//! | `lif-network` | [`LifNetwork`] (sized) | V0 .. V<N-1> | I0 .. I<N-1>, tau, Vth, Vr, w<j>_<i> | subthreshold |
+//! | `lif-network` | [`LifNetwork`] (sized) | `V0 .. V<N-1>` | `I0 .. I<N-1>, tau, Vth, Vr, w<j>_<i>` | subthreshold |
 //! | `thermostat` | [`Thermostat`] | T | a, b, Tout, Tlo, Thi | off, on |
 //! | `impact-pendulum` | [`ImpactPendulum`] | theta, omega | g, l, e, theta_wall | swing |
 //! | `rimless-wheel` | [`RimlessWheel`] | theta, omega | g, l, alpha, gamma | stance |
 //! | `slip-hopper` | [`SlipHopper`] | x, y, vx, vy, xf | m, k, l0, g, theta_td | flight, stance |
-//! | `particle-chain` | [`ParticleChain`] (sized) | x0 .. x<N-1>, v0 .. v<N-1> | L, r, e, m0 .. m<N-1> | flight |
+//! | `particle-chain` | [`ParticleChain`] (sized) | `x0 .. x<N-1>, v0 .. v<N-1>` | `L, r, e, m0 .. m<N-1>` | flight |
 //!
 //! These names (model, state, parameter, mode and transition names) are a
 //! public contract: scenario files and scripts refer to them.
