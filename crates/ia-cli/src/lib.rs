@@ -10,9 +10,12 @@
 //!
 //! ```text
 //! impact-adjoint models [--json]
-//! impact-adjoint simulate FILE
-//! impact-adjoint gradient FILE [--method forward|adjoint] [--jacobian]
+//! impact-adjoint simulate FILE [--compact]
+//! impact-adjoint gradient FILE [--method forward|adjoint] [--jacobian] [--compact]
 //! ```
+//!
+//! The output is indented JSON; `--compact` prints the same document on one
+//! line (for long runs, pipes and JSON Lines tools).
 //!
 //! * `models` lists the ready models with their states, parameters (with
 //!   defaults and units), modes, transitions and default run length: a
@@ -484,6 +487,35 @@ pub fn models_table() -> String {
         let _ = writeln!(out, "  transitions:  {transitions}");
         let _ = writeln!(out, "  t_end:        {} (default run)", spec.t_end);
         out.push('\n');
+    }
+    out
+}
+
+/// `json` on one line: the whitespace between tokens removed, strings
+/// untouched (what `--compact` prints; the keys keep their order).
+///
+/// ```
+/// let pretty = "{\n  \"a b\": [\n    1,\n    2\n  ]\n}";
+/// assert_eq!(ia_cli::compact_json(pretty), "{\"a b\":[1,2]}");
+/// ```
+pub fn compact_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
     }
     out
 }

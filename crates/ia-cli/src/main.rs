@@ -27,6 +27,9 @@ enum Command {
     Simulate {
         /// Scenario file (JSON); `-` reads standard input.
         file: String,
+        /// Print the JSON on one line instead of indented.
+        #[arg(long)]
+        compact: bool,
     },
     /// Run a scenario with sensitivities and print the trajectory and its
     /// Jacobians as JSON.
@@ -40,6 +43,9 @@ enum Command {
         /// the per-output Jacobians (one backward pass per output row).
         #[arg(long)]
         jacobian: bool,
+        /// Print the JSON on one line instead of indented.
+        #[arg(long)]
+        compact: bool,
     },
 }
 
@@ -88,18 +94,28 @@ fn read_scenario(file: &str) -> Result<(String, String), CliError> {
     }
 }
 
+/// The document as printed: indented, or on one line with `--compact`.
+fn laid_out(document: String, compact: bool) -> String {
+    if compact {
+        ia_cli::compact_json(&document)
+    } else {
+        document
+    }
+}
+
 fn execute(command: Command) -> Result<String, CliError> {
     match command {
         Command::Models { json: true } => Ok(ia_cli::models_json()),
         Command::Models { json: false } => Ok(ia_cli::models_table()),
-        Command::Simulate { file } => {
+        Command::Simulate { file, compact } => {
             let (text, source) = read_scenario(&file)?;
-            ia_cli::simulate(&text, &source)
+            ia_cli::simulate(&text, &source).map(|out| laid_out(out, compact))
         }
         Command::Gradient {
             file,
             method,
             jacobian,
+            compact,
         } => {
             let (text, source) = read_scenario(&file)?;
             let method = match method {
@@ -107,6 +123,7 @@ fn execute(command: Command) -> Result<String, CliError> {
                 MethodArg::Adjoint => GradientMethod::Adjoint,
             };
             ia_cli::gradient_with(&text, &source, method, jacobian)
+                .map(|out| laid_out(out, compact))
         }
     }
 }

@@ -1073,3 +1073,30 @@ fn near_grazing_runs_see_the_same_events(#[values(1e-6, 3e-7, 1e-8)] d: f64) {
         assert!((f - a).abs() < 1e-6, "forward {tf:?}, adjoint {ta:?}");
     }
 }
+
+/// `--compact` prints the same document (reference: the indented output,
+/// parsed) on one line, keys in the same order.
+#[rstest]
+fn compact_output_is_the_same_document_on_one_line(
+    #[values(&["simulate"][..], &["gradient"][..], &["gradient", "--method", "adjoint"][..])]
+    command: &[&str],
+) {
+    let file = scenario("ball2d_flat_a.json");
+    let mut args: Vec<&str> = command.to_vec();
+    args.push(&file);
+    let pretty = run(&args);
+    args.push("--compact");
+    let compact = run(&args);
+    let text = String::from_utf8_lossy(&compact.stdout);
+    assert_eq!(text.trim_end().lines().count(), 1, "{text}");
+    assert_eq!(stdout_json(&compact), stdout_json(&pretty));
+    let keys = |out: &Output| -> Vec<String> {
+        serde_json::from_str::<Keys>(&String::from_utf8_lossy(&out.stdout))
+            .expect("keys")
+            .0
+            .into_iter()
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(keys(&compact), keys(&pretty));
+}
