@@ -1094,9 +1094,6 @@ fn compact_output_is_the_same_document_on_one_line(
         serde_json::from_str::<Keys>(&String::from_utf8_lossy(&out.stdout))
             .expect("keys")
             .0
-            .into_iter()
-            .map(String::from)
-            .collect()
     };
     assert_eq!(keys(&compact), keys(&pretty));
 }
