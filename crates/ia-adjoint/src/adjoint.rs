@@ -12,15 +12,47 @@
 //! Because it transposes the same linear maps the forward sensitivity
 //! applies, the adjoint agrees with forward sensitivities computed on the
 //! same steps to rounding.
+//!
+//! **Checkpointing** ([`AdjointOptions::checkpoints`]) bounds the tape: it
+//! keeps the start state of at most about `2 K` steps (every step at first,
+//! then every second, fourth, ... as the run grows), and the backward pass
+//! replays the steps between two kept states from the earlier one with the
+//! same method object ([`ButcherTableau::stages`] and
+//! [`ButcherTableau::solution`]), taking each event's state after from its
+//! record. The replayed states are the stepped ones to the last bit, so the
+//! gradient is the full tape's exactly; the price is one more evaluation of
+//! the stages of every step, and `n` floats for each step of the segment
+//! being replayed. The per-step entries (mode, start time, size) stay on
+//! the tape: 4 numbers a step against `n` for a kept state.
 
 use crate::saltation::SaltationWorkspace;
 use ia_core::{FlowPartials, HybridError, HybridSystem, Trajectory};
 use ia_events::{Augmentation, ButcherTableau, EventJump};
 
+/// Options of the reverse pass.
+///
+/// ```
+/// use ia_adjoint::AdjointOptions;
+/// let bounded = AdjointOptions { checkpoints: Some(1000) };
+/// assert_eq!(AdjointOptions::default().checkpoints, None);
+/// # let _ = bounded;
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AdjointOptions {
+    /// Keep the start states of about `K` to `2 K` steps only and replay the
+    /// others (see the [module documentation](self)); `None` keeps every
+    /// step's (the full tape).
+    pub checkpoints: Option<usize>,
+}
+
+/// Where a step's start state is kept, if it is.
+const NOT_KEPT: usize = usize::MAX;
+
 /// One entry of the forward tape, in forward order.
 #[derive(Clone, Copy, Debug)]
 enum TapeEntry {
-    /// An accepted step; its start state is at `offset` in the state store.
+    /// An accepted step; its start state is at `offset` in the state store,
+    /// or [`NOT_KEPT`] (checkpointing).
     Step {
         mode: usize,
         t0: f64,
@@ -38,6 +70,11 @@ enum TapeEntry {
 pub(crate) struct Tape {
     entries: Vec<TapeEntry>,
     states: Vec<f64>,
+    /// With checkpointing: at most `2 K` kept states, one every `stride`
+    /// steps.
+    checkpoints: Option<usize>,
+    stride: usize,
+    steps: usize,
     /// Where each event's entry is in `entries`, by event index.
     event_positions: Vec<usize>,
     /// Where each observation's entry is in `entries`, by observation index.
@@ -46,13 +83,22 @@ pub(crate) struct Tape {
 
 impl Augmentation for Tape {
     fn step_taken(&mut self, mode: usize, t0: f64, h: f64, y0: &[f64]) {
+        let keep = match self.checkpoints {
+            None => true,
+            Some(_) => self.steps % self.stride == 0,
+        };
+        self.steps += 1;
+        let offset = if keep { self.states.len() } else { NOT_KEPT };
         self.entries.push(TapeEntry::Step {
             mode,
             t0,
             h,
-            offset: self.states.len(),
+            offset,
         });
-        self.states.extend_from_slice(y0);
+        if keep {
+            self.states.extend_from_slice(y0);
+            self.thin(y0.len());
+        }
     }
 
     fn jump(
@@ -81,6 +127,45 @@ fn record_position(positions: &mut Vec<usize>, index: usize, position: usize) {
 }
 
 impl Tape {
+    /// A tape with the given options.
+    pub(crate) fn new(options: &AdjointOptions) -> Self {
+        Self {
+            checkpoints: options.checkpoints.map(|k| k.max(1)),
+            stride: 1,
+            ..Self::default()
+        }
+    }
+
+    /// With more than `2 K` kept states, keeps every second one (those of
+    /// the steps at multiples of twice the stride) and doubles the stride.
+    fn thin(&mut self, n: usize) {
+        let Some(k) = self.checkpoints else {
+            return;
+        };
+        if self.states.len() <= 2 * k * n {
+            return;
+        }
+        let stride = 2 * self.stride;
+        let mut kept = 0;
+        let mut step = 0;
+        for entry in &mut self.entries {
+            if let TapeEntry::Step { offset, .. } = entry {
+                if *offset != NOT_KEPT {
+                    if step % stride == 0 {
+                        self.states.copy_within(*offset..*offset + n, kept);
+                        *offset = kept;
+                        kept += n;
+                    } else {
+                        *offset = NOT_KEPT;
+                    }
+                }
+                step += 1;
+            }
+        }
+        self.states.truncate(kept);
+        self.stride = stride;
+    }
+
     /// Number of floats held (the memory of the reverse pass, besides the
     /// trajectory's event records).
     pub(crate) fn stored_floats(&self) -> usize {
@@ -152,6 +237,12 @@ pub(crate) struct Backward<'a> {
     scratch: Vec<f64>,
     /// `(i, g_x[i])` over the guard's support at the event being transposed.
     guard_terms: Vec<(usize, f64)>,
+    /// Checkpointing: the replayed start states of the steps of the segment
+    /// being walked back through, with the tape position of the first.
+    replay: Vec<f64>,
+    replay_from: usize,
+    replay_state: Vec<f64>,
+    replay_next: Vec<f64>,
 }
 
 impl<'a> Backward<'a> {
@@ -175,7 +266,64 @@ impl<'a> Backward<'a> {
             state_bar: vec![0.0; n],
             scratch: vec![0.0; n],
             guard_terms: Vec::with_capacity(n),
+            replay: Vec::new(),
+            replay_from: 0,
+            replay_state: Vec::new(),
+            replay_next: Vec::new(),
         }
+    }
+
+    /// Makes sure `self.replay` holds the start state of the step at tape
+    /// `position` (whose state was not kept): if not, replays the segment
+    /// from the last kept state before it up to it, keeping one state per
+    /// tape entry from `replay_from` on.
+    fn replay_segment(&mut self, tape: &Tape, trajectory: &Trajectory, position: usize) {
+        let n = self.n;
+        if self.replay_from <= position
+            && (position - self.replay_from + 1) * n <= self.replay.len()
+        {
+            return;
+        }
+        let start = tape.entries[..position]
+            .iter()
+            .rposition(|e| matches!(e, TapeEntry::Step { offset, .. } if *offset != NOT_KEPT))
+            .expect("the first step's state is always kept");
+        let TapeEntry::Step { offset, .. } = tape.entries[start] else {
+            unreachable!("a kept state belongs to a step")
+        };
+        self.replay.clear();
+        self.replay_from = start;
+        let mut y = std::mem::take(&mut self.replay_state);
+        let mut next = std::mem::take(&mut self.replay_next);
+        y.clear();
+        y.extend_from_slice(&tape.states[offset..offset + n]);
+        next.resize(n, 0.0);
+        let (tab, params) = (self.tableau, self.params);
+        for entry in &tape.entries[start..=position] {
+            self.replay.extend_from_slice(&y);
+            match *entry {
+                TapeEntry::Step { mode, t0, h, .. } => {
+                    let flow = &self.system.modes()[mode].flow;
+                    tab.stages(
+                        &mut |t, y, out| flow.rate(t, y, params, out),
+                        t0,
+                        h,
+                        &y,
+                        0,
+                        &mut self.stages,
+                        &mut self.stage_states,
+                    );
+                    tab.solution(h, &y, &self.stages, &mut next);
+                    std::mem::swap(&mut y, &mut next);
+                }
+                TapeEntry::Event { index } => {
+                    y.copy_from_slice(&trajectory.events[index].state_after);
+                }
+                TapeEntry::Observation { .. } => {}
+            }
+        }
+        self.replay_state = y;
+        self.replay_next = next;
     }
 
     /// Runs the backward pass over the whole of `tape` with `seeds`;
@@ -208,7 +356,14 @@ impl<'a> Backward<'a> {
         // dL/dt* of the located event that started the cascade being walked
         // back through, gathered from the events of that cascade.
         let mut cascade_time_bar = 0.0;
-        for entry in tape.entries[..end].iter().rev() {
+        self.replay.clear();
+        self.replay_from = usize::MAX;
+        for (reversed, entry) in tape.entries[..end]
+            .iter()
+            .rev()
+            .enumerate()
+            .map(|(i, e)| (i + tape.entries.len() - end, e))
+        {
             let time = match *entry {
                 TapeEntry::Step { t0, .. } => t0,
                 TapeEntry::Event { index } => trajectory.events[index].time,
@@ -237,8 +392,18 @@ impl<'a> Backward<'a> {
                     h,
                     offset,
                 } => {
-                    let y0 = &tape.states[offset..offset + self.n];
-                    self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
+                    if offset != NOT_KEPT {
+                        let y0 = &tape.states[offset..offset + self.n];
+                        self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
+                    } else {
+                        let position = tape.entries.len() - 1 - reversed;
+                        self.replay_segment(tape, trajectory, position);
+                        let replay = std::mem::take(&mut self.replay);
+                        let at = (position - self.replay_from) * self.n;
+                        let y0 = &replay[at..at + self.n];
+                        self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
+                        self.replay = replay;
+                    }
                 }
             }
             // The adjoint of a violently unstable flow overflows as the

@@ -74,7 +74,7 @@ pub mod forward;
 pub mod loss;
 pub mod saltation;
 
-pub use adjoint::LossSeeds;
+pub use adjoint::{AdjointOptions, LossSeeds};
 pub use loss::{LossTerms, Term};
 pub use saltation::{Saltation, SaltationWorkspace};
 
@@ -736,9 +736,37 @@ pub fn jacobian_without_saltation(problem: &Problem<'_>) -> Result<DMatrix<f64>,
 /// The gradient of `loss` by the reverse-mode (discrete) adjoint: one taped
 /// forward pass and one backward pass, whatever the number of parameters.
 pub fn gradient(problem: &Problem<'_>, loss: &dyn Loss) -> Result<Gradient, HybridError> {
+    gradient_with(problem, loss, &AdjointOptions::default())
+}
+
+/// [`gradient`] with options of the reverse pass: with
+/// [`AdjointOptions::checkpoints`] the tape keeps the start states of about
+/// `K` to `2 K` steps only, and the gradient is the same to the last bit.
+///
+/// ```
+/// use ia_adjoint::{gradient, gradient_with, AdjointOptions, FinalComponent};
+/// use ia_events::{Problem, SolverChoice};
+///
+/// let model = ia_models::by_name("ball2d-flat").unwrap();
+/// let system = model.system();
+/// let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, 0.7], 2.0)
+///     .with_solver(SolverChoice::Rk4 { dt: 1e-3 });
+/// let full = gradient(&problem, &FinalComponent(0)).unwrap();
+/// let bounded = AdjointOptions { checkpoints: Some(16) };
+/// let lean = gradient_with(&problem, &FinalComponent(0), &bounded).unwrap();
+/// assert_eq!(lean.concatenated(), full.concatenated());
+/// // The kept states shrink from one per step to at most 32; the per-step
+/// // entries (mode, start time, size) stay.
+/// assert!(lean.tape_floats < full.tape_floats);
+/// ```
+pub fn gradient_with(
+    problem: &Problem<'_>,
+    loss: &dyn Loss,
+    options: &AdjointOptions,
+) -> Result<Gradient, HybridError> {
     let tableau = adjoint_tableau(problem)?;
     loss.check(problem.system.state_dim())?;
-    let mut tape = Tape::default();
+    let mut tape = Tape::new(options);
     let trajectory = ia_events::run(problem, &mut tape)?;
     loss.check_run(&trajectory)?;
     let mut seeds = LossSeeds::zeros(&trajectory);

@@ -71,6 +71,7 @@
 //! | `max_events` | no | an integer of at least 1 (a whole-valued number like `1000.0` counts); more events than this is reported as Zeno; default 10000 |
 //! | `max_steps` | no | an integer of at least 1 (a whole-valued number counts); a run that needs more accepted steps ends in an error (kind `step_limit`) saying how far it got; default 10000000 (10^7, which bounds the adjoint's memory: it holds `(n + 4) x 8` bytes a step for `n` states) |
 //! | `loss` | no | a scalar loss whose gradient `gradient` prints, below; `simulate` checks it and ignores it |
+//! | `adjoint` | no | `{"checkpoints": K}`: the loss's backward pass under `--method adjoint` keeps the start states of about K to 2K steps and replays the others (the same gradient to the last bit, memory bounded; one more evaluation of every step's stages); default: every step's state kept |
 //!
 //! Solvers (`solver.method`, then that method's keys; every key but `method`
 //! is optional):
@@ -313,7 +314,8 @@ pub fn gradient_with(
             (Some(sens), grad)
         }
         GradientMethod::Adjoint => {
-            let grad = ia_adjoint::gradient(&problem, loss).map_err(run_error)?;
+            let grad =
+                ia_adjoint::gradient_with(&problem, loss, &scenario.adjoint).map_err(run_error)?;
             let sens = if jacobian {
                 Some(ia_adjoint::jacobian(&problem, method.method()).map_err(run_error)?)
             } else {

@@ -12,7 +12,7 @@ use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// The keys a scenario may have.
-pub const SCENARIO_KEYS: [&str; 12] = [
+pub const SCENARIO_KEYS: [&str; 13] = [
     "model",
     "size",
     "connections",
@@ -25,6 +25,7 @@ pub const SCENARIO_KEYS: [&str; 12] = [
     "max_events",
     "max_steps",
     "loss",
+    "adjoint",
 ];
 
 /// The solver method names a scenario may give, the default first.
@@ -71,6 +72,8 @@ pub struct Scenario {
     pub events: EventOptions,
     /// The declared loss (`loss`), its names checked against the model.
     pub loss: Option<LossTerms>,
+    /// Options of the adjoint's reverse pass (`adjoint` key).
+    pub adjoint: ia_adjoint::AdjointOptions,
 }
 
 impl Scenario {
@@ -101,7 +104,7 @@ impl Scenario {
                 )))
             }
         };
-        let size = obj.get("size").map(|v| whole(v, "size")).transpose()?;
+        let size = obj.get("size").map(|v| count(v, "size", "3")).transpose()?;
         let model = match obj.get("connections") {
             None => ia_models::sized(model_name, size)?,
             Some(v) if model_name == "lif-network" => {
@@ -220,8 +223,18 @@ impl Scenario {
             .map(|v| parse_loss(v, &system))
             .transpose()?;
 
+        let mut adjoint = ia_adjoint::AdjointOptions::default();
+        if let Some(v) = obj.get("adjoint") {
+            let options = object(v, "adjoint")?;
+            check_keys(options, &["checkpoints"], "adjoint")?;
+            if let Some(k) = options.get("checkpoints") {
+                adjoint.checkpoints = Some(count(k, "adjoint.checkpoints", "1000")?);
+            }
+        }
+
         Ok(Scenario {
             loss,
+            adjoint,
             spec,
             system,
             params,
@@ -267,17 +280,6 @@ fn count(v: &Value, key: &str, example: &str) -> Result<usize, CliError> {
             format!("must be an integer of at least 1, like {example}"),
         )
         .into()),
-    }
-}
-
-/// A whole number of at least 1 (`3` or `3.0`) for the key `key`.
-fn whole(value: &Value, key: &str) -> Result<usize, CliError> {
-    let n = value.as_f64().filter(|n| n.fract() == 0.0 && *n >= 1.0);
-    match n {
-        Some(n) if n <= usize::MAX as f64 => Ok(n as usize),
-        _ => Err(
-            HybridError::invalid(key, value, "must be a whole number of at least 1, like 3").into(),
-        ),
     }
 }
 

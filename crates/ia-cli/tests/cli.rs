@@ -412,11 +412,11 @@ fn models_table_lists_every_model() {
 )]
 #[case::size_zero(
     r#"{"model": "lif-network", "t_end": 0.05, "size": 0}"#,
-    &["invalid size = 0", "whole number of at least 1"]
+    &["invalid size = 0", "an integer of at least 1, like 3"]
 )]
 #[case::size_not_whole(
     r#"{"model": "lif-network", "t_end": 0.05, "size": 2.5}"#,
-    &["invalid size = 2.5", "whole number"]
+    &["invalid size = 2.5", "an integer of at least 1"]
 )]
 #[case::connection_out_of_range(
     r#"{"model": "lif-network", "t_end": 0.05, "size": 2, "connections": [[0, 2]]}"#,
@@ -434,9 +434,17 @@ fn models_table_lists_every_model() {
     r#"{"model": "lif-network", "t_end": 0.05, "connections": [[0, 1]], "params": {"w0_1": 0.1}}"#,
     &["'w0_1'", "w1_0"]
 )]
+#[case::adjoint_checkpoints_zero(
+    r#"{"model": "lif", "t_end": 0.05, "adjoint": {"checkpoints": 0}}"#,
+    &["invalid adjoint.checkpoints = 0", "an integer of at least 1, like 1000"]
+)]
+#[case::adjoint_unknown_key(
+    r#"{"model": "lif", "t_end": 0.05, "adjoint": {"checkpoint": 10}}"#,
+    &["'checkpoint'", "checkpoints"]
+)]
 #[case::unknown_key(
     r#"{"model": "lif", "tend": 0.05}"#,
-    &["'tend'", "model, size, connections, params, initial_state, initial_mode, t_end, observe, solver, max_events, max_steps, loss"]
+    &["'tend'", "model, size, connections, params, initial_state, initial_mode, t_end, observe, solver, max_events, max_steps, loss, adjoint"]
 )]
 #[case::unknown_solver_key(
     r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "rk4", "rtol": 1e-6}}"#,
@@ -1096,4 +1104,20 @@ fn compact_output_is_the_same_document_on_one_line(
             .0
     };
     assert_eq!(keys(&compact), keys(&pretty));
+}
+
+/// `"adjoint": {"checkpoints": K}` bounds the tape of the loss's one
+/// backward pass; the gradient is the full tape's (reference: the same
+/// scenario without the key, which must agree to the last digit printed).
+#[test]
+fn checkpointed_loss_gradient_equals_the_full_tape() {
+    let base = r#""model": "lif", "t_end": 0.05, "solver": {"method": "rk4", "dt": 1e-4},
+        "loss": [{"of": "final.V", "weight": 1.0}, {"of": "event.-1.time", "weight": 2.0}]"#;
+    let full = format!("{{{base}}}");
+    let lean = format!(r#"{{{base}, "adjoint": {{"checkpoints": 4}}}}"#);
+    let args = ["gradient", "-", "--method", "adjoint"];
+    let full = stdout_json(&run_stdin(&args, &full));
+    let lean = stdout_json(&run_stdin(&args, &lean));
+    assert!(full["loss"]["gradient"]["param.tau"].as_f64().is_some());
+    assert_eq!(lean["loss"], full["loss"]);
 }

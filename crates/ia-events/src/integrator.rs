@@ -429,7 +429,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
 
     fn step_taken(&mut self) {
         let t0 = self.stepper.previous_time();
-        let h = self.stepper.time() - t0;
+        let h = self.stepper.step_size();
         self.segment_steps += 1;
         self.trajectory.stats.steps += 1;
         self.rhs

@@ -75,6 +75,13 @@ pub trait Stepper {
     fn state(&self) -> &[f64];
     /// Time at the start of the last step.
     fn previous_time(&self) -> f64;
+    /// The size the last step was taken with. `time() - previous_time()`
+    /// can differ from it by a rounding; the adjoint must transpose (and a
+    /// replay redo) the step exactly as it was taken. The default is that
+    /// difference, for steppers that do not keep it.
+    fn step_size(&self) -> f64 {
+        self.time() - self.previous_time()
+    }
     /// State at the start of the last step.
     fn previous_state(&self) -> &[f64];
     /// Writes the dense output at `t` (within the last step) of the leading
@@ -141,6 +148,8 @@ pub struct RkStepper {
     t_prev: f64,
     t: f64,
     h_next: f64,
+    /// The size of the last accepted step.
+    h_taken: f64,
     y_prev: Vec<f64>,
     y: Vec<f64>,
     /// Stages of the last step, `dim` each; the last block holds `F(t, y)` at
@@ -202,6 +211,7 @@ impl RkStepper {
             t_prev: 0.0,
             t: 0.0,
             h_next: 0.0,
+            h_taken: 0.0,
             y_prev: Vec::new(),
             y: Vec::new(),
             k: Vec::new(),
@@ -231,15 +241,8 @@ impl RkStepper {
             &mut self.k[..s * n],
             &mut self.stage,
         );
-        self.y_new.copy_from_slice(&self.y);
-        for (i, &b) in self.tableau.b.iter().enumerate() {
-            if b != 0.0 {
-                let ki = &self.k[i * n..(i + 1) * n];
-                for (yn, &kv) in self.y_new.iter_mut().zip(ki) {
-                    *yn += h * b * kv;
-                }
-            }
-        }
+        self.tableau
+            .solution(h, &self.y, &self.k[..s * n], &mut self.y_new);
         let (_, end) = self.k.split_at_mut(s * n);
         rhs.eval(self.t + h, &self.y_new, end);
         self.counters.rhs_evaluations += s;
@@ -389,6 +392,7 @@ impl RkStepper {
     }
 
     fn accept(&mut self, h: f64) {
+        self.h_taken = h;
         self.dense_ready = 0;
         std::mem::swap(&mut self.y_prev, &mut self.y);
         self.y.copy_from_slice(&self.y_new);
@@ -557,6 +561,10 @@ impl Stepper for RkStepper {
 
     fn state(&self) -> &[f64] {
         &self.y
+    }
+
+    fn step_size(&self) -> f64 {
+        self.h_taken
     }
 
     fn previous_time(&self) -> f64 {

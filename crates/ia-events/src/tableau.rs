@@ -106,6 +106,22 @@ impl ButcherTableau {
         Ok(())
     }
 
+    /// The solution of one step: `y0 + h sum_i b_i K_i` into `y1`, from the
+    /// stage rates in `k` (stage `i` at `k[i n..]`). The stepper and the
+    /// adjoint's replay of a step (checkpointing) both form it here, so the
+    /// replayed state is the stepped one to the last bit.
+    pub fn solution(&self, h: f64, y0: &[f64], k: &[f64], y1: &mut [f64]) {
+        let n = y0.len();
+        y1.copy_from_slice(y0);
+        for (i, &b) in self.b.iter().enumerate() {
+            if b != 0.0 {
+                for (y, &kv) in y1.iter_mut().zip(&k[i * n..(i + 1) * n]) {
+                    *y += h * b * kv;
+                }
+            }
+        }
+    }
+
     /// The stage rates of one step of size `h` from `(t0, y0)`, stages
     /// `from..s` (the earlier ones already in `k`, stage `i` at
     /// `k[i n..(i + 1) n]`): `K_i = f(t0 + c_i h, Y_i)`,
