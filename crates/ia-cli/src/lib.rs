@@ -15,7 +15,9 @@
 //! ```
 //!
 //! The output is indented JSON; `--compact` prints the same document on one
-//! line (for long runs, pipes and JSON Lines tools).
+//! line (for long runs, pipes and JSON Lines tools). A run longer than a
+//! second shows a progress line on standard error when that is a terminal
+//! (never on a pipe or a file); `--quiet` turns it off.
 //!
 //! * `models` lists the ready models with their states, parameters (with
 //!   defaults and units), modes, transitions and default run length: a
@@ -520,4 +522,18 @@ pub fn compact_json(json: &str) -> String {
         }
     }
     out
+}
+
+/// The progress hook every run of this process reports to, if one is set.
+static PROGRESS: std::sync::OnceLock<&'static (dyn Fn(&ia_events::Progress) + Sync)> =
+    std::sync::OnceLock::new();
+
+/// Makes every run of this process report its progress to `hook` (the
+/// binary's progress line on a terminal); the first hook set stays.
+pub fn report_progress_to(hook: &'static (dyn Fn(&ia_events::Progress) + Sync)) {
+    let _ = PROGRESS.set(hook);
+}
+
+fn progress_hook() -> Option<&'static (dyn Fn(&ia_events::Progress) + Sync)> {
+    PROGRESS.get().copied()
 }

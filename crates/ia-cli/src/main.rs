@@ -3,8 +3,10 @@
 
 use clap::{error::ErrorKind, Parser, Subcommand, ValueEnum};
 use ia_cli::{CliError, GradientMethod};
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Exact derivatives through hybrid (event-driven) simulation: runs a
 /// scenario file of a ready model and prints JSON.
@@ -13,6 +15,10 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Show no progress line (one is shown on a terminal's standard error
+    /// for runs longer than a second, never on a pipe).
+    #[arg(long, global = true)]
+    quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -149,7 +155,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match execute(cli.command) {
+    let progress = (!cli.quiet && std::io::stderr().is_terminal()).then(ProgressLine::install);
+    let result = execute(cli.command);
+    if let Some(line) = progress {
+        line.clear();
+    }
+    match result {
         Ok(mut text) => {
             if !text.ends_with('\n') {
                 text.push('\n');
@@ -198,4 +209,56 @@ fn usage_line(clap_message: &str) -> String {
     }
     line.push_str("; see impact-adjoint --help");
     line
+}
+
+/// The progress line on standard error: shown once a run has taken a
+/// second, redrawn at most five times a second, cleared at the end.
+struct ProgressLine {
+    started: Instant,
+    /// When the line was last drawn, if it has been.
+    drawn: Mutex<Option<Instant>>,
+}
+
+impl ProgressLine {
+    /// A line reported to by every run of this process.
+    fn install() -> &'static ProgressLine {
+        let line: &'static ProgressLine = Box::leak(Box::new(ProgressLine {
+            started: Instant::now(),
+            drawn: Mutex::new(None),
+        }));
+        ia_cli::report_progress_to(Box::leak(Box::new(move |p: &ia_events::Progress| {
+            line.draw(p)
+        })));
+        line
+    }
+
+    fn draw(&self, p: &ia_events::Progress) {
+        let now = Instant::now();
+        if now - self.started < Duration::from_secs(1) {
+            return;
+        }
+        let Ok(mut drawn) = self.drawn.lock() else {
+            return;
+        };
+        if drawn.is_some_and(|at| now - at < Duration::from_millis(200)) {
+            return;
+        }
+        *drawn = Some(now);
+        eprint!(
+            "\r\x1b[K{:5.1} %  t = {:.5e} of {}  {} events  {} steps  {:.0} s",
+            100.0 * p.fraction(),
+            p.time,
+            ia_core::short_num(p.t_end),
+            p.events,
+            p.steps,
+            (now - self.started).as_secs_f64()
+        );
+    }
+
+    /// Erases the line if it was drawn.
+    fn clear(&self) {
+        if self.drawn.lock().map(|d| d.is_some()).unwrap_or(false) {
+            eprint!("\r\x1b[K");
+        }
+    }
 }

@@ -259,6 +259,10 @@ impl Scenario {
         .with_solver(self.solver.clone())
         .with_observations(self.observe.clone())
         .with_event_options(self.events.clone());
+        let problem = match crate::progress_hook() {
+            Some(hook) => problem.with_progress(hook),
+            None => problem,
+        };
         problem.validate()?;
         Ok(problem)
     }

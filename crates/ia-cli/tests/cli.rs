@@ -1121,3 +1121,37 @@ fn checkpointed_loss_gradient_equals_the_full_tape() {
     assert!(full["loss"]["gradient"]["param.tau"].as_f64().is_some());
     assert_eq!(lean["loss"], full["loss"]);
 }
+
+/// A run of about two seconds: the progress line shows on a terminal's
+/// standard error (a pseudo-terminal from `script`, where the machine has
+/// it), never with `--quiet`, and never on a pipe. Reference: the line's
+/// documented form (`<percent> %  t = ... of ...`).
+#[test]
+fn a_long_run_shows_progress_on_a_terminal_only() {
+    let path = std::env::temp_dir().join(format!("ia-progress-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        r#"{"model": "thermostat", "t_end": 600000, "max_events": 2000000}"#,
+    )
+    .unwrap();
+    let file = path.to_string_lossy().into_owned();
+    let piped = run(&["simulate", &file, "--compact"]);
+    assert_eq!(piped.status.code(), Some(0));
+    assert!(piped.stderr.is_empty(), "{}", stderr(&piped));
+    let on_terminal = |extra: &str| {
+        let line = format!("{BIN} simulate {file} --compact {extra} > /dev/null");
+        Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .output()
+            .ok()
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    match (on_terminal(""), on_terminal("--quiet")) {
+        (Some(shown), Some(quiet)) => {
+            assert!(shown.contains(" %  t = "), "no progress line: {shown:?}");
+            assert!(!quiet.contains(" %  t = "), "--quiet showed: {quiet:?}");
+        }
+        _ => eprintln!("no script(1) on this machine: the terminal half is not checked"),
+    }
+    let _ = std::fs::remove_file(&path);
+}

@@ -48,7 +48,7 @@
 //!   one step is still not seen; bound the step with `max_step` where that
 //!   can happen.
 
-use crate::problem::Problem;
+use crate::problem::{Problem, Progress, PROGRESS_EVERY_STEPS};
 use crate::stepper::{OdeRhs, StepFailure, Stepper};
 use ia_core::{
     Direction, EventRecord, Guard, GuardPartials, HybridError, HybridSystem, Observation, Segment,
@@ -366,6 +366,18 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             if t >= self.problem.t_end {
                 let y = self.stepper.state().to_vec();
                 return Ok(self.finish(t, &y));
+            }
+            let steps = self.trajectory.stats.steps;
+            if let Some(hook) = self.problem.progress {
+                if steps > 0 && steps % PROGRESS_EVERY_STEPS == 0 {
+                    (hook.0)(&Progress {
+                        t0: self.problem.t0,
+                        time: t,
+                        t_end: self.problem.t_end,
+                        steps,
+                        events: self.trajectory.events.len(),
+                    });
+                }
             }
             let max_steps = self.problem.events.max_steps;
             if self.trajectory.stats.steps >= max_steps {

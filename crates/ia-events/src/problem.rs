@@ -271,6 +271,44 @@ impl EventOptions {
     }
 }
 
+/// How far a run has got, as a progress hook sees it
+/// ([`Problem::with_progress`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// Start time of the run.
+    pub t0: f64,
+    /// The time reached.
+    pub time: f64,
+    /// End time of the run.
+    pub t_end: f64,
+    /// Accepted steps so far.
+    pub steps: usize,
+    /// Events so far.
+    pub events: usize,
+}
+
+impl Progress {
+    /// The fraction of the run's span done, in `[0, 1]`.
+    pub fn fraction(&self) -> f64 {
+        ((self.time - self.t0) / (self.t_end - self.t0)).clamp(0.0, 1.0)
+    }
+}
+
+/// A function told how far a run has got, every
+/// [`PROGRESS_EVERY_STEPS`] accepted steps.
+#[derive(Clone, Copy)]
+pub struct ProgressHook<'a>(pub &'a (dyn Fn(&Progress) + Sync));
+
+impl std::fmt::Debug for ProgressHook<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressHook")
+    }
+}
+
+/// Accepted steps between two calls of a progress hook (a call costs
+/// nothing next to that many steps).
+pub const PROGRESS_EVERY_STEPS: usize = 4096;
+
 /// A run of a hybrid system: everything [`crate::simulate`] and the
 /// sensitivity layer need.
 ///
@@ -321,6 +359,8 @@ pub struct Problem<'a> {
     pub solver: SolverChoice,
     /// Event options.
     pub events: EventOptions,
+    /// Told how far the run has got, if set.
+    pub progress: Option<ProgressHook<'a>>,
 }
 
 impl<'a> Problem<'a> {
@@ -342,7 +382,39 @@ impl<'a> Problem<'a> {
             observation_times: Vec::new(),
             solver: SolverChoice::default(),
             events: EventOptions::default(),
+            progress: None,
         }
+    }
+
+    /// Calls `hook` every [`PROGRESS_EVERY_STEPS`] accepted steps with how
+    /// far the run has got (a command line's progress bar).
+    ///
+    /// ```
+    /// # use ia_core::*;
+    /// # struct Drift;
+    /// # impl FlowFn for Drift { fn rate<S: Scalar>(&self, _t: S, _x: &[S], _p: &[S], d: &mut [S]) { d[0] = S::from(1.0); } }
+    /// # struct Never;
+    /// # impl GuardFn for Never { fn direction(&self) -> Direction { Direction::Rising }
+    /// #     fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S { x[0] - 1e9 } }
+    /// # struct Keep;
+    /// # impl ResetFn for Keep { fn apply<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], a: &mut [S]) { a[0] = x[0]; } }
+    /// # let system = HybridSystem::builder(&["x"], &[]).mode("m", Autodiff(Drift))
+    /// #     .transition("never", FromMode("m"), ToMode("m"), Autodiff(Never), Autodiff(Keep)).build().unwrap();
+    /// use ia_events::{Problem, Progress, SolverChoice};
+    /// use std::sync::Mutex;
+    /// let seen = Mutex::new(Vec::new());
+    /// let hook = |p: &Progress| seen.lock().unwrap().push(p.fraction());
+    /// let run = Problem::new(&system, vec![0.0], vec![], 1.0)
+    ///     .with_solver(SolverChoice::Rk4 { dt: 1e-5 })
+    ///     .with_progress(&hook);
+    /// ia_events::simulate(&run).unwrap();
+    /// let seen = seen.into_inner().unwrap();
+    /// assert_eq!(seen.len(), 100_000 / 4096);
+    /// assert!(seen.windows(2).all(|w| w[0] < w[1]));
+    /// ```
+    pub fn with_progress(mut self, hook: &'a (dyn Fn(&Progress) + Sync)) -> Self {
+        self.progress = Some(ProgressHook(hook));
+        self
     }
 
     /// Starts in the mode named `mode`.
