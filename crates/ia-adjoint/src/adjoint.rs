@@ -66,7 +66,6 @@ enum TapeEntry {
 }
 
 /// Records the forward pass (an [`Augmentation`] with no extra components).
-#[derive(Default)]
 pub(crate) struct Tape {
     entries: Vec<TapeEntry>,
     states: Vec<f64>,
@@ -79,6 +78,13 @@ pub(crate) struct Tape {
     event_positions: Vec<usize>,
     /// Where each observation's entry is in `entries`, by observation index.
     observation_positions: Vec<usize>,
+}
+
+impl Default for Tape {
+    /// The full tape.
+    fn default() -> Self {
+        Self::new(&AdjointOptions::default())
+    }
 }
 
 impl Augmentation for Tape {
@@ -130,9 +136,13 @@ impl Tape {
     /// A tape with the given options.
     pub(crate) fn new(options: &AdjointOptions) -> Self {
         Self {
+            entries: Vec::new(),
+            states: Vec::new(),
             checkpoints: options.checkpoints.map(|k| k.max(1)),
             stride: 1,
-            ..Self::default()
+            steps: 0,
+            event_positions: Vec::new(),
+            observation_positions: Vec::new(),
         }
     }
 

@@ -38,6 +38,21 @@ impl Column {
     }
 }
 
+/// `dt*/dtheta = -(g_x . s + g_p[j]) / gdot` of one sensitivity column `s`
+/// (with respect to parameter `j`, or an initial state for `None`): the one
+/// formula of the event time's derivative, for full and chosen columns.
+fn event_time_derivative(
+    guard_x: &[f64],
+    guard_p: &[f64],
+    guard_rate: f64,
+    s: &[f64],
+    param: Option<usize>,
+) -> f64 {
+    let gx_s: f64 = guard_x.iter().zip(s).map(|(a, b)| a * b).sum();
+    let gp = param.map_or(0.0, |j| guard_p[j]);
+    -(gx_s + gp) / guard_rate
+}
+
 /// Carries `S` through a run (an [`Augmentation`] of the hybrid integrator).
 pub(crate) struct ForwardSensitivity<'a> {
     system: &'a HybridSystem,
@@ -160,10 +175,13 @@ impl<'a> ForwardSensitivity<'a> {
                 .iter()
                 .enumerate()
                 .map(|(c, column)| {
-                    let s = &before[c * n..(c + 1) * n];
-                    let gx_s: f64 = geometry.guard.x.iter().zip(s).map(|(a, b)| a * b).sum();
-                    let gp = column.param().map_or(0.0, |j| geometry.guard.p[j]);
-                    -(gx_s + gp) / geometry.guard_rate
+                    event_time_derivative(
+                        geometry.guard.x.as_slice(),
+                        geometry.guard.p.as_slice(),
+                        geometry.guard_rate,
+                        &before[c * n..(c + 1) * n],
+                        column.param(),
+                    )
                 })
                 .collect(),
             Some(root) => self.event_time_gradients[root].clone(),
@@ -267,12 +285,15 @@ impl Augmentation for ForwardSensitivity<'_> {
             .columns_mut(n, self.n_params)
             .zip_apply(jump_p, |d, v| *d += v);
         let gradient = match jump.cascade_of {
-            // dt*/dtheta = -(g_x S- + g_p) / gdot
             None => (0..m)
                 .map(|j| {
-                    let gx_s: f64 = (0..n).map(|i| sal.guard_x[i] * s_minus[(i, j)]).sum();
-                    let gp = if j >= n { sal.guard_p[j - n] } else { 0.0 };
-                    -(gx_s + gp) / sal.guard_rate
+                    event_time_derivative(
+                        sal.guard_x.as_slice(),
+                        sal.guard_p.as_slice(),
+                        sal.guard_rate,
+                        &before[j * n..(j + 1) * n],
+                        j.checked_sub(n),
+                    )
                 })
                 .collect::<Vec<f64>>(),
             // The cascade's time: S+ = r_x S- + r_p - w (dt*/dtheta).
