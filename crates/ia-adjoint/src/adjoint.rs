@@ -25,7 +25,7 @@
 //! being replayed. The per-step entries (mode, start time, size) stay on
 //! the tape: 4 numbers a step against `n` for a kept state.
 
-use crate::saltation::SaltationWorkspace;
+use crate::saltation::{EventAt, SaltationWorkspace};
 use ia_core::{FlowPartials, HybridError, HybridSystem, Trajectory};
 use ia_events::{Augmentation, ButcherTableau, EventJump};
 
@@ -59,10 +59,19 @@ enum TapeEntry {
         h: f64,
         offset: usize,
     },
-    /// Event `index` of the trajectory.
+    /// Event `index` of the run (its data in [`Tape::events`]).
     Event { index: usize },
     /// Observation `index`.
     Observation { index: usize },
+}
+
+/// What the backward pass needs of one event; its states are in
+/// [`Tape::event_states`].
+#[derive(Clone, Copy, Debug)]
+struct TapeEvent {
+    transition: usize,
+    time: f64,
+    cascade_of: Option<usize>,
 }
 
 /// Records the forward pass (an [`Augmentation`] with no extra components).
@@ -74,6 +83,12 @@ pub(crate) struct Tape {
     checkpoints: Option<usize>,
     stride: usize,
     steps: usize,
+    /// Every event of the run, by index, whatever its trajectory records
+    /// ([`ia_events::EventRecording`]): what the backward pass transposes.
+    events: Vec<TapeEvent>,
+    /// The states before and after each event's reset, `2 n` floats an
+    /// event.
+    event_states: Vec<f64>,
     /// Where each event's entry is in `entries`, by event index.
     event_positions: Vec<usize>,
     /// Where each observation's entry is in `entries`, by observation index.
@@ -115,6 +130,14 @@ impl Augmentation for Tape {
     ) -> Result<(), HybridError> {
         record_position(&mut self.event_positions, jump.index, self.entries.len());
         self.entries.push(TapeEntry::Event { index: jump.index });
+        debug_assert_eq!(jump.index, self.events.len(), "events arrive in order");
+        self.events.push(TapeEvent {
+            transition: jump.transition,
+            time: jump.time,
+            cascade_of: jump.cascade_of,
+        });
+        self.event_states.extend_from_slice(jump.state_before);
+        self.event_states.extend_from_slice(jump.state_after);
         Ok(())
     }
 
@@ -141,6 +164,8 @@ impl Tape {
             checkpoints: options.checkpoints.map(|k| k.max(1)),
             stride: 1,
             steps: 0,
+            events: Vec::new(),
+            event_states: Vec::new(),
             event_positions: Vec::new(),
             observation_positions: Vec::new(),
         }
@@ -176,10 +201,23 @@ impl Tape {
         self.stride = stride;
     }
 
-    /// Number of floats held (the memory of the reverse pass, besides the
-    /// trajectory's event records).
+    /// Number of floats held (the memory of the reverse pass).
     pub(crate) fn stored_floats(&self) -> usize {
-        self.states.len() + 4 * self.entries.len()
+        self.states.len() + 4 * self.entries.len() + self.event_states.len() + 3 * self.events.len()
+    }
+
+    /// Event `index` as the saltation layer reads it.
+    fn event(&self, index: usize) -> EventAt<'_> {
+        let e = self.events[index];
+        let n = self.event_states.len() / (2 * self.events.len());
+        let states = &self.event_states[2 * n * index..2 * n * (index + 1)];
+        EventAt {
+            transition: e.transition,
+            time: e.time,
+            state_before: &states[..n],
+            state_after: &states[n..],
+            cascade_of: e.cascade_of,
+        }
     }
 
     /// Where the backward pass of a row seeding event `k` alone starts: just
@@ -287,7 +325,7 @@ impl<'a> Backward<'a> {
     /// `position` (whose state was not kept): if not, replays the segment
     /// from the last kept state before it up to it, keeping one state per
     /// tape entry from `replay_from` on.
-    fn replay_segment(&mut self, tape: &Tape, trajectory: &Trajectory, position: usize) {
+    fn replay_segment(&mut self, tape: &Tape, position: usize) {
         let n = self.n;
         if self.replay_from <= position
             && (position - self.replay_from + 1) * n <= self.replay.len()
@@ -327,7 +365,7 @@ impl<'a> Backward<'a> {
                     std::mem::swap(&mut y, &mut next);
                 }
                 TapeEntry::Event { index } => {
-                    y.copy_from_slice(&trajectory.events[index].state_after);
+                    y.copy_from_slice(tape.event(index).state_after);
                 }
                 TapeEntry::Observation { .. } => {}
             }
@@ -361,6 +399,7 @@ impl<'a> Backward<'a> {
         end: usize,
     ) -> Result<(Vec<f64>, Vec<f64>), HybridError> {
         let end = end.min(tape.entries.len());
+        let first_recorded = trajectory.stats.events - trajectory.events.len();
         let mut lambda = seeds.final_state.clone();
         let mut param_bar = vec![0.0; self.system.param_dim()];
         // dL/dt* of the located event that started the cascade being walked
@@ -376,7 +415,7 @@ impl<'a> Backward<'a> {
         {
             let time = match *entry {
                 TapeEntry::Step { t0, .. } => t0,
-                TapeEntry::Event { index } => trajectory.events[index].time,
+                TapeEntry::Event { index } => tape.events[index].time,
                 TapeEntry::Observation { index } => trajectory.observations[index].time,
             };
             match *entry {
@@ -386,10 +425,15 @@ impl<'a> Backward<'a> {
                     }
                 }
                 TapeEntry::Event { index } => {
-                    let event = &trajectory.events[index];
-                    let time_seed = seeds.event_times.get(index).copied().unwrap_or(0.0);
+                    // The seeds follow the recorded events, the last ones of
+                    // the run when not all are kept.
+                    let time_seed = index
+                        .checked_sub(first_recorded)
+                        .and_then(|k| seeds.event_times.get(k))
+                        .copied()
+                        .unwrap_or(0.0);
                     self.event(
-                        event,
+                        tape.event(index),
                         time_seed,
                         &mut cascade_time_bar,
                         &mut lambda,
@@ -407,7 +451,7 @@ impl<'a> Backward<'a> {
                         self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
                     } else {
                         let position = tape.entries.len() - 1 - reversed;
-                        self.replay_segment(tape, trajectory, position);
+                        self.replay_segment(tape, position);
                         let replay = std::mem::take(&mut self.replay);
                         let at = (position - self.replay_from) * self.n;
                         let y0 = &replay[at..at + self.n];
@@ -435,13 +479,12 @@ impl<'a> Backward<'a> {
     /// `cascade_time_bar`; the located event adds it to its own time seed.
     fn event(
         &mut self,
-        event: &ia_core::EventRecord,
+        at: EventAt<'_>,
         time_seed: f64,
         cascade_time_bar: &mut f64,
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
-        let at = event.into();
         let geometry = self.saltation.geometry(self.system, self.params, at);
         let w_lambda: f64 = geometry
             .time_shift
@@ -462,9 +505,7 @@ impl<'a> Backward<'a> {
         };
         // g_x c and g_p c over what the guard reads (its support, or every
         // entry).
-        let support = self.system.transitions()[event.transition_index]
-            .guard
-            .support();
+        let support = self.system.transitions()[at.transition].guard.support();
         self.guard_terms.clear();
         if coefficient != 0.0 {
             let (gx, gp) = (&geometry.guard.x, &geometry.guard.p);

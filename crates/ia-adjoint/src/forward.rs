@@ -18,7 +18,7 @@
 
 use crate::saltation::{EventAt, SaltationWorkspace};
 use ia_core::{FlowPartials, HybridError, HybridSystem, Tangent};
-use ia_events::{Augmentation, EventJump};
+use ia_events::{Augmentation, EventJump, EventRecording};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 
 /// One column of a sensitivity matrix: the derivative with respect to an
@@ -71,8 +71,13 @@ pub(crate) struct ForwardSensitivity<'a> {
     /// `w` of the event being mapped (chosen columns).
     time_shift: Vec<f64>,
     saltation: SaltationWorkspace,
-    /// `dt*/dtheta` per event, m entries each.
+    /// `dt*/dtheta` per recorded event, m entries each (the events the
+    /// trajectory keeps, [`EventRecording`]).
     pub event_time_gradients: Vec<Vec<f64>>,
+    recording: EventRecording,
+    /// `dt*/dtheta` of the last located event: the time of the events of
+    /// the cascade it starts.
+    cascade_time_gradient: Vec<f64>,
     /// `S` at each observation time.
     pub observation_jacobians: Vec<DMatrix<f64>>,
     /// `S` at the end.
@@ -99,8 +104,30 @@ impl<'a> ForwardSensitivity<'a> {
             time_shift: vec![0.0; n],
             saltation: SaltationWorkspace::new(n, n_params),
             event_time_gradients: Vec::new(),
+            recording: EventRecording::All,
+            cascade_time_gradient: Vec::new(),
             observation_jacobians: Vec::new(),
             final_jacobian: None,
+        }
+    }
+
+    /// Keeps the event-time gradients of the events `recording` keeps (as
+    /// the trajectory does).
+    pub(crate) fn with_recording(mut self, recording: EventRecording) -> Self {
+        self.recording = recording;
+        self
+    }
+
+    /// Keeps `gradient`, event `jump`'s `dt*/dtheta`, as the recording
+    /// says, and as the time of the cascade it starts.
+    fn store_time_gradient(&mut self, jump: &EventJump<'_>, gradient: Vec<f64>) {
+        if jump.cascade_of.is_none() {
+            self.cascade_time_gradient.clear();
+            self.cascade_time_gradient.extend_from_slice(&gradient);
+        }
+        if self.recording.keeps_any() {
+            self.event_time_gradients.push(gradient);
+            self.recording.trim(&mut self.event_time_gradients, false);
         }
     }
 
@@ -184,7 +211,7 @@ impl<'a> ForwardSensitivity<'a> {
                     )
                 })
                 .collect(),
-            Some(root) => self.event_time_gradients[root].clone(),
+            Some(_) => self.cascade_time_gradient.clone(),
         };
         for (c, column) in chosen.iter().enumerate() {
             let tangent = Tangent {
@@ -262,7 +289,7 @@ impl Augmentation for ForwardSensitivity<'_> {
     ) -> Result<(), HybridError> {
         if self.chosen.is_some() {
             let gradient = self.chosen_jump(jump, before, after);
-            self.event_time_gradients.push(gradient);
+            self.store_time_gradient(jump, gradient);
             return Ok(());
         }
         let (n, m) = (self.n, self.columns());
@@ -297,8 +324,8 @@ impl Augmentation for ForwardSensitivity<'_> {
                 })
                 .collect::<Vec<f64>>(),
             // The cascade's time: S+ = r_x S- + r_p - w (dt*/dtheta).
-            Some(root) => {
-                let gradient = self.event_time_gradients[root].clone();
+            Some(_) => {
+                let gradient = self.cascade_time_gradient.clone();
                 if self.apply_saltation {
                     for (j, dt) in gradient.iter().enumerate() {
                         s_plus.column_mut(j).axpy(-dt, &sal.time_shift, 1.0);
@@ -307,7 +334,7 @@ impl Augmentation for ForwardSensitivity<'_> {
                 gradient
             }
         };
-        self.event_time_gradients.push(gradient);
+        self.store_time_gradient(jump, gradient);
         Ok(())
     }
 
@@ -317,6 +344,7 @@ impl Augmentation for ForwardSensitivity<'_> {
     }
 
     fn finished(&mut self, _time: f64, y: &[f64]) {
+        self.recording.trim(&mut self.event_time_gradients, true);
         self.final_jacobian = Some(self.matrix(y));
     }
 }

@@ -502,7 +502,8 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
     match method {
         Method::Forward | Method::ForwardOnStateSteps => {
             let mut aug =
-                ForwardSensitivity::new(sys, &problem.params, method == Method::Forward, true);
+                ForwardSensitivity::new(sys, &problem.params, method == Method::Forward, true)
+                    .with_recording(problem.events.record);
             let trajectory = ia_events::run(problem, &mut aug)?;
             let final_jacobian = aug.final_jacobian.take().ok_or_else(|| {
                 HybridError::Unsupported("the run ended without a final state".into())
@@ -552,10 +553,13 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
                 }
                 observation_jacobians.push(jac);
             }
+            // One row per recorded event: the last ones of the run when not
+            // all are kept.
+            let first_recorded = trajectory.stats.events - trajectory.events.len();
             let mut event_time_gradients = Vec::with_capacity(trajectory.events.len());
             for k in 0..trajectory.events.len() {
                 seeds.event_times[k] = 1.0;
-                event_time_gradients.push(row(&seeds, tape.event_end(k))?);
+                event_time_gradients.push(row(&seeds, tape.event_end(first_recorded + k))?);
                 seeds.event_times[k] = 0.0;
             }
             let sens = Sensitivities {
@@ -650,7 +654,8 @@ pub fn jacobian_wrt(
                 .collect();
             let mut aug =
                 ForwardSensitivity::new(sys, &problem.params, method == Method::Forward, true)
-                    .with_columns(columns);
+                    .with_columns(columns)
+                    .with_recording(problem.events.record);
             let trajectory = ia_events::run(problem, &mut aug)?;
             let final_jacobian = aug.final_jacobian.take().ok_or_else(|| {
                 HybridError::Unsupported("the run ended without a final state".into())

@@ -96,6 +96,14 @@ fn resolve(index: i64, len: usize) -> Option<usize> {
     (0..len).contains(&i).then_some(i as usize)
 }
 
+/// Where event `index` of the whole run (negative from its end) sits among
+/// the events `trajectory` records (the last ones of the run when not all
+/// are kept, [`ia_events::EventRecording`]).
+fn resolve_event(index: i64, trajectory: &Trajectory) -> Option<usize> {
+    let first_recorded = trajectory.stats.events - trajectory.events.len();
+    resolve(index, trajectory.stats.events)?.checked_sub(first_recorded)
+}
+
 impl LossTerms {
     /// Checks every term against `system`: the form of `of`, the state names
     /// (an unknown one is an error listing the valid names) and that weights
@@ -180,6 +188,20 @@ impl Loss for LossTerms {
         for (k, (term, read)) in self.terms.iter().zip(&self.reads).enumerate() {
             let (index, len, what, fix) = match *read {
                 Read::Final { .. } => continue,
+                Read::EventTime { index }
+                    if resolve(index, trajectory.stats.events).is_some()
+                        && resolve_event(index, trajectory).is_none() =>
+                {
+                    return Err(HybridError::invalid(
+                        format!("loss[{k}].of"),
+                        format!("'{}'", term.of),
+                        format!(
+                            "event {index} of the run's {} is not recorded (only the last {} are); record it (\"record\": {{\"events\": \"all\"}}, or a larger count) or read a later event",
+                            trajectory.stats.events,
+                            trajectory.events.len()
+                        ),
+                    ));
+                }
                 Read::Observation { index, .. } => (
                     index,
                     trajectory.observations.len(),
@@ -188,7 +210,7 @@ impl Loss for LossTerms {
                 ),
                 Read::EventTime { index } => (
                     index,
-                    trajectory.events.len(),
+                    trajectory.stats.events,
                     "events",
                     "read an existing one or change the run (a longer t_end gives more events)",
                 ),
@@ -230,7 +252,7 @@ impl Loss for LossTerms {
                         None => (None, None),
                     }
                 }
-                Read::EventTime { index } => match resolve(index, trajectory.events.len()) {
+                Read::EventTime { index } => match resolve_event(index, trajectory) {
                     Some(i) => (
                         Some(trajectory.events[i].time),
                         seeds.event_times.get_mut(i),

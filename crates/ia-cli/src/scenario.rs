@@ -6,13 +6,13 @@ use crate::rules;
 use ia_adjoint::{LossTerms, Term};
 use ia_core::short_num;
 use ia_core::{HybridError, HybridSystem};
-use ia_events::{EventOptions, OdeSolversMethod, Problem, SolverChoice};
+use ia_events::{EventOptions, EventRecording, OdeSolversMethod, Problem, SolverChoice};
 use ia_models::ModelSpec;
 use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// The keys a scenario may have.
-pub const SCENARIO_KEYS: [&str; 13] = [
+pub const SCENARIO_KEYS: [&str; 14] = [
     "model",
     "size",
     "connections",
@@ -26,6 +26,7 @@ pub const SCENARIO_KEYS: [&str; 13] = [
     "max_steps",
     "loss",
     "adjoint",
+    "record",
 ];
 
 /// The solver method names a scenario may give, the default first.
@@ -216,6 +217,23 @@ impl Scenario {
         }
         if let Some(v) = obj.get("max_steps") {
             events.max_steps = count(v, "max_steps", "10000000")?;
+        }
+        if let Some(v) = obj.get("record") {
+            let record = object(v, "record")?;
+            check_keys(record, &["events"], "record")?;
+            if let Some(v) = record.get("events") {
+                events.record = match v {
+                    Value::String(s) if s == "all" => EventRecording::All,
+                    Value::String(s) if s == "none" => EventRecording::None,
+                    Value::Number(_) => EventRecording::Last(count(v, "record.events", "100")?),
+                    _ => return Err(HybridError::invalid(
+                        "record.events",
+                        v,
+                        "must be \"all\", \"none\" or a count of the last events to keep, like 100",
+                    )
+                    .into()),
+                };
+            }
         }
 
         let loss = obj

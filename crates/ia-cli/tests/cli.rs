@@ -444,7 +444,7 @@ fn models_table_lists_every_model() {
 )]
 #[case::unknown_key(
     r#"{"model": "lif", "tend": 0.05}"#,
-    &["'tend'", "model, size, connections, params, initial_state, initial_mode, t_end, observe, solver, max_events, max_steps, loss, adjoint"]
+    &["'tend'", "model, size, connections, params, initial_state, initial_mode, t_end, observe, solver, max_events, max_steps, loss, adjoint, record"]
 )]
 #[case::unknown_solver_key(
     r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "rk4", "rtol": 1e-6}}"#,
@@ -554,6 +554,10 @@ fn models_table_lists_every_model() {
 #[case::max_events_string(r#"{"model": "lif", "t_end": 0.05, "max_events": "10"}"#, &["max_events", "an integer", "like 1000"])]
 #[case::max_steps_zero(r#"{"model": "lif", "t_end": 0.05, "max_steps": 0}"#, &["max_steps", "at least 1"])]
 #[case::max_steps_fraction(r#"{"model": "lif", "t_end": 0.05, "max_steps": 2.5}"#, &["max_steps", "an integer"])]
+#[case::record_not_an_object(r#"{"model": "lif", "t_end": 0.05, "record": "none"}"#, &["'record' must be"])]
+#[case::record_unknown_key(r#"{"model": "lif", "t_end": 0.05, "record": {"segments": "none"}}"#, &["'segments'", "events"])]
+#[case::record_unknown_word(r#"{"model": "lif", "t_end": 0.05, "record": {"events": "some"}}"#, &["record.events", "\"all\", \"none\" or a count"])]
+#[case::record_zero(r#"{"model": "lif", "t_end": 0.05, "record": {"events": 0}}"#, &["record.events", "at least 1"])]
 // Issue 10, duplicate keys: serde_json kept the last silently.
 #[case::duplicate_key(
     r#"{"model": "ball1d", "model": "lif", "t_end": 1}"#,
@@ -1154,4 +1158,49 @@ fn a_long_run_shows_progress_on_a_terminal_only() {
         _ => eprintln!("no script(1) on this machine: the terminal half is not checked"),
     }
     let _ = std::fs::remove_file(&path);
+}
+
+/// `record`: the events kept are the last ones with their run-wide indices;
+/// the final state, statistics and loss gradient are those of the full
+/// record (reference: the same scenario recording every event).
+#[rstest]
+fn recording_the_last_events_keeps_the_results(#[values("forward", "adjoint")] method: &str) {
+    let with = |record: &str| {
+        format!(
+            r#"{{"model": "ball1d", "t_end": 3, "record": {{"events": {record}}},
+                "loss": [{{"of": "final.h", "weight": 1}}, {{"of": "event.-1.time", "weight": 0.5}}]}}"#
+        )
+    };
+    let full = stdout_json(&run_stdin(
+        &["gradient", "--method", method, "-"],
+        &with("\"all\""),
+    ));
+    let last = stdout_json(&run_stdin(
+        &["gradient", "--method", method, "-"],
+        &with("2"),
+    ));
+    let events = full["events"].as_array().unwrap();
+    assert!(events.len() > 2, "{}", events.len());
+    assert_eq!(
+        last["events"].as_array().unwrap()[..],
+        events[events.len() - 2..]
+    );
+    for key in ["final_state", "stats", "loss"] {
+        assert_eq!(last[key], full[key], "{key}");
+    }
+    let simulated = stdout_json(&run_stdin(&["simulate", "-"], &with("\"all\"")));
+    let none = stdout_json(&run_stdin(&["simulate", "-"], &with("\"none\"")));
+    assert_eq!(none["final_state"], simulated["final_state"]);
+    assert_eq!(none["stats"], simulated["stats"]);
+    assert_eq!(none["events"], serde_json::json!([]));
+    // A loss reading an event the record does not keep is refused.
+    let first = with("1").replace("event.-1.time", "event.0.time");
+    let out = run_stdin(&["gradient", "--method", method, "-"], &first);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("loss[0].of") || err.contains("loss[1].of"),
+        "{err}"
+    );
+    assert!(err.contains("is not recorded"), "{err}");
 }

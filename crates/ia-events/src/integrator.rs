@@ -278,6 +278,9 @@ struct Run<'p, 's, A> {
     segment_steps: usize,
     next_observation: usize,
     zeno_streak: usize,
+    /// Times of the last three events, oldest first (the Zeno test reads
+    /// them whatever the record keeps).
+    recent_event_times: [f64; 3],
     extra_rhs_evaluations: usize,
 }
 
@@ -344,6 +347,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             segment_steps: 0,
             next_observation: 0,
             zeno_streak: 0,
+            recent_event_times: [f64::NAN; 3],
             extra_rhs_evaluations: 0,
         })
     }
@@ -375,7 +379,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                         time: t,
                         t_end: self.problem.t_end,
                         steps,
-                        events: self.trajectory.events.len(),
+                        events: self.trajectory.stats.events,
                     });
                 }
             }
@@ -881,7 +885,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         t: f64,
         mut transition: usize,
     ) -> Result<Option<Trajectory>, HybridError> {
-        let root = self.trajectory.events.len();
+        let root = self.trajectory.stats.events;
         let mut cascade_of = None;
         loop {
             let from = self.mode();
@@ -985,7 +989,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             );
             return Err(self.non_finite(what, t));
         }
-        let index = self.trajectory.events.len();
+        let index = self.trajectory.stats.events;
         let (x_after, extra_after) = y_after.split_at_mut(n);
         let jump = EventJump {
             index,
@@ -1001,22 +1005,27 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         self.rhs
             .augmentation
             .jump(&jump, &y_minus[n..], extra_after)?;
-        let record = EventRecord {
-            index,
-            time: t,
-            transition: transition.name.clone(),
-            transition_index: k,
-            from_mode: system.modes()[from].name.clone(),
-            to_mode: system.modes()[transition.to].name.clone(),
-            state_before: self.y[..n].to_vec(),
-            state_after: self.y_after[..n].to_vec(),
-            guard_rate,
-            terminal: transition.terminal,
-            cascade_of,
-        };
         self.close_segment(t);
-        self.trajectory.events.push(record);
+        let recording = self.problem.events.record;
+        if recording.keeps_any() {
+            self.trajectory.events.push(EventRecord {
+                index,
+                time: t,
+                transition: transition.name.clone(),
+                transition_index: k,
+                from_mode: system.modes()[from].name.clone(),
+                to_mode: system.modes()[transition.to].name.clone(),
+                state_before: self.y[..n].to_vec(),
+                state_after: self.y_after[..n].to_vec(),
+                guard_rate,
+                terminal: transition.terminal,
+                cascade_of,
+            });
+            recording.trim(&mut self.trajectory.events, false);
+        }
         self.trajectory.stats.events += 1;
+        self.recent_event_times.rotate_left(1);
+        self.recent_event_times[2] = t;
         std::mem::swap(&mut self.y, &mut self.y_after);
         self.check_zeno(t, cascade_of)?;
         let x_scale: f64 = self.y[..n].iter().map(|v| v * v).sum::<f64>().sqrt();
@@ -1105,16 +1114,17 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
     /// [`CASCADE_EVENTS_PER_TRANSITION`] events per transition of the system
     /// (the resets then keep pushing guards past zero without end).
     fn check_zeno(&mut self, t: f64, cascade_of: Option<usize>) -> Result<(), HybridError> {
-        let events = &self.trajectory.events;
+        let count = self.trajectory.stats.events;
+        let times = &self.recent_event_times;
         let options = &self.problem.events;
         let cascade_limit = CASCADE_EVENTS_PER_TRANSITION * self.system().transitions().len();
-        let reason = if events.len() > options.max_events {
+        let reason = if count > options.max_events {
             Some(format!(
                 "more than max_events = {} events",
                 options.max_events
             ))
         } else if let Some(root) = cascade_of {
-            let length = events.len() - root;
+            let length = count - root;
             (length > cascade_limit).then(|| {
                 format!(
                     "a cascade of more than {cascade_limit} events at one instant: each reset pushes another guard past zero"
@@ -1122,20 +1132,20 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             })
         } else {
             let span = self.problem.t_end - self.problem.t0;
-            let gap = |i: usize| events[i].time - events[i - 1].time;
-            let last = events.len() - 1;
+            // The last gap and the one before it, from the last three event
+            // times (NaN where the run has had fewer events).
+            let (gap, previous_gap) = (times[2] - times[1], times[1] - times[0]);
             // A gap counts as shrinking towards an accumulation only if the
             // geometric continuation of the last two gaps (ratio r < 1, the
             // remaining gaps summing to gap r / (1 - r)) ends before t_end:
             // evenly spaced events (r = 1 up to rounding and the solver's
             // drift) never accumulate, however short their gaps.
-            let shrinking = last >= 2 && {
-                let ratio = gap(last) / gap(last - 1);
-                gap(last) <= 0.0
-                    || (ratio < 1.0 && t + gap(last) * ratio / (1.0 - ratio) <= self.problem.t_end)
+            let shrinking = count >= 3 && {
+                let ratio = gap / previous_gap;
+                gap <= 0.0 || (ratio < 1.0 && t + gap * ratio / (1.0 - ratio) <= self.problem.t_end)
             };
-            if last >= 1
-                && gap(last) < options.zeno_separation * span
+            if count >= 2
+                && gap < options.zeno_separation * span
                 && (shrinking || self.zeno_streak == 0)
             {
                 self.zeno_streak += 1;
@@ -1162,12 +1172,16 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
     }
 
     fn close_segment(&mut self, t: f64) {
-        self.trajectory.segments.push(Segment {
-            mode: self.system().modes()[self.mode()].name.clone(),
-            start_time: self.segment_start,
-            end_time: t,
-            steps: self.segment_steps,
-        });
+        let recording = self.problem.events.record;
+        if recording.keeps_any() {
+            self.trajectory.segments.push(Segment {
+                mode: self.system().modes()[self.mode()].name.clone(),
+                start_time: self.segment_start,
+                end_time: t,
+                steps: self.segment_steps,
+            });
+            recording.trim(&mut self.trajectory.segments, false);
+        }
         self.segment_start = t;
         self.segment_steps = 0;
     }
@@ -1202,6 +1216,9 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         let stats = self.stats();
         let final_mode = self.system().modes()[self.mode()].name.clone();
         let final_state = y[..self.rhs.n].to_vec();
+        let recording = self.problem.events.record;
+        recording.trim(&mut self.trajectory.segments, true);
+        recording.trim(&mut self.trajectory.events, true);
         Trajectory {
             segments: std::mem::take(&mut self.trajectory.segments),
             events: std::mem::take(&mut self.trajectory.events),

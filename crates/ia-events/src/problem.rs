@@ -214,6 +214,65 @@ pub struct EventOptions {
     /// absurdly small steps (the adjoint's tape holds `(n + 4) x 8` bytes a
     /// step: 10^7 steps of a 4-state system are 640 MB).
     pub max_steps: usize,
+    /// Which events (and the segments they end) the run's
+    /// [`Trajectory`](ia_core::Trajectory) keeps: all of them (the default),
+    /// none, or the last `K`. The final state, the observations and the
+    /// statistics are always kept, and the sensitivity layers see every
+    /// event whatever is recorded.
+    pub record: EventRecording,
+}
+
+/// Which events a run's record keeps ([`EventOptions::record`]).
+///
+/// A run of 10^6 events keeps 10^6 event records (each with the state
+/// before and after the reset) and as many segments unless told otherwise:
+/// `None` and `Last(K)` bound that memory. A kept event carries its
+/// position in the whole run ([`EventRecord::index`](ia_core::EventRecord::index)),
+/// so the last `K` of a long run keep their numbers.
+///
+/// ```
+/// use ia_events::{simulate, EventOptions, EventRecording, Problem};
+///
+/// let model = ia_models::by_name("ball1d").unwrap();
+/// let (system, spec) = (model.system(), model.spec());
+/// let problem = Problem::new(&system, spec.default_state(), spec.default_params(), 4.0)
+///     .with_event_options(EventOptions { record: EventRecording::Last(2), ..Default::default() });
+/// let run = simulate(&problem).unwrap();
+/// assert_eq!(run.events.len(), 2);
+/// assert_eq!(run.events[1].index + 1, run.stats.events); // the last two of the run
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventRecording {
+    /// Every event and segment.
+    #[default]
+    All,
+    /// No event and no segment.
+    None,
+    /// The last `K` events and the last `K` segments.
+    Last(usize),
+}
+
+impl EventRecording {
+    /// Trims `records`, grown one entry at a time, to what this policy keeps
+    /// at the end of a run: at most twice that while running (so the cost
+    /// is amortised constant per entry), exactly that when `finished`.
+    pub fn trim<T>(self, records: &mut Vec<T>, finished: bool) {
+        let keep = match self {
+            EventRecording::All => return,
+            EventRecording::None => 0,
+            EventRecording::Last(k) => k,
+        };
+        let limit = if finished { keep } else { 2 * keep.max(16) };
+        if records.len() > limit {
+            records.drain(..records.len() - keep);
+        }
+    }
+
+    /// Whether any event is kept.
+    pub fn keeps_any(self) -> bool {
+        !matches!(self, EventRecording::None | EventRecording::Last(0))
+    }
 }
 
 /// The default [`EventOptions::max_steps`]: 10^7 accepted steps.
@@ -228,6 +287,7 @@ impl Default for EventOptions {
             zeno_separation: 1e-5,
             zeno_run: 3,
             max_steps: DEFAULT_MAX_STEPS,
+            record: EventRecording::All,
         }
     }
 }
