@@ -20,9 +20,10 @@
 //! same method object ([`ButcherTableau::stages`] and
 //! [`ButcherTableau::solution`]), taking each event's state after from its
 //! record. The replayed states are the stepped ones to the last bit, so the
-//! gradient is the full tape's exactly; the price is one more evaluation of
-//! the stages of every step, and `n` floats for each step of the segment
-//! being replayed. The per-step entries (mode, start time, size) stay on
+//! gradient is the full tape's exactly. The replay keeps each step's stage
+//! states (`s n` floats for each step of the segment being replayed) for
+//! the backward step, which would otherwise form them again: a replayed
+//! step costs the same rate evaluations as a kept one. The per-step entries (mode, start time, size) stay on
 //! the tape: 24 bytes a step against `8 n` for a kept state.
 //!
 //! It is on by default with a bound that small runs never reach
@@ -381,8 +382,9 @@ pub(crate) struct Backward<'a> {
     scratch: Vec<f64>,
     /// `(i, g_x[i])` over the guard's support at the event being transposed.
     guard_terms: Vec<(usize, f64)>,
-    /// Checkpointing: the replayed start states of the steps of the segment
-    /// being walked back through, with the tape position of the first.
+    /// Checkpointing: the stage states of each step of the segment being
+    /// walked back through (`s n` floats per tape entry, zeros for events
+    /// and observations), with the tape position of the first.
     replay: Vec<f64>,
     replay_from: usize,
     replay_state: Vec<f64>,
@@ -417,14 +419,15 @@ impl<'a> Backward<'a> {
         }
     }
 
-    /// Makes sure `self.replay` holds the start state of the step at tape
-    /// `position` (whose state was not kept): if not, replays the segment
-    /// from the last kept state before it up to it, keeping one state per
-    /// tape entry from `replay_from` on.
+    /// Makes sure `self.replay` holds the stage states of the step at tape
+    /// `position` (whose start state was not kept): if not, replays the
+    /// segment from the last kept state before it up to it, keeping `s n`
+    /// floats per tape entry from `replay_from` on.
     fn replay_segment(&mut self, tape: &Tape, position: usize) {
         let n = self.n;
+        let width = self.tableau.solution_stages() * n;
         if self.replay_from <= position
-            && (position - self.replay_from + 1) * n <= self.replay.len()
+            && (position - self.replay_from + 1) * width <= self.replay.len()
         {
             return;
         }
@@ -445,7 +448,6 @@ impl<'a> Backward<'a> {
         next.resize(n, 0.0);
         let (tab, params) = (self.tableau, self.params);
         for entry in &tape.entries[start..=position] {
-            self.replay.extend_from_slice(&y);
             match entry.unpack() {
                 TapeEntry::Step { mode, t0, h, .. } => {
                     let flow = &self.system.modes()[mode as usize].flow;
@@ -458,13 +460,19 @@ impl<'a> Backward<'a> {
                         &mut self.stages,
                         &mut self.stage_states,
                     );
+                    // The backward step reads these stage states, so it
+                    // need not form them again.
+                    self.replay.extend_from_slice(&self.stage_states);
                     tab.solution(h, &y, &self.stages, &mut next);
                     std::mem::swap(&mut y, &mut next);
                 }
                 TapeEntry::Event { index } => {
+                    self.replay.resize(self.replay.len() + width, 0.0);
                     y.copy_from_slice(tape.event(index as usize).state_after);
                 }
-                TapeEntry::Observation { .. } => {}
+                TapeEntry::Observation { .. } => {
+                    self.replay.resize(self.replay.len() + width, 0.0);
+                }
             }
         }
         self.replay_state = y;
@@ -548,11 +556,11 @@ impl<'a> Backward<'a> {
                     } else {
                         let position = tape.entries.len() - 1 - reversed;
                         self.replay_segment(tape, position);
-                        let replay = std::mem::take(&mut self.replay);
-                        let at = (position - self.replay_from) * self.n;
-                        let y0 = &replay[at..at + self.n];
-                        self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
-                        self.replay = replay;
+                        let width = self.stage_states.len();
+                        let at = (position - self.replay_from) * width;
+                        self.stage_states
+                            .copy_from_slice(&self.replay[at..at + width]);
+                        self.transpose_step(mode, t0, h, &mut lambda, &mut param_bar);
                     }
                 }
             }
@@ -645,15 +653,11 @@ impl<'a> Backward<'a> {
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
-        let n = self.n;
-        let tab = self.tableau;
-        let s = tab.solution_stages();
-        let system = self.system;
-        let flow = &system.modes()[mode].flow;
+        let flow = &self.system.modes()[mode].flow;
         // Recompute the stages exactly as the forward step formed them: the
         // same method object, the same arithmetic.
         let params = self.params;
-        tab.stages(
+        self.tableau.stages(
             &mut |t, y, out| flow.rate(t, y, params, out),
             t0,
             h,
@@ -662,6 +666,23 @@ impl<'a> Backward<'a> {
             &mut self.stages,
             &mut self.stage_states,
         );
+        self.transpose_step(mode, t0, h, lambda, param_bar);
+    }
+
+    /// Transposes the step of [`Backward::step`] whose stage states are in
+    /// `self.stage_states`.
+    fn transpose_step(
+        &mut self,
+        mode: usize,
+        t0: f64,
+        h: f64,
+        lambda: &mut [f64],
+        param_bar: &mut [f64],
+    ) {
+        let n = self.n;
+        let tab = self.tableau;
+        let s = tab.solution_stages();
+        let flow = &self.system.modes()[mode].flow;
         for i in 0..s {
             for (kb, &l) in self.stage_bars[i * n..(i + 1) * n]
                 .iter_mut()
