@@ -172,6 +172,25 @@ impl<A: Augmentation> OdeRhs for HybridRhs<'_, A> {
     }
 }
 
+/// Records the side guard `k` is on at `t` in `(sides, zero_bands,
+/// band_ends)`: the sign of `heading` (its value, or its rate when it sits on
+/// zero within `band`, 0 if not) and how long the zero band lasts.
+fn take_side(
+    (sides, zero_bands, band_ends): (&mut [f64], &mut [f64], &mut [f64]),
+    k: usize,
+    t: f64,
+    heading: f64,
+    band: f64,
+) {
+    sides[k] = heading.signum();
+    zero_bands[k] = band;
+    band_ends[k] = if band > 0.0 && heading != 0.0 {
+        t + 10.0 * band / heading.abs()
+    } else {
+        t
+    };
+}
+
 /// The guard's rate `gdot = g_x . f + g_t` at `(t, x)` with the state's rate
 /// `f`, `|g_x|` and `g_t`, from its partials formed in `partials` (all zero
 /// on entry, and again on return: only the guard's support is written and
@@ -482,17 +501,50 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                     trajectory: None,
                 });
             }
+            // A guard within the start band sits on zero, as it does just
+            // after an event, and takes the side its rate points to.
+            let band = self.problem.start_band;
+            let at_zero = band > 0.0 && g.abs() <= band;
+            let heading = if at_zero {
+                system.modes()[self.mode()]
+                    .flow
+                    .rate(t0, x0, p, &mut self.rate);
+                self.extra_rhs_evaluations += 1;
+                guard_rate_at(
+                    &*transition.guard,
+                    t0,
+                    x0,
+                    p,
+                    &self.rate,
+                    &mut self.guard_partials,
+                )
+                .0
+            } else {
+                g
+            };
             let direction = transition.guard.direction();
-            if direction.violated_at_start(g) {
+            if direction.violated_at_start(heading) {
                 return Err(HybridError::GuardViolatedAtStart {
                     transition: transition.name.clone(),
                     value: g,
                     direction: format!("{direction:?}").to_lowercase(),
                 });
             }
-            self.sides[k] = g.signum();
+            self.take_side(k, t0, heading, if at_zero { band } else { 0.0 });
         }
         Ok(())
+    }
+
+    /// Records the side guard `k` is on at `t` (the sign of `heading`: its
+    /// value, or its rate when it sits on zero within `band`, 0 if not).
+    fn take_side(&mut self, k: usize, t: f64, heading: f64, band: f64) {
+        take_side(
+            (&mut self.sides, &mut self.zero_bands, &mut self.band_ends),
+            k,
+            t,
+            heading,
+            band,
+        );
     }
 
     /// Starts a segment at `t` from `self.y`.
@@ -887,7 +939,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             let from = self.mode();
             let residual = self.fire(t, transition, cascade_of)?;
             let tr = &self.system().transitions()[transition];
-            if tr.terminal {
+            if tr.terminal || self.stops_after(transition) {
                 self.rhs.mode = tr.to;
                 let y = std::mem::take(&mut self.y);
                 return Ok(Some(self.finish(t, &y)));
@@ -910,6 +962,21 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 }
             }
         }
+    }
+
+    /// Whether the firing of `transition` just recorded is the one
+    /// [`Problem::stop_after`] ends the run at.
+    fn stops_after(&self, transition: usize) -> bool {
+        self.problem.stop_after.is_some_and(|stop| {
+            stop.transition == transition
+                && self
+                    .trajectory
+                    .events
+                    .iter()
+                    .filter(|e| e.transition_index == transition)
+                    .count()
+                    == stop.firings
+        })
     }
 
     /// Applies transition `k` at `t` to `self.y` (state and extras). Returns
@@ -1088,13 +1155,13 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             if due {
                 return Ok(Some((k, !at_zero)));
             }
-            self.sides[k] = heading.signum();
-            self.zero_bands[k] = if at_zero { band } else { 0.0 };
-            self.band_ends[k] = if at_zero && heading != 0.0 {
-                t + 10.0 * band / heading.abs()
-            } else {
-                t
-            };
+            take_side(
+                (&mut self.sides, &mut self.zero_bands, &mut self.band_ends),
+                k,
+                t,
+                heading,
+                if at_zero { band } else { 0.0 },
+            );
         }
         Ok(None)
     }

@@ -22,7 +22,7 @@ pub mod tableau;
 pub use integrator::{run, simulate, Augmentation, EventJump, NoAugmentation};
 pub use ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 pub use problem::{
-    EventOptions, Problem, Progress, ProgressHook, SolverChoice, DEFAULT_MAX_STEPS,
+    EventOptions, Problem, Progress, ProgressHook, SolverChoice, StopAfter, DEFAULT_MAX_STEPS,
     MAX_FIXED_STEPS, MAX_TIME_TOLERANCE_FRACTION, PROGRESS_EVERY_STEPS,
 };
 pub use stepper::{OdeRhs, RkStepper, StepControl, StepCounters, StepFailure, Stepper};
