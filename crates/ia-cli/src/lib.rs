@@ -332,6 +332,40 @@ pub fn gradient_with(
     )
 }
 
+/// `impact-adjoint periodic`: the periodic orbit through the section of
+/// the scenario's `section` transition, from the starting guess
+/// `initial_state`, as a JSON document (see [Periodic orbits](crate#periodic-orbits)).
+///
+/// ```
+/// let scenario = r#"{"model": "rimless-wheel", "section": "step",
+///     "initial_state": {"theta": -0.3127, "omega": 1.2}}"#;
+/// let out = ia_cli::periodic(scenario, "example").unwrap();
+/// let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+/// // omega* = cot(2 alpha) sqrt(4 (g/l) sin(alpha) sin(gamma))
+/// let (alpha, gamma) = (std::f64::consts::FRAC_PI_8, 0.08f64);
+/// let speed = (4.0 * 9.81 * alpha.sin() * gamma.sin()).sqrt() / (2.0 * alpha).tan();
+/// assert!((doc["fixed_point"]["omega"].as_f64().unwrap() - speed).abs() < 1e-9);
+/// assert_eq!(doc["multipliers"][0]["trivial"], true);
+/// ```
+pub fn periodic(text: &str, source: &str) -> Result<String, CliError> {
+    let periodic = scenario::PeriodicScenario::parse(text, source)?;
+    let scenario = &periodic.scenario;
+    let mut options = ia_orbits::OrbitOptions::new(periodic.max_period)
+        .with_events_per_period(periodic.events_per_period);
+    if periodic.solver_given {
+        options.solver = scenario.solver.clone();
+    }
+    options.events = scenario.events.clone();
+    let orbit = ia_orbits::periodic_orbit(
+        &scenario.system,
+        &periodic.section,
+        &scenario.initial_state,
+        &scenario.params,
+        &options,
+    )?;
+    Ok(report::periodic_document(&scenario.spec.name, &orbit).to_pretty_string())
+}
+
 /// The solver `gradient --method adjoint` runs for the scenario's `solver`.
 ///
 /// The adjoint transposes the Runge-Kutta steps of the forward pass, which
