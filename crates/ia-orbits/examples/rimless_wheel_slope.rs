@@ -8,8 +8,8 @@
 //!
 //! The multiplier does not depend on the slope: each step loses the same
 //! fraction of the rate's deviation. The figure is written to
-//! `<target>/orbits/rimless_wheel_slope.svg` (`CARGO_TARGET_DIR` or the
-//! workspace's `target/`).
+//! `<target>/orbits/rimless_wheel_slope.svg` and `.png` (`CARGO_TARGET_DIR`
+//! or the workspace's `target/`).
 //!
 //! Run with `cargo run -p ia-orbits --example rimless_wheel_slope`.
 
@@ -86,14 +86,30 @@ pub fn figure_path() -> PathBuf {
     target.join("orbits").join("rimless_wheel_slope.svg")
 }
 
-/// Draws speed and multiplier against `gamma` into `path` (SVG).
+/// Draws speed and multiplier against `gamma` into `path` (`.svg` or
+/// `.png`).
 pub fn draw(path: &Path, points: &[SlopePoint], alphas: &[f64]) -> Result<(), Box<dyn Error>> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     // Registering twice (a test and main in one process) is harmless.
     let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT);
-    let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
+    const SIZE: (u32, u32) = (1200, 520);
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("svg") => draw_on(SVGBackend::new(path, SIZE).into_drawing_area(), points, alphas),
+        Some("png") => draw_on(BitMapBackend::new(path, SIZE).into_drawing_area(), points, alphas),
+        _ => Err(format!("unknown figure format: {}", path.display()).into()),
+    }
+}
+
+fn draw_on<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    points: &[SlopePoint],
+    alphas: &[f64],
+) -> Result<(), Box<dyn Error>>
+where
+    DB::ErrorType: 'static,
+{
     root.fill(&WHITE)?;
     let root = root.titled(
         "Rimless wheel: steady speed and Floquet multiplier against the slope",
@@ -190,6 +206,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     let path = figure_path();
     draw(&path, &points, &ALPHAS)?;
-    println!("figure: {}", path.display());
+    let png = path.with_extension("png");
+    draw(&png, &points, &ALPHAS)?;
+    println!("figures: {} and {}", path.display(), png.display());
     Ok(())
 }
