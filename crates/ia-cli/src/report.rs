@@ -104,12 +104,20 @@ pub fn periodic_document(model: &str, orbit: &ia_orbits::PeriodicOrbit) -> Json 
         .iter()
         .map(|p| format!("param.{p}"))
         .collect();
-    let complex = |re: f64, im: f64| Json::Obj(vec![("re".into(), Json::Num(re)), ("im".into(), Json::Num(im))]);
+    let complex = |re: f64, im: f64| {
+        Json::Obj(vec![
+            ("re".into(), Json::Num(re)),
+            ("im".into(), Json::Num(im)),
+        ])
+    };
     let multipliers = orbit
         .multipliers
         .iter()
         .map(|m| {
-            let mut entries = vec![("re".into(), Json::Num(m.re)), ("im".into(), Json::Num(m.im))];
+            let mut entries = vec![
+                ("re".into(), Json::Num(m.re)),
+                ("im".into(), Json::Num(m.im)),
+            ];
             if m.trivial {
                 entries.push(("trivial".into(), Json::Bool(true)));
             }
@@ -118,7 +126,10 @@ pub fn periodic_document(model: &str, orbit: &ia_orbits::PeriodicOrbit) -> Json 
         .collect();
     let sensitivities = match (&orbit.sensitivities, &orbit.sensitivities_unavailable) {
         (Some(sens), _) => Json::Obj(vec![
-            ("fixed_point".into(), jacobian(states, &params, &sens.fixed_point)),
+            (
+                "fixed_point".into(),
+                jacobian(states, &params, &sens.fixed_point),
+            ),
             ("period".into(), named(&params, &sens.period)),
             (
                 "multipliers".into(),
@@ -148,10 +159,16 @@ pub fn periodic_document(model: &str, orbit: &ia_orbits::PeriodicOrbit) -> Json 
         ("section".into(), str(&orbit.section)),
         ("fixed_point".into(), named(states, &orbit.fixed_point)),
         ("period".into(), Json::Num(orbit.period)),
-        ("newton_iterations".into(), Json::Int(orbit.newton_iterations as u64)),
+        (
+            "newton_iterations".into(),
+            Json::Int(orbit.newton_iterations as u64),
+        ),
         ("residual".into(), Json::Num(orbit.residual)),
         ("multipliers".into(), Json::Arr(multipliers)),
-        ("monodromy".into(), jacobian(states, states, &orbit.monodromy)),
+        (
+            "monodromy".into(),
+            jacobian(states, states, &orbit.monodromy),
+        ),
         ("sensitivities".into(), sensitivities),
     ])
 }

@@ -36,7 +36,12 @@ fn periodic_stdin(scenario: &str) -> Output {
 
 fn success(out: &Output) -> (String, Value) {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc = serde_json::from_str(&text).unwrap();
     (text, doc)
 }
@@ -69,17 +74,29 @@ fn rimless_wheel_orbit_matches_the_closed_form_in_the_documented_layout() {
     assert!(multipliers[1].get("trivial").is_none());
     let lambda = multipliers[1]["re"].as_f64().unwrap();
     assert!((lambda - (2.0 * alpha).cos().powi(2)).abs() < 1e-9);
-    let dlambda = doc["sensitivities"]["multipliers"][1]["param.alpha"]["re"].as_f64().unwrap();
+    let dlambda = doc["sensitivities"]["multipliers"][1]["param.alpha"]["re"]
+        .as_f64()
+        .unwrap();
     assert!((dlambda + 2.0 * (4.0 * alpha).sin()).abs() < 1e-8);
     assert_eq!(
-        doc["sensitivities"]["fixed_point"]["theta"]["param.gamma"].as_f64().unwrap().round(),
+        doc["sensitivities"]["fixed_point"]["theta"]["param.gamma"]
+            .as_f64()
+            .unwrap()
+            .round(),
         1.0
     );
     assert!(doc["monodromy"]["omega"]["theta"].is_f64());
     // The keys in the order the documentation shows.
     let order = [
-        "\"model\"", "\"section\"", "\"fixed_point\"", "\"period\"", "\"newton_iterations\"",
-        "\"residual\"", "\"multipliers\"", "\"monodromy\"", "\"sensitivities\"",
+        "\"model\"",
+        "\"section\"",
+        "\"fixed_point\"",
+        "\"period\"",
+        "\"newton_iterations\"",
+        "\"residual\"",
+        "\"multipliers\"",
+        "\"monodromy\"",
+        "\"sensitivities\"",
     ];
     let positions: Vec<usize> = order.iter().map(|k| text.find(k).expect(k)).collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
@@ -103,7 +120,11 @@ fn two_events_per_period_double_the_period_and_square_the_multiplier() {
 #[test]
 fn a_family_of_orbits_says_why_it_has_no_derivatives() {
     let out = Command::new(BIN)
-        .args(["periodic", "--compact", &example("slip-hopper-vertical.json")])
+        .args([
+            "periodic",
+            "--compact",
+            &example("slip-hopper-vertical.json"),
+        ])
         .output()
         .unwrap();
     let (text, doc) = success(&out);
@@ -116,9 +137,21 @@ fn a_family_of_orbits_says_why_it_has_no_derivatives() {
 #[test]
 fn bad_periodic_scenarios_are_clear_errors() {
     let cases = [
-        (r#"{"model": "rimless-wheel"}"#, "invalid_scenario", "'section'"),
-        (r#"{"model": "rimless-wheel", "section": "stride"}"#, "unknown_name", "step"),
-        (r#"{"model": "rimless-wheel", "section": 3}"#, "invalid_scenario", "transition name"),
+        (
+            r#"{"model": "rimless-wheel"}"#,
+            "invalid_scenario",
+            "'section'",
+        ),
+        (
+            r#"{"model": "rimless-wheel", "section": "stride"}"#,
+            "unknown_name",
+            "step",
+        ),
+        (
+            r#"{"model": "rimless-wheel", "section": 3}"#,
+            "invalid_scenario",
+            "transition name",
+        ),
         (
             r#"{"model": "rimless-wheel", "section": "step", "events_per_period": 0}"#,
             "invalid_option",
@@ -173,7 +206,12 @@ fn newton_failure_is_a_clear_error() {
             "initial_state": {"theta": -0.38, "omega": 1.2}}"#,
     );
     let err = failure(&out, "no_convergence");
-    for part in ["did not converge", "iterations", "residual", "starting guess"] {
+    for part in [
+        "did not converge",
+        "iterations",
+        "residual",
+        "starting guess",
+    ] {
         assert!(err.contains(part), "{err}");
     }
 }

@@ -371,10 +371,12 @@ pub struct Problem<'a> {
     pub start_band: f64,
 }
 
-/// Where a run ends early: right after the `firings`-th firing (counted from
-/// 1) of transition `transition`, as if that firing were terminal. The
-/// periodic-orbit solver runs one period this way: from just after a firing
-/// of the section's transition to just after its `k`-th next firing.
+/// Where a run ends early: right after firing number `firings` (counted
+/// from one) of transition `transition`, as if that firing were terminal
+/// (but with the flow after it kept in the saltation, so the final
+/// sensitivities are those at fixed time just after the event). The
+/// periodic-orbit solver runs one period this way: from just after a
+/// firing of the section's transition to just after its `k`-th next one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StopAfter {
     /// Index of the transition in the system.
@@ -473,15 +475,21 @@ impl<'a> Problem<'a> {
     /// assert!((trajectory.final_time - 3.0 * (2.0f64 / 9.81).sqrt()).abs() < 1e-8);
     /// assert!(trajectory.final_state[1] > 0.0); // just after the reset
     /// ```
-    pub fn with_stop_after(mut self, transition: &str, firings: usize) -> Result<Self, HybridError> {
+    pub fn with_stop_after(
+        mut self,
+        transition: &str,
+        firings: usize,
+    ) -> Result<Self, HybridError> {
         let names = self.system.transition_names();
-        let index = names.iter().position(|n| n == transition).ok_or_else(|| {
-            HybridError::UnknownName {
-                kind: "transition".to_string(),
-                name: transition.to_string(),
-                valid: names.clone(),
-            }
-        })?;
+        let index =
+            names
+                .iter()
+                .position(|n| n == transition)
+                .ok_or_else(|| HybridError::UnknownName {
+                    kind: "transition".to_string(),
+                    name: transition.to_string(),
+                    valid: names.clone(),
+                })?;
         if firings == 0 {
             return Err(HybridError::invalid(
                 "firings",

@@ -58,7 +58,8 @@ pub fn sweep(alphas: &[f64], steps: usize) -> Result<Vec<SlopePoint>, Box<dyn Er
         for i in 0..steps {
             let gamma = 0.08 + 0.22 * i as f64 / (steps - 1) as f64;
             let params = [G, L, alpha, gamma];
-            let orbit = periodic_orbit(&system, "step", &[gamma - alpha, speed], &params, &options)?;
+            let orbit =
+                periodic_orbit(&system, "step", &[gamma - alpha, speed], &params, &options)?;
             let nontrivial = orbit
                 .multipliers
                 .iter()
@@ -96,8 +97,16 @@ pub fn draw(path: &Path, points: &[SlopePoint], alphas: &[f64]) -> Result<(), Bo
     let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT);
     const SIZE: (u32, u32) = (1200, 520);
     match path.extension().and_then(|e| e.to_str()) {
-        Some("svg") => draw_on(SVGBackend::new(path, SIZE).into_drawing_area(), points, alphas),
-        Some("png") => draw_on(BitMapBackend::new(path, SIZE).into_drawing_area(), points, alphas),
+        Some("svg") => draw_on(
+            SVGBackend::new(path, SIZE).into_drawing_area(),
+            points,
+            alphas,
+        ),
+        Some("png") => draw_on(
+            BitMapBackend::new(path, SIZE).into_drawing_area(),
+            points,
+            alphas,
+        ),
         _ => Err(format!("unknown figure format: {}", path.display()).into()),
     }
 }
@@ -135,7 +144,9 @@ where
         let line = fine.iter().map(|&g| (g, closed_form_speed(alpha, g)));
         chart
             .draw_series(LineSeries::new(line, c.stroke_width(2)))?
-            .label(format!("alpha = {alpha:.3}: closed form (line), Newton (dots)"))
+            .label(format!(
+                "alpha = {alpha:.3}: closed form (line), Newton (dots)"
+            ))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
         chart.draw_series(
             points
@@ -166,7 +177,10 @@ where
     for (&alpha, &c) in alphas.iter().zip(&colors) {
         let lambda = (2.0 * alpha).cos().powi(2);
         chart
-            .draw_series(LineSeries::new(fine.iter().map(|&g| (g, lambda)), c.stroke_width(2)))?
+            .draw_series(LineSeries::new(
+                fine.iter().map(|&g| (g, lambda)),
+                c.stroke_width(2),
+            ))?
             .label(format!("alpha = {alpha:.3}: cos^2(2 alpha) = {lambda:.3}"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
         chart.draw_series(

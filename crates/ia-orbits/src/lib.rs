@@ -324,11 +324,16 @@ impl Shooting<'_> {
     /// Runs one period from `x0` with parameters `p`.
     fn one_return(&self, x0: &[f64], p: &[f64]) -> Result<Return, OrbitError> {
         let (n, k) = (self.system.state_dim(), self.options.events_per_period);
-        let mut problem = Problem::new(self.system, x0.to_vec(), p.to_vec(), self.options.max_period)
-            .with_solver(self.options.solver.clone())
-            .with_event_options(self.options.events.clone())
-            .with_start_band(self.options.start_band)
-            .with_stop_after(self.section_name, k)?;
+        let mut problem = Problem::new(
+            self.system,
+            x0.to_vec(),
+            p.to_vec(),
+            self.options.max_period,
+        )
+        .with_solver(self.options.solver.clone())
+        .with_event_options(self.options.events.clone())
+        .with_start_band(self.options.start_band)
+        .with_stop_after(self.section_name, k)?;
         problem.initial_mode = self.start_mode;
         let sens = jacobian(&problem, Method::Forward)?;
         let events = &sens.trajectory.events;
@@ -352,9 +357,12 @@ impl Shooting<'_> {
             .expect("one gradient per event");
         let mut flow_after = DVector::zeros(n);
         let to = self.system.transitions()[self.section].to;
-        self.system.modes()[to]
-            .flow
-            .rate(last.time, &last.state_after, p, flow_after.as_mut_slice());
+        self.system.modes()[to].flow.rate(
+            last.time,
+            &last.state_after,
+            p,
+            flow_after.as_mut_slice(),
+        );
         Ok(Return {
             state: DVector::from_column_slice(&last.state_after),
             period: last.time,
@@ -368,10 +376,16 @@ impl Shooting<'_> {
 
     /// Newton's method with backtracking from `guess`: the fixed point, its
     /// return, the iterations and the residual.
-    fn newton(&self, guess: &[f64], p: &[f64]) -> Result<(DVector<f64>, Return, usize, f64), OrbitError> {
+    fn newton(
+        &self,
+        guess: &[f64],
+        p: &[f64],
+    ) -> Result<(DVector<f64>, Return, usize, f64), OrbitError> {
         let tolerance = self.options.tolerance;
         let mut x = DVector::from_column_slice(guess);
-        let mut ret = self.one_return(guess, p).map_err(|e| during(e, "the starting guess"))?;
+        let mut ret = self
+            .one_return(guess, p)
+            .map_err(|e| during(e, "the starting guess"))?;
         let mut residual = (&ret.state - &x).norm();
         let mut iterations = 0;
         let fail = |iterations, residual, reason: String| OrbitError::NoConvergence {
@@ -511,7 +525,8 @@ impl Shooting<'_> {
         let steps: Vec<f64> = p.iter().map(|v| 1e-4 * v.abs().max(1.0)).collect();
         let mut multipliers = vec![Vec::with_capacity(p.len()); triples.len()];
         for (j, &h) in steps.iter().enumerate() {
-            let d_return = self.return_jacobian_derivative(x, p, &dx_dp.column(j).into_owned(), j, h)?;
+            let d_return =
+                self.return_jacobian_derivative(x, p, &dx_dp.column(j).into_owned(), j, h)?;
             for (i, r) in on_return_map.iter().enumerate() {
                 let d = r.map_or(Complex::new(0.0, 0.0), |r| r.derivative(&d_return));
                 multipliers[i].push(ComplexDerivative { re: d.re, im: d.im });
@@ -555,14 +570,15 @@ pub fn periodic_orbit(
 ) -> Result<PeriodicOrbit, OrbitError> {
     options.validate()?;
     let names = system.transition_names();
-    let index = names
-        .iter()
-        .position(|t| t == section)
-        .ok_or_else(|| HybridError::UnknownName {
-            kind: "section transition".to_string(),
-            name: section.to_string(),
-            valid: names.clone(),
-        })?;
+    let index =
+        names
+            .iter()
+            .position(|t| t == section)
+            .ok_or_else(|| HybridError::UnknownName {
+                kind: "section transition".to_string(),
+                name: section.to_string(),
+                valid: names.clone(),
+            })?;
     for (what, expected, found) in [
         ("initial state", system.state_dim(), guess.len()),
         ("parameters", system.param_dim(), params.len()),

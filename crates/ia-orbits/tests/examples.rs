@@ -16,7 +16,10 @@ fn rimless_wheel_slope_example_matches_the_closed_form_and_draws_its_figure() {
     for p in &points {
         let speed = closed_form_speed(p.alpha, p.gamma);
         assert!((p.speed - speed).abs() < 1e-9, "{p:?}");
-        assert!((p.multiplier - (2.0 * p.alpha).cos().powi(2)).abs() < 1e-9, "{p:?}");
+        assert!(
+            (p.multiplier - (2.0 * p.alpha).cos().powi(2)).abs() < 1e-9,
+            "{p:?}"
+        );
         let dspeed = speed / (2.0 * p.gamma.tan());
         assert!((p.dspeed_dgamma - dspeed).abs() < 1e-8 * dspeed, "{p:?}");
     }

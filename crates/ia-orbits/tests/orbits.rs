@@ -56,7 +56,10 @@ fn rimless_wheel_fixed_point_and_multiplier_match_the_closed_form(
     // k steps: the multiplier of the k-fold map, (cos^2 2 alpha)^k.
     let want = (2.0 * alpha).cos().powi(2 * k as i32);
     let m = orbit.multipliers[nontrivial(&orbit)];
-    assert!((m.re - want).abs() < 1e-9 && m.im.abs() < 1e-12, "{m:?} vs {want}");
+    assert!(
+        (m.re - want).abs() < 1e-9 && m.im.abs() < 1e-12,
+        "{m:?} vs {want}"
+    );
     let trivial = orbit.multipliers.iter().find(|m| m.trivial).unwrap();
     assert!((trivial.re - 1.0).abs() < 1e-9 && trivial.im == 0.0);
     // sorted by modulus, largest first
@@ -90,7 +93,10 @@ fn rimless_wheel_derivatives_match_the_differentiated_closed_form(
     let dtheta = [0.0, 0.0, -1.0, 1.0];
     for j in 0..4 {
         let (got_theta, got_omega) = (sens.fixed_point[(0, j)], sens.fixed_point[(1, j)]);
-        assert!((got_theta - dtheta[j]).abs() < 1e-9, "dtheta/dp{j} {got_theta}");
+        assert!(
+            (got_theta - dtheta[j]).abs() < 1e-9,
+            "dtheta/dp{j} {got_theta}"
+        );
         assert!(
             (got_omega - domega[j]).abs() < 1e-8 * domega[j].abs().max(1.0),
             "domega/dp{j} {got_omega} vs {}",
@@ -101,11 +107,16 @@ fn rimless_wheel_derivatives_match_the_differentiated_closed_form(
     let dmultiplier = [0.0, 0.0, -2.0 * (4.0 * alpha).sin(), 0.0];
     for (j, want) in dmultiplier.iter().enumerate() {
         let got = sens.multipliers[i][j];
-        assert!((got.re - want).abs() < 1e-8, "dlambda/dp{j} {got:?} vs {want}");
+        assert!(
+            (got.re - want).abs() < 1e-8,
+            "dlambda/dp{j} {got:?} vs {want}"
+        );
         assert_eq!(got.im, 0.0);
     }
     let t = orbit.multipliers.iter().position(|m| m.trivial).unwrap();
-    assert!(sens.multipliers[t].iter().all(|d| d.re == 0.0 && d.im == 0.0));
+    assert!(sens.multipliers[t]
+        .iter()
+        .all(|d| d.re == 0.0 && d.im == 0.0));
 }
 
 /// Reference: the fourth-order central difference of the period of orbits
@@ -133,7 +144,12 @@ fn rimless_wheel_period_derivative_matches_finite_differences_of_resolved_orbits
 }
 
 /// `P(x0)` and `T(x0)` from a plain simulation (no sensitivities).
-fn plain_return(system: &HybridSystem, section: &str, x0: &[f64], p: &[f64]) -> (DVector<f64>, f64) {
+fn plain_return(
+    system: &HybridSystem,
+    section: &str,
+    x0: &[f64],
+    p: &[f64],
+) -> (DVector<f64>, f64) {
     let mut problem = Problem::new(system, x0.to_vec(), p.to_vec(), 5.0)
         .with_solver(ia_events::SolverChoice::dopri5(1e-12))
         // Wide enough for the perturbed starts: a leg stretched by 1e-4 at
@@ -141,7 +157,11 @@ fn plain_return(system: &HybridSystem, section: &str, x0: &[f64], p: &[f64]) -> 
         .with_start_band(1e-3)
         .with_stop_after(section, 1)
         .unwrap();
-    let index = system.transition_names().iter().position(|t| t == section).unwrap();
+    let index = system
+        .transition_names()
+        .iter()
+        .position(|t| t == section)
+        .unwrap();
     problem.initial_mode = system.transitions()[index].to;
     let trajectory = ia_events::simulate(&problem).unwrap();
     let last = trajectory.events.last().unwrap();
@@ -164,8 +184,14 @@ fn slip_hopper_monodromy_and_multipliers_match_finite_differences() {
     let system = ia_models::by_name("slip-hopper").unwrap().system();
     let params = [80.0, 20000.0, 1.0, 9.81, 0.0];
     let guess = [0.0, 1.0, 0.0, -2.0, 0.0];
-    let orbit =
-        periodic_orbit(&system, "touchdown", &guess, &params, &OrbitOptions::new(5.0)).unwrap();
+    let orbit = periodic_orbit(
+        &system,
+        "touchdown",
+        &guess,
+        &params,
+        &OrbitOptions::new(5.0),
+    )
+    .unwrap();
     let x = DVector::from_column_slice(&orbit.fixed_point);
     let (state, period) = plain_return(&system, "touchdown", x.as_slice(), &params);
     assert!((period - orbit.period).abs() < 1e-10);
@@ -182,7 +208,8 @@ fn slip_hopper_monodromy_and_multipliers_match_finite_differences() {
     let mut block = DMatrix::zeros(2, 2);
     for (c, d) in directions.iter().enumerate() {
         let at = |s: f64| plain_return(&system, "touchdown", (&x + s * h * d).as_slice(), &params);
-        let ((pm2, tm2), (pm1, tm1), (pp1, tp1), (pp2, tp2)) = (at(-2.0), at(-1.0), at(1.0), at(2.0));
+        let ((pm2, tm2), (pm1, tm1), (pp1, tp1), (pp2, tp2)) =
+            (at(-2.0), at(-1.0), at(1.0), at(2.0));
         let dp_d = (pm2 - pp2 + 8.0 * (pp1 - pm1)) / (12.0 * h);
         let dt_d = (tm2 - tp2 + 8.0 * (tp1 - tm1)) / (12.0 * h);
         let reference = &dp_d - &f_plus * dt_d;
@@ -210,7 +237,10 @@ fn slip_hopper_monodromy_and_multipliers_match_finite_differences() {
     assert_eq!(orbit.multipliers.iter().filter(|m| m.trivial).count(), 1);
     // A family of orbits: no parameter derivatives, and the reason why.
     assert!(orbit.sensitivities.is_none());
-    assert!(orbit.sensitivities_unavailable.unwrap().contains("not isolated"));
+    assert!(orbit
+        .sensitivities_unavailable
+        .unwrap()
+        .contains("not isolated"));
 }
 
 #[test]
@@ -221,14 +251,27 @@ fn newton_failure_is_a_clear_error() {
         max_iterations: 1,
         ..OrbitOptions::new(10.0)
     };
-    let e = periodic_orbit(&system, "step", &[gamma - alpha, 3.0], &[G, L, alpha, gamma], &options)
-        .unwrap_err();
+    let e = periodic_orbit(
+        &system,
+        "step",
+        &[gamma - alpha, 3.0],
+        &[G, L, alpha, gamma],
+        &options,
+    )
+    .unwrap_err();
     assert_eq!(e.kind(), "no_convergence");
     let text = e.to_string();
-    for part in ["after 1 iterations", "residual", "max_iterations", "starting guess"] {
+    for part in [
+        "after 1 iterations",
+        "residual",
+        "max_iterations",
+        "starting guess",
+    ] {
         assert!(text.contains(part), "{text}");
     }
-    let OrbitError::NoConvergence { residual, .. } = e else { unreachable!() };
+    let OrbitError::NoConvergence { residual, .. } = e else {
+        unreachable!()
+    };
     assert!(residual > 1e-6 && residual.is_finite());
 }
 
@@ -238,12 +281,24 @@ fn a_guess_that_never_returns_and_an_unknown_section_are_clear_errors() {
     let (alpha, gamma) = (std::f64::consts::FRAC_PI_8, 0.08);
     let params = [G, L, alpha, gamma];
     // Rolling back uphill: the next spoke never strikes.
-    let e = periodic_orbit(&system, "step", &[gamma - alpha, -2.0], &params, &OrbitOptions::new(3.0))
-        .unwrap_err();
+    let e = periodic_orbit(
+        &system,
+        "step",
+        &[gamma - alpha, -2.0],
+        &params,
+        &OrbitOptions::new(3.0),
+    )
+    .unwrap_err();
     assert_eq!(e.kind(), "no_return", "{e}");
     assert!(e.to_string().contains("max_period = 3"), "{e}");
-    let e = periodic_orbit(&system, "stride", &[gamma - alpha, 1.2], &params, &OrbitOptions::new(3.0))
-        .unwrap_err();
+    let e = periodic_orbit(
+        &system,
+        "stride",
+        &[gamma - alpha, 1.2],
+        &params,
+        &OrbitOptions::new(3.0),
+    )
+    .unwrap_err();
     assert_eq!(e.kind(), "unknown_name");
     assert!(e.to_string().contains("step"), "{e}");
     let e = periodic_orbit(
