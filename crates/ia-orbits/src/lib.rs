@@ -561,6 +561,25 @@ fn during(error: OrbitError, what: &str) -> OrbitError {
 /// ([`OrbitError::NoReturn`]), or no convergence
 /// ([`OrbitError::NoConvergence`], with the iterations, the residual and
 /// what to try).
+///
+/// ```
+/// use ia_orbits::{periodic_orbit, OrbitOptions};
+///
+/// let system = ia_models::by_name("rimless-wheel").unwrap().system();
+/// let params = [9.81, 1.0, 0.3, 0.1]; // g, l, alpha, gamma
+/// let guess = [0.1 - 0.3, 1.5];
+/// let one = periodic_orbit(&system, "step", &guess, &params, &OrbitOptions::new(5.0)).unwrap();
+/// // Two steps a period: the same orbit, twice the period, the multiplier squared.
+/// let options = OrbitOptions::new(10.0).with_events_per_period(2);
+/// let two = periodic_orbit(&system, "step", &guess, &params, &options).unwrap();
+/// assert!((two.period - 2.0 * one.period).abs() < 1e-9);
+/// assert!((two.multipliers[1].re - one.multipliers[1].re.powi(2)).abs() < 1e-9);
+/// assert!(one.multipliers[0].trivial);
+///
+/// // Rolling uphill, the next spoke never strikes: a clear error.
+/// let e = periodic_orbit(&system, "step", &[0.1 - 0.3, -1.0], &params, &OrbitOptions::new(5.0));
+/// assert_eq!(e.unwrap_err().kind(), "no_return");
+/// ```
 pub fn periodic_orbit(
     system: &HybridSystem,
     section: &str,
