@@ -311,3 +311,61 @@ fn a_guess_that_never_returns_and_an_unknown_section_are_clear_errors() {
     .unwrap_err();
     assert!(e.to_string().contains("events_per_period"), "{e}");
 }
+
+/// The thermostat's limit cycle, through the section just after
+/// `switch_off` (`T = Thi`, cooling). Reference: the closed-form period
+/// `T* = (ln(A/B) + ln(C/D)) / a` with `A = Thi - Tout`, `B = Tlo - Tout`,
+/// `C = Tout + b/a - Tlo`, `D = Tout + b/a - Thi`, differentiated by hand.
+/// The state is one-dimensional: `M` is the trivial multiplier alone and
+/// `DP = M + f+ dT/dx0 = 0` (every start returns to `Thi`), which checks the
+/// `f+ dT/dx0` term across a section whose flow after differs from the one
+/// before.
+#[rstest]
+#[case([0.2, 5.0, 10.0, 19.0, 23.0])]
+#[case([0.5, 16.0, -5.0, 18.0, 21.0])]
+fn thermostat_period_and_its_derivatives_match_the_closed_form(#[case] params: [f64; 5]) {
+    let system = ia_models::by_name("thermostat").unwrap().system();
+    let [a, b, tout, tlo, thi] = params;
+    let orbit = periodic_orbit(
+        &system,
+        "switch_off",
+        &[thi + 0.5],
+        &params,
+        &OrbitOptions::new(50.0),
+    )
+    .unwrap();
+    let (ca, cb, cc, cd) = (
+        thi - tout,
+        tlo - tout,
+        tout + b / a - tlo,
+        tout + b / a - thi,
+    );
+    let period = ((ca / cb).ln() + (cc / cd).ln()) / a;
+    assert!((orbit.fixed_point[0] - thi).abs() < 1e-9);
+    assert!(
+        (orbit.period - period).abs() < 1e-9,
+        "{} vs {period}",
+        orbit.period
+    );
+    assert_eq!(orbit.multipliers.len(), 1);
+    assert!(orbit.multipliers[0].trivial && (orbit.multipliers[0].re - 1.0).abs() < 1e-9);
+    assert!(orbit.return_map_jacobian[(0, 0)].abs() < 1e-9);
+    let sens = orbit.sensitivities.as_ref().unwrap();
+    let dperiod = [
+        -period / a - b / a.powi(3) * (1.0 / cc - 1.0 / cd),
+        (1.0 / cc - 1.0 / cd) / (a * a),
+        (-1.0 / ca + 1.0 / cb + 1.0 / cc - 1.0 / cd) / a,
+        (-1.0 / cb - 1.0 / cc) / a,
+        (1.0 / ca + 1.0 / cd) / a,
+    ];
+    for (j, want) in dperiod.iter().enumerate() {
+        assert!(
+            (sens.period[j] - want).abs() < 1e-8 * want.abs().max(1.0),
+            "dT/dp{j} {} vs {want}",
+            sens.period[j]
+        );
+        let want_x = if j == 4 { 1.0 } else { 0.0 };
+        assert!((sens.fixed_point[(0, j)] - want_x).abs() < 1e-9);
+        assert_eq!(sens.multipliers[0][j].re, 0.0);
+    }
+}
