@@ -23,6 +23,10 @@ pub enum CliError {
     /// step-size underflow, guard violated at start, unsupported request...).
     #[error("{0}")]
     Library(HybridError),
+    /// An error of the periodic-orbit solver (`periodic`): no convergence,
+    /// no return to the section, or a failed run.
+    #[error("{0}")]
+    Orbit(ia_orbits::OrbitError),
     /// An error of the library during a run, with what in the scenario most
     /// likely caused it and what to change.
     #[error("{error}; {hint}")]
@@ -47,6 +51,16 @@ impl CliError {
             CliError::InvalidScenario(_) => "invalid_scenario",
             CliError::Io(_) => "io",
             CliError::Library(e) | CliError::Explained { error: e, .. } => e.kind(),
+            CliError::Orbit(e) => e.kind(),
+        }
+    }
+}
+
+impl From<ia_orbits::OrbitError> for CliError {
+    fn from(e: ia_orbits::OrbitError) -> Self {
+        match e {
+            ia_orbits::OrbitError::Input(e) => CliError::Library(e),
+            other => CliError::Orbit(other),
         }
     }
 }

@@ -12,6 +12,7 @@
 //! impact-adjoint models [--json]
 //! impact-adjoint simulate FILE [--compact]
 //! impact-adjoint gradient FILE [--method forward|adjoint] [--jacobian] [--compact]
+//! impact-adjoint periodic FILE [--compact]
 //! ```
 //!
 //! The output is indented JSON; `--compact` prints the same document on one
@@ -179,6 +180,43 @@
 //! Numbers print with full `f64` precision (the shortest text that reads
 //! back to the same number).
 //!
+//! ## Periodic orbits
+//!
+//! `periodic FILE` finds the periodic orbit through the section of a
+//! transition by Newton shooting (the library is `ia_orbits`; the
+//! mathematics is in `docs/method.md`). The scenario adds:
+//!
+//! * `section` (required): the transition whose firing defines the
+//!   section; the orbit starts just after it fires, in the mode it leads to
+//!   (an `initial_mode` other than that one is refused);
+//! * `events_per_period` (optional, an integer of at least 1, default 1):
+//!   firings of `section` in one period;
+//! * `max_period` (optional): the run length allowed for one period;
+//!   default `t_end` if given, else the model's default run length.
+//!
+//! `initial_state` is the starting guess; `observe`, `loss` and `adjoint`
+//! are refused. Without a `solver` the runs use `dopri5` at `1e-12` (the
+//! multiplier derivatives difference the return map's Jacobian, so they need
+//! the tighter tolerance). The output (example: `examples/periodic/`):
+//!
+//! ```text
+//! {"model": "...", "section": "...", "fixed_point": {"<state>": v},
+//!  "period": T, "newton_iterations": n, "residual": r,
+//!  "multipliers": [{"re": a, "im": b}, {"re": 1, "im": 0, "trivial": true}],
+//!  "monodromy": {"<state>": {"<state>": v}},
+//!  "sensitivities": {"fixed_point": {"<state>": {"param.<p>": v}},
+//!                    "period": {"param.<p>": v},
+//!                    "multipliers": [{"param.<p>": {"re": a, "im": b}}]}}
+//! ```
+//!
+//! Multipliers are the eigenvalues of the monodromy matrix (one period,
+//! flows and saltations chained), sorted by modulus, largest first; the one
+//! along the flow is `"trivial": true` and its derivatives are 0. When the
+//! derivatives are not defined (a family of orbits, a multiple multiplier),
+//! `sensitivities` is `{"unavailable": "<why>"}`. Newton failing is an error
+//! of kind `no_convergence` (with its iterations, residual and what to
+//! try); no firing of the section within `max_period`, `no_return`.
+//!
 //! ## Errors and exit status
 //!
 //! Success exits 0. Any failure prints one line on standard error,
@@ -330,6 +368,40 @@ pub fn gradient_with(
         report::loss_document(name, scenario.t_end, method.name(), sens.as_ref(), &grad)
             .to_pretty_string(),
     )
+}
+
+/// `impact-adjoint periodic`: the periodic orbit through the section of
+/// the scenario's `section` transition, from the starting guess
+/// `initial_state`, as a JSON document (see [Periodic orbits](crate#periodic-orbits)).
+///
+/// ```
+/// let scenario = r#"{"model": "rimless-wheel", "section": "step",
+///     "initial_state": {"theta": -0.3127, "omega": 1.2}}"#;
+/// let out = ia_cli::periodic(scenario, "example").unwrap();
+/// let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+/// // omega* = cot(2 alpha) sqrt(4 (g/l) sin(alpha) sin(gamma))
+/// let (alpha, gamma) = (std::f64::consts::FRAC_PI_8, 0.08f64);
+/// let speed = (4.0 * 9.81 * alpha.sin() * gamma.sin()).sqrt() / (2.0 * alpha).tan();
+/// assert!((doc["fixed_point"]["omega"].as_f64().unwrap() - speed).abs() < 1e-9);
+/// assert_eq!(doc["multipliers"][0]["trivial"], true);
+/// ```
+pub fn periodic(text: &str, source: &str) -> Result<String, CliError> {
+    let periodic = scenario::PeriodicScenario::parse(text, source)?;
+    let scenario = &periodic.scenario;
+    let mut options = ia_orbits::OrbitOptions::new(periodic.max_period)
+        .with_events_per_period(periodic.events_per_period);
+    if periodic.solver_given {
+        options.solver = scenario.solver.clone();
+    }
+    options.events = scenario.events.clone();
+    let orbit = ia_orbits::periodic_orbit(
+        &scenario.system,
+        &periodic.section,
+        &scenario.initial_state,
+        &scenario.params,
+        &options,
+    )?;
+    Ok(report::periodic_document(&scenario.spec.name, &orbit).to_pretty_string())
 }
 
 /// The solver `gradient --method adjoint` runs for the scenario's `solver`.

@@ -53,6 +53,16 @@ enum Command {
         #[arg(long)]
         compact: bool,
     },
+    /// Find the periodic orbit through the section of a transition (the
+    /// scenario's `section`) and print its fixed point, period, monodromy,
+    /// Floquet multipliers and their parameter derivatives as JSON.
+    Periodic {
+        /// Scenario file (JSON); `-` reads standard input.
+        file: String,
+        /// Print the JSON on one line instead of indented.
+        #[arg(long)]
+        compact: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -117,6 +127,10 @@ fn execute(command: Command) -> Result<String, CliError> {
             let (text, source) = read_scenario(&file)?;
             ia_cli::simulate(&text, &source).map(|out| laid_out(out, compact))
         }
+        Command::Periodic { file, compact } => {
+            let (text, source) = read_scenario(&file)?;
+            ia_cli::periodic(&text, &source).map(|out| laid_out(out, compact))
+        }
         Command::Gradient {
             file,
             method,
@@ -146,7 +160,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let message = if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                "no command given; commands: models, simulate, gradient; see impact-adjoint --help"
+                "no command given; commands: models, simulate, gradient, periodic; see impact-adjoint --help"
                     .to_string()
             } else {
                 usage_line(&e.to_string())

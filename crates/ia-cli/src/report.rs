@@ -22,6 +22,8 @@ pub enum Json {
     Int(u64),
     /// A string.
     Str(String),
+    /// A boolean.
+    Bool(bool),
     /// An array.
     Arr(Vec<Json>),
     /// An object, keys in order.
@@ -35,6 +37,7 @@ impl Serialize for Json {
             Json::Num(_) => serializer.serialize_unit(),
             Json::Int(n) => serializer.serialize_u64(*n),
             Json::Str(s) => serializer.serialize_str(s),
+            Json::Bool(b) => serializer.serialize_bool(*b),
             Json::Arr(items) => {
                 let mut seq = serializer.serialize_seq(Some(items.len()))?;
                 for item in items {
@@ -89,6 +92,85 @@ fn jacobian(states: &[String], wrt: &[String], jac: &DMatrix<f64>) -> Json {
             })
             .collect(),
     )
+}
+
+/// The output of `periodic`: the orbit, its multipliers and their
+/// parameter derivatives by name (`{"unavailable": reason}` in place of the
+/// derivatives when they are not defined).
+pub fn periodic_document(model: &str, orbit: &ia_orbits::PeriodicOrbit) -> Json {
+    let states = &orbit.state_names;
+    let params: Vec<String> = orbit
+        .param_names
+        .iter()
+        .map(|p| format!("param.{p}"))
+        .collect();
+    let complex = |re: f64, im: f64| {
+        Json::Obj(vec![
+            ("re".into(), Json::Num(re)),
+            ("im".into(), Json::Num(im)),
+        ])
+    };
+    let multipliers = orbit
+        .multipliers
+        .iter()
+        .map(|m| {
+            let mut entries = vec![
+                ("re".into(), Json::Num(m.re)),
+                ("im".into(), Json::Num(m.im)),
+            ];
+            if m.trivial {
+                entries.push(("trivial".into(), Json::Bool(true)));
+            }
+            Json::Obj(entries)
+        })
+        .collect();
+    let sensitivities = match (&orbit.sensitivities, &orbit.sensitivities_unavailable) {
+        (Some(sens), _) => Json::Obj(vec![
+            (
+                "fixed_point".into(),
+                jacobian(states, &params, &sens.fixed_point),
+            ),
+            ("period".into(), named(&params, &sens.period)),
+            (
+                "multipliers".into(),
+                Json::Arr(
+                    sens.multipliers
+                        .iter()
+                        .map(|per_param| {
+                            Json::Obj(
+                                params
+                                    .iter()
+                                    .zip(per_param)
+                                    .map(|(p, d)| (p.clone(), complex(d.re, d.im)))
+                                    .collect(),
+                            )
+                        })
+                        .collect(),
+                ),
+            ),
+        ]),
+        (None, reason) => Json::Obj(vec![(
+            "unavailable".into(),
+            str(reason.as_deref().unwrap_or("not computed")),
+        )]),
+    };
+    Json::Obj(vec![
+        ("model".into(), str(model)),
+        ("section".into(), str(&orbit.section)),
+        ("fixed_point".into(), named(states, &orbit.fixed_point)),
+        ("period".into(), Json::Num(orbit.period)),
+        (
+            "newton_iterations".into(),
+            Json::Int(orbit.newton_iterations as u64),
+        ),
+        ("residual".into(), Json::Num(orbit.residual)),
+        ("multipliers".into(), Json::Arr(multipliers)),
+        (
+            "monodromy".into(),
+            jacobian(states, states, &orbit.monodromy),
+        ),
+        ("sensitivities".into(), sensitivities),
+    ])
 }
 
 /// The output of `simulate` (`sens` absent) or `gradient` (`sens` present,

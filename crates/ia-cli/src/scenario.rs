@@ -29,6 +29,10 @@ pub const SCENARIO_KEYS: [&str; 14] = [
     "record",
 ];
 
+/// The keys `impact-adjoint periodic` adds to a scenario (it refuses
+/// `observe`, `loss` and `adjoint`, which describe other commands' outputs).
+pub const PERIODIC_KEYS: [&str; 3] = ["section", "events_per_period", "max_period"];
+
 /// The solver method names a scenario may give, the default first.
 pub const SOLVER_METHODS: [&str; 5] = [
     "dopri5",
@@ -48,6 +52,113 @@ pub const DEFAULT_RK4_STEPS: f64 = 1000.0;
 /// Default macro step of `ode_solvers.dopri5` and `ode_solvers.dop853`, as a
 /// fraction of `t_end`.
 pub const DEFAULT_MACRO_STEPS: f64 = 100.0;
+
+/// A checked scenario of `impact-adjoint periodic`: the run settings, the
+/// section's transition, the firings per period and the run length allowed
+/// for one period. `initial_state` is the starting guess, a state just
+/// after `section` fires; the run starts in the mode `section` leads to.
+#[derive(Debug)]
+pub struct PeriodicScenario {
+    /// The model, parameters, starting guess and solver (`t_end` is
+    /// `max_period`).
+    pub scenario: Scenario,
+    /// The transition whose firing defines the section.
+    pub section: String,
+    /// Firings of `section` in one period.
+    pub events_per_period: usize,
+    /// The longest run allowed for one period.
+    pub max_period: f64,
+    /// Whether the scenario gave a `solver` (if not, the orbit solver's
+    /// tighter default applies).
+    pub solver_given: bool,
+}
+
+impl PeriodicScenario {
+    /// Parses and checks the periodic-orbit scenario in `text`; `source`
+    /// names where it came from in messages.
+    ///
+    /// `max_period` defaults to `t_end` when that is given, else to the
+    /// model's default run length.
+    pub fn parse(text: &str, source: &str) -> Result<Self, CliError> {
+        let value = parse_json(text, source)?;
+        let obj = value.as_object().ok_or_else(|| {
+            invalid(format!(
+                "a scenario must be a JSON object, got {}",
+                type_name(&value)
+            ))
+        })?;
+        let valid: Vec<&str> = SCENARIO_KEYS
+            .iter()
+            .filter(|k| !["observe", "loss", "adjoint"].contains(k))
+            .chain(&PERIODIC_KEYS)
+            .copied()
+            .collect();
+        check_keys(obj, &valid, "a periodic-orbit scenario")?;
+        let section = match obj.get("section") {
+            None => return Err(missing("section", "a periodic-orbit scenario")),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "'section' must be a string (a transition name), got {}",
+                    type_name(other)
+                )))
+            }
+        };
+        let events_per_period = obj
+            .get("events_per_period")
+            .map(|v| count(v, "events_per_period", "2"))
+            .transpose()?
+            .unwrap_or(1);
+        let mut rest = obj.clone();
+        for key in PERIODIC_KEYS {
+            rest.remove(key);
+        }
+        let max_period = match (obj.get("max_period"), obj.get("t_end")) {
+            (Some(v), _) => Some(number(v, "max_period")?),
+            (None, Some(v)) => Some(number(v, "t_end")?),
+            (None, None) => None,
+        };
+        if let Some(max_period) = max_period {
+            if max_period <= 0.0 {
+                return Err(HybridError::invalid_num(
+                    "max_period",
+                    max_period,
+                    "must be greater than 0 (the run length allowed for one period)",
+                )
+                .into());
+            }
+            rest.insert("t_end".into(), Value::from(max_period));
+        } else if let Some(Value::String(name)) = obj.get("model") {
+            let t_end = ia_models::by_name(name).map_or(1.0, |m| m.spec().t_end);
+            rest.insert("t_end".into(), Value::from(t_end));
+        }
+        let mut scenario = Scenario::from_value(&Value::Object(rest))?;
+        let names = scenario.system.transition_names();
+        let Some(index) = names.iter().position(|n| *n == section) else {
+            return Err(HybridError::UnknownName {
+                kind: "section transition".into(),
+                name: section,
+                valid: names,
+            }
+            .into());
+        };
+        let to = &scenario.system.modes()[scenario.system.transitions()[index].to].name;
+        if obj.contains_key("initial_mode") && scenario.initial_mode != *to {
+            return Err(invalid(format!(
+                "'initial_mode' is '{}', but a periodic orbit starts just after '{section}' fires, in mode '{to}': leave initial_mode out or set it to '{to}'",
+                scenario.initial_mode
+            )));
+        }
+        scenario.initial_mode = to.clone();
+        Ok(Self {
+            max_period: scenario.t_end,
+            solver_given: obj.contains_key("solver"),
+            scenario,
+            section,
+            events_per_period,
+        })
+    }
+}
 
 /// A checked scenario: a catalogue model with every value filled in.
 #[derive(Debug)]

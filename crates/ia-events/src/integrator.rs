@@ -263,6 +263,25 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
     }
 }
 
+/// Records the side guard `k` is on at `t` in `(sides, zero_bands,
+/// band_ends)`: the sign of `heading` (its value, or its rate when it sits on
+/// zero within `band`, 0 if not) and how long the zero band lasts.
+fn take_side(
+    (sides, zero_bands, band_ends): (&mut [f64], &mut [f64], &mut [f64]),
+    k: usize,
+    t: f64,
+    heading: f64,
+    band: f64,
+) {
+    sides[k] = heading.signum();
+    zero_bands[k] = band;
+    band_ends[k] = if band > 0.0 && heading != 0.0 {
+        t + 10.0 * band / heading.abs()
+    } else {
+        t
+    };
+}
+
 /// The guard's rate `gdot = g_x . f + g_t` at `(t, x)` with the state's rate
 /// `f`, `|g_x|` and `g_t`, from its partials formed in `partials` (all zero
 /// on entry, and again on return: only the guard's support is written and
@@ -373,6 +392,8 @@ struct Run<'p, 's, E, O> {
     /// Times of the last three events, oldest first (the Zeno test reads
     /// them whatever the record keeps).
     recent_event_times: [f64; 3],
+    /// Firings so far of [`Problem::stop_after`]'s transition.
+    stop_firings: usize,
     extra_rhs_evaluations: usize,
 }
 
@@ -441,6 +462,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             next_observation: 0,
             zeno_streak: 0,
             recent_event_times: [f64::NAN; 3],
+            stop_firings: 0,
             extra_rhs_evaluations: 0,
         })
     }
@@ -578,17 +600,50 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     trajectory: None,
                 });
             }
+            // A guard within the start band sits on zero, as it does just
+            // after an event, and takes the side its rate points to.
+            let band = self.problem.start_band;
+            let at_zero = band > 0.0 && g.abs() <= band;
+            let heading = if at_zero {
+                system.modes()[self.mode()]
+                    .flow
+                    .rate(t0, x0, p, &mut self.rate);
+                self.extra_rhs_evaluations += 1;
+                guard_rate_at(
+                    &*transition.guard,
+                    t0,
+                    x0,
+                    p,
+                    &self.rate,
+                    &mut self.guard_partials,
+                )
+                .0
+            } else {
+                g
+            };
             let direction = transition.guard.direction();
-            if direction.violated_at_start(g) {
+            if direction.violated_at_start(heading) {
                 return Err(HybridError::GuardViolatedAtStart {
                     transition: transition.name.clone(),
                     value: g,
                     direction: format!("{direction:?}").to_lowercase(),
                 });
             }
-            self.sides[k] = g.signum();
+            self.take_side(k, t0, heading, if at_zero { band } else { 0.0 });
         }
         Ok(())
+    }
+
+    /// Records the side guard `k` is on at `t` (the sign of `heading`: its
+    /// value, or its rate when it sits on zero within `band`, 0 if not).
+    fn take_side(&mut self, k: usize, t: f64, heading: f64, band: f64) {
+        take_side(
+            (&mut self.sides, &mut self.zero_bands, &mut self.band_ends),
+            k,
+            t,
+            heading,
+            band,
+        );
     }
 
     /// Starts a segment at `t` from `self.y`.
@@ -983,7 +1038,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             let from = self.mode();
             let residual = self.fire(t, transition, cascade_of)?;
             let tr = &self.system().transitions()[transition];
-            if tr.terminal {
+            if tr.terminal || self.stops_after(transition) {
                 self.rhs.mode = tr.to;
                 let y = std::mem::take(&mut self.y);
                 return Ok(Some(self.finish(t, &y)));
@@ -1005,6 +1060,19 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     return Ok(None);
                 }
             }
+        }
+    }
+
+    /// Whether the firing of `transition` just recorded is the one
+    /// [`Problem::stop_after`] ends the run at.
+    /// Counts the firing (whatever the record keeps).
+    fn stops_after(&mut self, transition: usize) -> bool {
+        match self.problem.stop_after {
+            Some(stop) if stop.transition == transition => {
+                self.stop_firings += 1;
+                self.stop_firings == stop.firings
+            }
+            _ => false,
         }
     }
 
@@ -1191,13 +1259,13 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             if due {
                 return Ok(Some((k, !at_zero)));
             }
-            self.sides[k] = heading.signum();
-            self.zero_bands[k] = if at_zero { band } else { 0.0 };
-            self.band_ends[k] = if at_zero && heading != 0.0 {
-                t + 10.0 * band / heading.abs()
-            } else {
-                t
-            };
+            take_side(
+                (&mut self.sides, &mut self.zero_bands, &mut self.band_ends),
+                k,
+                t,
+                heading,
+                if at_zero { band } else { 0.0 },
+            );
         }
         Ok(None)
     }

@@ -26,8 +26,8 @@ pub use integrator::{
 };
 pub use ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 pub use problem::{
-    EventOptions, EventRecording, Problem, Progress, ProgressHook, SolverChoice, DEFAULT_MAX_STEPS,
-    MAX_FIXED_STEPS, MAX_TIME_TOLERANCE_FRACTION, PROGRESS_EVERY_STEPS,
+    EventOptions, EventRecording, Problem, Progress, ProgressHook, SolverChoice, StopAfter,
+    DEFAULT_MAX_STEPS, MAX_FIXED_STEPS, MAX_TIME_TOLERANCE_FRACTION, PROGRESS_EVERY_STEPS,
 };
 pub use stepper::{OdeRhs, RkStepper, StepControl, StepCounters, StepFailure, Stepper};
 pub use tableau::{ButcherTableau, DenseOutput, DOPRI5, RK4};

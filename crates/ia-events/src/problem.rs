@@ -421,6 +421,28 @@ pub struct Problem<'a> {
     pub events: EventOptions,
     /// Told how far the run has got, if set.
     pub progress: Option<ProgressHook<'a>>,
+    /// Ends the run right after a given firing of a transition, if set
+    /// ([`Problem::with_stop_after`]).
+    pub stop_after: Option<StopAfter>,
+    /// A guard within this distance of zero at the start counts as sitting
+    /// on zero and takes the side its rate points to, as it does right
+    /// after an event ([`Problem::with_start_band`]); 0 by default: a guard
+    /// on zero or beyond in its direction at the start is an error.
+    pub start_band: f64,
+}
+
+/// Where a run ends early: right after firing number `firings` (counted
+/// from one) of transition `transition`, as if that firing were terminal
+/// (but with the flow after it kept in the saltation, so the final
+/// sensitivities are those at fixed time just after the event). The
+/// periodic-orbit solver runs one period this way: from just after a
+/// firing of the section's transition to just after its `k`-th next one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopAfter {
+    /// Index of the transition in the system.
+    pub transition: usize,
+    /// Which of its firings ends the run, from 1.
+    pub firings: usize,
 }
 
 impl<'a> Problem<'a> {
@@ -443,6 +465,8 @@ impl<'a> Problem<'a> {
             solver: SolverChoice::default(),
             events: EventOptions::default(),
             progress: None,
+            stop_after: None,
+            start_band: 0.0,
         }
     }
 
@@ -474,6 +498,106 @@ impl<'a> Problem<'a> {
     /// ```
     pub fn with_progress(mut self, hook: &'a (dyn Fn(&Progress) + Sync)) -> Self {
         self.progress = Some(ProgressHook(hook));
+        self
+    }
+
+    /// Ends the run right after the `firings`-th firing (from 1) of the
+    /// transition named `transition`, with the state just after its reset
+    /// as the final state (and the sensitivities there as the final ones);
+    /// the run still ends at `t_end` if that firing has not come by then.
+    ///
+    /// ```
+    /// # use ia_core::*;
+    /// # struct Fall;
+    /// # impl FlowFn for Fall {
+    /// #     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) { d[0] = x[1]; d[1] = -p[0]; }
+    /// # }
+    /// # struct Floor;
+    /// # impl GuardFn for Floor {
+    /// #     fn direction(&self) -> Direction { Direction::Falling }
+    /// #     fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S { x[0] }
+    /// # }
+    /// # struct Bounce;
+    /// # impl ResetFn for Bounce {
+    /// #     fn apply<S: Scalar>(&self, _t: S, x: &[S], p: &[S], a: &mut [S]) { a[0] = x[0]; a[1] = -p[1] * x[1]; }
+    /// # }
+    /// # let ball = HybridSystem::builder(&["h", "v"], &["g", "e"])
+    /// #     .mode("flight", Autodiff(Fall))
+    /// #     .transition("bounce", FromMode("flight"), ToMode("flight"), Autodiff(Floor), Autodiff(Bounce))
+    /// #     .build().unwrap();
+    /// use ia_events::Problem;
+    /// // An elastic ball dropped from 1 m bounces every 2 sqrt(2/g) after the first.
+    /// let run = Problem::new(&ball, vec![1.0, 0.0], vec![9.81, 1.0], 10.0)
+    ///     .with_stop_after("bounce", 2)
+    ///     .unwrap();
+    /// let trajectory = ia_events::simulate(&run).unwrap();
+    /// assert_eq!(trajectory.events.len(), 2);
+    /// assert!((trajectory.final_time - 3.0 * (2.0f64 / 9.81).sqrt()).abs() < 1e-8);
+    /// assert!(trajectory.final_state[1] > 0.0); // just after the reset
+    /// ```
+    pub fn with_stop_after(
+        mut self,
+        transition: &str,
+        firings: usize,
+    ) -> Result<Self, HybridError> {
+        let names = self.system.transition_names();
+        let index =
+            names
+                .iter()
+                .position(|n| n == transition)
+                .ok_or_else(|| HybridError::UnknownName {
+                    kind: "transition".to_string(),
+                    name: transition.to_string(),
+                    valid: names.clone(),
+                })?;
+        if firings == 0 {
+            return Err(HybridError::invalid(
+                "firings",
+                0,
+                "must be at least 1 (the run ends after that firing)",
+            ));
+        }
+        self.stop_after = Some(StopAfter {
+            transition: index,
+            firings,
+        });
+        Ok(self)
+    }
+
+    /// Lets the initial state sit on a guard, as the state just after an
+    /// event does: a guard within `band` of zero at the start takes the side
+    /// its rate points to (a ball starting on the floor moving up starts
+    /// fine; one moving down is still refused).
+    ///
+    /// ```
+    /// # use ia_core::*;
+    /// # struct Fall;
+    /// # impl FlowFn for Fall {
+    /// #     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) { d[0] = x[1]; d[1] = -p[0]; }
+    /// # }
+    /// # struct Floor;
+    /// # impl GuardFn for Floor {
+    /// #     fn direction(&self) -> Direction { Direction::Falling }
+    /// #     fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S { x[0] }
+    /// # }
+    /// # struct Bounce;
+    /// # impl ResetFn for Bounce {
+    /// #     fn apply<S: Scalar>(&self, _t: S, x: &[S], p: &[S], a: &mut [S]) { a[0] = x[0]; a[1] = -p[1] * x[1]; }
+    /// # }
+    /// # let ball = HybridSystem::builder(&["h", "v"], &["g", "e"])
+    /// #     .mode("flight", Autodiff(Fall))
+    /// #     .transition("bounce", FromMode("flight"), ToMode("flight"), Autodiff(Floor), Autodiff(Bounce))
+    /// #     .build().unwrap();
+    /// use ia_events::Problem;
+    /// let up = Problem::new(&ball, vec![0.0, 3.0], vec![9.81, 1.0], 1.0);
+    /// assert!(ia_events::simulate(&up).is_err());
+    /// let trajectory = ia_events::simulate(&up.with_start_band(1e-9)).unwrap();
+    /// assert!((trajectory.events[0].time - 6.0 / 9.81).abs() < 1e-8);
+    /// let down = Problem::new(&ball, vec![0.0, -3.0], vec![9.81, 1.0], 1.0).with_start_band(1e-9);
+    /// assert!(ia_events::simulate(&down).is_err());
+    /// ```
+    pub fn with_start_band(mut self, band: f64) -> Self {
+        self.start_band = band;
         self
     }
 
@@ -574,6 +698,25 @@ impl<'a> Problem<'a> {
                 ));
             }
             last = t;
+        }
+        if !(self.start_band.is_finite() && self.start_band >= 0.0) {
+            return Err(HybridError::invalid_num(
+                "start_band",
+                self.start_band,
+                "must be a finite number >= 0",
+            ));
+        }
+        if let Some(stop) = self.stop_after {
+            if stop.transition >= sys.transitions().len() || stop.firings == 0 {
+                return Err(HybridError::invalid(
+                    "stop_after",
+                    format!("{stop:?}"),
+                    format!(
+                        "must name a transition index below {} and a firing count of at least 1",
+                        sys.transitions().len()
+                    ),
+                ));
+            }
         }
         self.solver.validate()?;
         self.solver.validate_for_span(self.t_end - self.t0)?;

@@ -1,0 +1,371 @@
+//! Periodic orbits against independent references: the rimless wheel's
+//! closed form (and its derivatives, differentiated by hand), finite
+//! differences of re-solved orbits, and the slip-hopper's monodromy against
+//! finite differences of plain simulations.
+
+use ia_core::HybridSystem;
+use ia_events::Problem;
+use ia_orbits::{periodic_orbit, OrbitError, OrbitOptions, PeriodicOrbit};
+use nalgebra::{DMatrix, DVector};
+
+use rstest::rstest;
+
+const G: f64 = 9.81;
+const L: f64 = 1.0;
+
+fn wheel() -> HybridSystem {
+    ia_models::by_name("rimless-wheel").unwrap().system()
+}
+
+fn wheel_orbit(system: &HybridSystem, params: [f64; 4], k: usize) -> PeriodicOrbit {
+    let [_, _, alpha, gamma] = params;
+    let options = OrbitOptions::new(10.0).with_events_per_period(k);
+    periodic_orbit(system, "step", &[gamma - alpha, 1.2], &params, &options).unwrap()
+}
+
+/// The closed form: `omega* = cot(2 alpha) sqrt(4 (g/l) sin(alpha) sin(gamma))`.
+fn steady_speed(g: f64, l: f64, alpha: f64, gamma: f64) -> f64 {
+    (4.0 * g / l * alpha.sin() * gamma.sin()).sqrt() / (2.0 * alpha).tan()
+}
+
+fn nontrivial(orbit: &PeriodicOrbit) -> usize {
+    let i: Vec<usize> = (0..orbit.multipliers.len())
+        .filter(|&i| !orbit.multipliers[i].trivial)
+        .collect();
+    assert_eq!(i.len(), 1, "{:?}", orbit.multipliers);
+    i[0]
+}
+
+/// Reference: the closed form of the step-to-step map
+/// `omega' = cos(2 alpha) sqrt(omega^2 + 4 (g/l) sin(alpha) sin(gamma))`.
+#[rstest]
+#[case(std::f64::consts::FRAC_PI_8, 0.08, 1)]
+#[case(0.3, 0.05, 1)]
+#[case(0.25, 0.06, 1)]
+#[case(std::f64::consts::FRAC_PI_8, 0.08, 2)]
+fn rimless_wheel_fixed_point_and_multiplier_match_the_closed_form(
+    #[case] alpha: f64,
+    #[case] gamma: f64,
+    #[case] k: usize,
+) {
+    let system = wheel();
+    let orbit = wheel_orbit(&system, [G, L, alpha, gamma], k);
+    assert!((orbit.fixed_point[0] - (gamma - alpha)).abs() < 1e-9);
+    let speed = steady_speed(G, L, alpha, gamma);
+    assert!((orbit.fixed_point[1] - speed).abs() < 1e-9, "{orbit:?}");
+    // k steps: the multiplier of the k-fold map, (cos^2 2 alpha)^k.
+    let want = (2.0 * alpha).cos().powi(2 * k as i32);
+    let m = orbit.multipliers[nontrivial(&orbit)];
+    assert!(
+        (m.re - want).abs() < 1e-9 && m.im.abs() < 1e-12,
+        "{m:?} vs {want}"
+    );
+    let trivial = orbit.multipliers.iter().find(|m| m.trivial).unwrap();
+    assert!((trivial.re - 1.0).abs() < 1e-9 && trivial.im == 0.0);
+    // sorted by modulus, largest first
+    assert!(orbit.multipliers[0].modulus() >= orbit.multipliers[1].modulus());
+    assert!(orbit.residual < 1e-10);
+}
+
+/// Reference: the closed form differentiated by hand, with
+/// `K = 4 (g/l) sin(alpha) sin(gamma)`, `omega* = cot(2 alpha) sqrt(K)`:
+/// `domega/dg = omega / 2g`, `domega/dl = -omega / 2l`,
+/// `domega/dgamma = omega cot(gamma) / 2`,
+/// `domega/dalpha = omega (cot(alpha) / 2 - 2 / (sin(2 alpha) cos(2 alpha)))`;
+/// `theta* = gamma - alpha`; `d cos^2(2 alpha) / dalpha = -2 sin(4 alpha)`.
+#[rstest]
+#[case(std::f64::consts::FRAC_PI_8, 0.08)]
+#[case(0.3, 0.05)]
+fn rimless_wheel_derivatives_match_the_differentiated_closed_form(
+    #[case] alpha: f64,
+    #[case] gamma: f64,
+) {
+    let system = wheel();
+    let orbit = wheel_orbit(&system, [G, L, alpha, gamma], 1);
+    let sens = orbit.sensitivities.as_ref().expect("an isolated orbit");
+    let omega = steady_speed(G, L, alpha, gamma);
+    let domega = [
+        omega / (2.0 * G),
+        -omega / (2.0 * L),
+        omega * (0.5 / alpha.tan() - 2.0 / ((2.0 * alpha).sin() * (2.0 * alpha).cos())),
+        omega / (2.0 * gamma.tan()),
+    ];
+    let dtheta = [0.0, 0.0, -1.0, 1.0];
+    for j in 0..4 {
+        let (got_theta, got_omega) = (sens.fixed_point[(0, j)], sens.fixed_point[(1, j)]);
+        assert!(
+            (got_theta - dtheta[j]).abs() < 1e-9,
+            "dtheta/dp{j} {got_theta}"
+        );
+        assert!(
+            (got_omega - domega[j]).abs() < 1e-8 * domega[j].abs().max(1.0),
+            "domega/dp{j} {got_omega} vs {}",
+            domega[j]
+        );
+    }
+    let i = nontrivial(&orbit);
+    let dmultiplier = [0.0, 0.0, -2.0 * (4.0 * alpha).sin(), 0.0];
+    for (j, want) in dmultiplier.iter().enumerate() {
+        let got = sens.multipliers[i][j];
+        assert!(
+            (got.re - want).abs() < 1e-8,
+            "dlambda/dp{j} {got:?} vs {want}"
+        );
+        assert_eq!(got.im, 0.0);
+    }
+    let t = orbit.multipliers.iter().position(|m| m.trivial).unwrap();
+    assert!(sens.multipliers[t]
+        .iter()
+        .all(|d| d.re == 0.0 && d.im == 0.0));
+}
+
+/// Reference: the fourth-order central difference of the period of orbits
+/// re-solved by Newton at shifted parameters (no derivative code involved).
+#[test]
+fn rimless_wheel_period_derivative_matches_finite_differences_of_resolved_orbits() {
+    let system = wheel();
+    let base = [G, L, std::f64::consts::FRAC_PI_8, 0.08];
+    let orbit = wheel_orbit(&system, base, 1);
+    let sens = orbit.sensitivities.as_ref().unwrap();
+    for j in 0..4 {
+        let h = 1e-4 * base[j].abs().max(0.1);
+        let period = |s: f64| {
+            let mut p = base;
+            p[j] += s * h;
+            wheel_orbit(&system, p, 1).period
+        };
+        let fd = (period(-2.0) - period(2.0) + 8.0 * (period(1.0) - period(-1.0))) / (12.0 * h);
+        assert!(
+            (sens.period[j] - fd).abs() < 1e-7 * fd.abs().max(1.0),
+            "dT/dp{j} {} vs {fd}",
+            sens.period[j]
+        );
+    }
+}
+
+/// `P(x0)` and `T(x0)` from a plain simulation (no sensitivities).
+fn plain_return(
+    system: &HybridSystem,
+    section: &str,
+    x0: &[f64],
+    p: &[f64],
+) -> (DVector<f64>, f64) {
+    let mut problem = Problem::new(system, x0.to_vec(), p.to_vec(), 5.0)
+        .with_solver(ia_events::SolverChoice::dopri5(1e-12))
+        // Wide enough for the perturbed starts: a leg stretched by 1e-4 at
+        // touchdown still starts in stance, shortening.
+        .with_start_band(1e-3)
+        .with_stop_after(section, 1)
+        .unwrap();
+    let index = system
+        .transition_names()
+        .iter()
+        .position(|t| t == section)
+        .unwrap();
+    problem.initial_mode = system.transitions()[index].to;
+    let trajectory = ia_events::simulate(&problem).unwrap();
+    let last = trajectory.events.last().unwrap();
+    (DVector::from_column_slice(&last.state_after), last.time)
+}
+
+/// The vertical hopping orbit of the slip-hopper (`theta_td = 0`, no
+/// forward speed). Reference for the monodromy: `M d = DP d - f+ (dT . d)`
+/// with `DP d` and `dT . d` by fourth-order central differences of plain
+/// simulations of one period along `d`.
+///
+/// Only directions that keep the leg vertical are compared: `y`, `vy` and
+/// the translation `x = xf`. A tilted stance lifts off below the touchdown
+/// height, where this model fires touchdown at once (the unphysical corner
+/// its documentation describes), so along `x - xf` and `vx` the return map
+/// of this orbit is not smooth and a finite difference measures the other
+/// branch.
+#[test]
+fn slip_hopper_monodromy_and_multipliers_match_finite_differences() {
+    let system = ia_models::by_name("slip-hopper").unwrap().system();
+    let params = [80.0, 20000.0, 1.0, 9.81, 0.0];
+    let guess = [0.0, 1.0, 0.0, -2.0, 0.0];
+    let orbit = periodic_orbit(
+        &system,
+        "touchdown",
+        &guess,
+        &params,
+        &OrbitOptions::new(5.0),
+    )
+    .unwrap();
+    let x = DVector::from_column_slice(&orbit.fixed_point);
+    let (state, period) = plain_return(&system, "touchdown", x.as_slice(), &params);
+    assert!((period - orbit.period).abs() < 1e-10);
+    let mut f_plus = DVector::zeros(5);
+    system.modes()[1]
+        .flow
+        .rate(period, state.as_slice(), &params, f_plus.as_mut_slice());
+    let directions = [
+        DVector::from_column_slice(&[0.0, 1.0, 0.0, 0.0, 0.0]),
+        DVector::from_column_slice(&[0.0, 0.0, 0.0, 1.0, 0.0]),
+        DVector::from_column_slice(&[1.0, 0.0, 0.0, 0.0, 1.0]),
+    ];
+    let h = 1e-4;
+    let mut block = DMatrix::zeros(2, 2);
+    for (c, d) in directions.iter().enumerate() {
+        let at = |s: f64| plain_return(&system, "touchdown", (&x + s * h * d).as_slice(), &params);
+        let ((pm2, tm2), (pm1, tm1), (pp1, tp1), (pp2, tp2)) =
+            (at(-2.0), at(-1.0), at(1.0), at(2.0));
+        let dp_d = (pm2 - pp2 + 8.0 * (pp1 - pm1)) / (12.0 * h);
+        let dt_d = (tm2 - tp2 + 8.0 * (tp1 - tm1)) / (12.0 * h);
+        let reference = &dp_d - &f_plus * dt_d;
+        let got = &orbit.monodromy * d;
+        assert!(
+            (&got - &reference).amax() < 1e-6 * reference.amax().max(1.0),
+            "M d {got} vs {reference}"
+        );
+        assert!((&orbit.return_map_jacobian * d - &dp_d).amax() < 1e-6 * dp_d.amax().max(1.0));
+        if c < 2 {
+            block[(0, c)] = reference[1];
+            block[(1, c)] = reference[3];
+        }
+    }
+    // The vertical block (y, vy) of M carries the trivial multiplier and the
+    // energy family's: a Jordan block at 1, so its trace and determinant
+    // (well conditioned) are compared, both 2 and 1.
+    let m = &orbit.monodromy;
+    let (trace, det) = (
+        m[(1, 1)] + m[(3, 3)],
+        m[(1, 1)] * m[(3, 3)] - m[(1, 3)] * m[(3, 1)],
+    );
+    assert!((trace - block.trace()).abs() < 1e-6 && (trace - 2.0).abs() < 1e-6);
+    assert!((det - block.determinant()).abs() < 1e-6 && (det - 1.0).abs() < 1e-6);
+    assert_eq!(orbit.multipliers.iter().filter(|m| m.trivial).count(), 1);
+    // A family of orbits: no parameter derivatives, and the reason why.
+    assert!(orbit.sensitivities.is_none());
+    assert!(orbit
+        .sensitivities_unavailable
+        .unwrap()
+        .contains("not isolated"));
+}
+
+#[test]
+fn newton_failure_is_a_clear_error() {
+    let system = wheel();
+    let (alpha, gamma) = (std::f64::consts::FRAC_PI_8, 0.08);
+    let options = OrbitOptions {
+        max_iterations: 1,
+        ..OrbitOptions::new(10.0)
+    };
+    let e = periodic_orbit(
+        &system,
+        "step",
+        &[gamma - alpha, 3.0],
+        &[G, L, alpha, gamma],
+        &options,
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), "no_convergence");
+    let text = e.to_string();
+    for part in [
+        "after 1 iterations",
+        "residual",
+        "max_iterations",
+        "starting guess",
+    ] {
+        assert!(text.contains(part), "{text}");
+    }
+    let OrbitError::NoConvergence { residual, .. } = e else {
+        unreachable!()
+    };
+    assert!(residual > 1e-6 && residual.is_finite());
+}
+
+#[test]
+fn a_guess_that_never_returns_and_an_unknown_section_are_clear_errors() {
+    let system = wheel();
+    let (alpha, gamma) = (std::f64::consts::FRAC_PI_8, 0.08);
+    let params = [G, L, alpha, gamma];
+    // Rolling back uphill: the next spoke never strikes.
+    let e = periodic_orbit(
+        &system,
+        "step",
+        &[gamma - alpha, -2.0],
+        &params,
+        &OrbitOptions::new(3.0),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), "no_return", "{e}");
+    assert!(e.to_string().contains("max_period = 3"), "{e}");
+    let e = periodic_orbit(
+        &system,
+        "stride",
+        &[gamma - alpha, 1.2],
+        &params,
+        &OrbitOptions::new(3.0),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), "unknown_name");
+    assert!(e.to_string().contains("step"), "{e}");
+    let e = periodic_orbit(
+        &system,
+        "step",
+        &[gamma - alpha, 1.2],
+        &params,
+        &OrbitOptions::new(3.0).with_events_per_period(0),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("events_per_period"), "{e}");
+}
+
+/// The thermostat's limit cycle, through the section just after
+/// `switch_off` (`T = Thi`, cooling). Reference: the closed-form period
+/// `T* = (ln(A/B) + ln(C/D)) / a` with `A = Thi - Tout`, `B = Tlo - Tout`,
+/// `C = Tout + b/a - Tlo`, `D = Tout + b/a - Thi`, differentiated by hand.
+/// The state is one-dimensional: `M` is the trivial multiplier alone and
+/// `DP = M + f+ dT/dx0 = 0` (every start returns to `Thi`), which checks the
+/// `f+ dT/dx0` term across a section whose flow after differs from the one
+/// before.
+#[rstest]
+#[case([0.2, 5.0, 10.0, 19.0, 23.0])]
+#[case([0.5, 16.0, -5.0, 18.0, 21.0])]
+fn thermostat_period_and_its_derivatives_match_the_closed_form(#[case] params: [f64; 5]) {
+    let system = ia_models::by_name("thermostat").unwrap().system();
+    let [a, b, tout, tlo, thi] = params;
+    let orbit = periodic_orbit(
+        &system,
+        "switch_off",
+        &[thi + 0.5],
+        &params,
+        &OrbitOptions::new(50.0),
+    )
+    .unwrap();
+    let (ca, cb, cc, cd) = (
+        thi - tout,
+        tlo - tout,
+        tout + b / a - tlo,
+        tout + b / a - thi,
+    );
+    let period = ((ca / cb).ln() + (cc / cd).ln()) / a;
+    assert!((orbit.fixed_point[0] - thi).abs() < 1e-9);
+    assert!(
+        (orbit.period - period).abs() < 1e-9,
+        "{} vs {period}",
+        orbit.period
+    );
+    assert_eq!(orbit.multipliers.len(), 1);
+    assert!(orbit.multipliers[0].trivial && (orbit.multipliers[0].re - 1.0).abs() < 1e-9);
+    assert!(orbit.return_map_jacobian[(0, 0)].abs() < 1e-9);
+    let sens = orbit.sensitivities.as_ref().unwrap();
+    let dperiod = [
+        -period / a - b / a.powi(3) * (1.0 / cc - 1.0 / cd),
+        (1.0 / cc - 1.0 / cd) / (a * a),
+        (-1.0 / ca + 1.0 / cb + 1.0 / cc - 1.0 / cd) / a,
+        (-1.0 / cb - 1.0 / cc) / a,
+        (1.0 / ca + 1.0 / cd) / a,
+    ];
+    for (j, want) in dperiod.iter().enumerate() {
+        assert!(
+            (sens.period[j] - want).abs() < 1e-8 * want.abs().max(1.0),
+            "dT/dp{j} {} vs {want}",
+            sens.period[j]
+        );
+        let want_x = if j == 4 { 1.0 } else { 0.0 };
+        assert!((sens.fixed_point[(0, j)] - want_x).abs() < 1e-9);
+        assert_eq!(sens.multipliers[0][j].re, 0.0);
+    }
+}
