@@ -12,7 +12,7 @@ fn a_run_stopped_after_the_second_step_has_matching_forward_and_adjoint_jacobian
     let problem = Problem::new(
         &system,
         vec![-0.3127, 1.2],
-        vec![9.81, 1.0, 0.3927, 0.08],
+        vec![9.81, 1.0, std::f64::consts::FRAC_PI_8, 0.08],
         5.0,
     )
     .with_solver(SolverChoice::dopri5(1e-12))
