@@ -39,6 +39,34 @@ struct Cotangents<'a> {
 }
 
 impl Loss for Cotangents<'_> {
+    /// The cotangents that seed the pass (those of padding entries and of
+    /// observations not reached are not read) must be finite.
+    fn check_run(&self, trajectory: &Trajectory) -> Result<(), HybridError> {
+        let n = trajectory.final_state.len();
+        let names = &trajectory.state_names;
+        let events = trajectory.events.len().min(self.event_times.len());
+        let observed = trajectory.observations.len() * n;
+        let time = trajectory.final_time;
+        HybridError::check_finite(
+            "cotangent of the final state",
+            names,
+            self.final_state,
+            time,
+        )?;
+        HybridError::check_finite(
+            "cotangent of event time",
+            &[],
+            &self.event_times[..events],
+            time,
+        )?;
+        HybridError::check_finite(
+            "cotangent of the observed states",
+            &[],
+            &self.observations[..observed.min(self.observations.len())],
+            time,
+        )
+    }
+
     fn evaluate(&self, trajectory: &Trajectory, seeds: &mut LossSeeds) -> f64 {
         let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(a, b)| a * b).sum::<f64>();
         seeds.final_state.copy_from_slice(self.final_state);
