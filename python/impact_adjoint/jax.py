@@ -64,11 +64,12 @@ _FORWARD_MODE = (
 )
 
 
-def _rows(array, width):
-    """``array`` (..., width) as a C-contiguous float64 (B, width) and its
-    leading shape."""
-    array = np.asarray(array, dtype=np.float64)
-    return np.ascontiguousarray(array.reshape(-1, width)), array.shape[:-1]
+def _batched(array, batch, tail):
+    """``array`` broadcast to ``batch + tail`` as a C-contiguous float64
+    array of shape ``(B,) + tail`` (B runs, the product of ``batch``)."""
+    runs = int(np.prod(batch, dtype=np.int64))
+    wide = np.broadcast_to(np.asarray(array, dtype=np.float64), batch + tail)
+    return np.ascontiguousarray(wide.reshape((runs,) + tail))
 
 
 def solver(model, t_end, *, observe=(), max_events, solver=None, mode=None):
@@ -102,8 +103,8 @@ def solver(model, t_end, *, observe=(), max_events, solver=None, mode=None):
         # Under jax.vmap ("expand_dims") the inputs carry leading batch axes
         # (of size 1 where unbatched); every run of the batch in one call.
         batch = np.broadcast_shapes(np.shape(x0)[:-1], np.shape(params)[:-1])
-        x0s, _ = _rows(np.broadcast_to(x0, batch + (n,)), n)
-        ps, _ = _rows(np.broadcast_to(params, batch + (n_params,)), n_params)
+        x0s = _batched(x0, batch, (n,))
+        ps = _batched(params, batch, (n_params,))
         final, times, counts, observed = core.outputs(x0s, ps)
         return Outputs(
             final.reshape(batch + (n,)),
@@ -120,13 +121,12 @@ def solver(model, t_end, *, observe=(), max_events, solver=None, mode=None):
             np.shape(g_times)[:-1],
             np.shape(g_observed)[:-2],
         )
-        wide = lambda a, tail: _rows(np.broadcast_to(a, batch + tail), int(np.prod(tail)))[0]
         gx, gp = core.cotangent_gradient(
-            wide(x0, (n,)),
-            wide(params, (n_params,)),
-            wide(g_final, (n,)),
-            wide(g_times, (k,)),
-            wide(g_observed, (n_obs, n)).reshape(-1, n_obs, n),
+            _batched(x0, batch, (n,)),
+            _batched(params, batch, (n_params,)),
+            _batched(g_final, batch, (n,)),
+            _batched(g_times, batch, (k,)),
+            _batched(g_observed, batch, (n_obs, n)),
         )
         return gx.reshape(batch + (n,)), gp.reshape(batch + (n_params,))
 
