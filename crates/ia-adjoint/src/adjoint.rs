@@ -20,66 +20,151 @@
 //! same method object ([`ButcherTableau::stages`] and
 //! [`ButcherTableau::solution`]), taking each event's state after from its
 //! record. The replayed states are the stepped ones to the last bit, so the
-//! gradient is the full tape's exactly; the price is one more evaluation of
-//! the stages of every step, and `n` floats for each step of the segment
-//! being replayed. The per-step entries (mode, start time, size) stay on
-//! the tape: 4 numbers a step against `n` for a kept state.
+//! gradient is the full tape's exactly. The replay keeps each step's stage
+//! states (`s n` floats for each step of the segment being replayed) for
+//! the backward step, which would otherwise form them again: a replayed
+//! step costs the same rate evaluations as a kept one. The per-step entries (mode, start time, size) stay on
+//! the tape: 24 bytes a step against `8 n` for a kept state.
+//!
+//! It is on by default with a bound that small runs never reach
+//! ([`AUTOMATIC_CHECKPOINT_FLOATS`]): they keep every step's state and
+//! replay nothing, while a run of millions of steps stays within tens of
+//! megabytes of kept states.
 
 use crate::saltation::{EventAt, SaltationWorkspace};
 use ia_core::{FlowPartials, HybridError, HybridSystem, Trajectory};
 use ia_events::{Augmentation, ButcherTableau, EventJump};
+
+/// With [`AdjointOptions::checkpoints`] left `None`, the tape keeps
+/// `K = AUTOMATIC_CHECKPOINT_FLOATS / n` states of `n` floats (so between 32
+/// and 64 MB of them): every step's state for all but runs of more than
+/// 2^22 / n steps.
+pub const AUTOMATIC_CHECKPOINT_FLOATS: usize = 1 << 22;
+
+/// The largest `K` a tape takes: kept states are numbered in 32 bits.
+const MAX_CHECKPOINTS: usize = 1 << 30;
 
 /// Options of the reverse pass.
 ///
 /// ```
 /// use ia_adjoint::AdjointOptions;
 /// let bounded = AdjointOptions { checkpoints: Some(1000) };
-/// assert_eq!(AdjointOptions::default().checkpoints, None);
+/// assert_eq!(AdjointOptions::default().checkpoints, None); // automatic
 /// # let _ = bounded;
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AdjointOptions {
     /// Keep the start states of about `K` to `2 K` steps only and replay the
-    /// others (see the [module documentation](self)); `None` keeps every
-    /// step's (the full tape).
+    /// others (see the [module documentation](self)); `None` chooses `K` from
+    /// the state dimension, [`AUTOMATIC_CHECKPOINT_FLOATS`] `/ n`, and
+    /// `Some(usize::MAX)` keeps every step's state (at most 2^31 of them).
     pub checkpoints: Option<usize>,
 }
 
 /// Where a step's start state is kept, if it is.
-const NOT_KEPT: usize = usize::MAX;
+const NOT_KEPT: u32 = u32::MAX;
 
-/// One entry of the forward tape, in forward order.
+/// One entry of the forward tape, in forward order, as the passes read it.
 #[derive(Clone, Copy, Debug)]
 enum TapeEntry {
-    /// An accepted step; its start state is at `offset` in the state store,
-    /// or [`NOT_KEPT`] (checkpointing).
+    /// An accepted step; its start state is kept state number `slot` (`n`
+    /// floats at `slot * n` in the state store), or [`NOT_KEPT`]
+    /// (checkpointing).
     Step {
-        mode: usize,
+        mode: u32,
         t0: f64,
         h: f64,
-        offset: usize,
+        slot: u32,
     },
     /// Event `index` of the run (its data in [`Tape::events`]).
-    Event { index: usize },
+    Event { index: u32 },
     /// Observation `index`.
-    Observation { index: usize },
+    Observation { index: u32 },
+}
+
+/// A [`TapeEntry`] in 24 bytes (the enum takes 32): a long run tapes
+/// millions of steps, and this is most of the tape's memory. `tag` is the
+/// step's mode, or [`PackedEntry::EVENT`] or [`PackedEntry::OBSERVATION`]
+/// with the index in `slot`.
+#[derive(Clone, Copy, Debug)]
+struct PackedEntry {
+    t0: f64,
+    h: f64,
+    tag: u32,
+    slot: u32,
+}
+
+impl PackedEntry {
+    const EVENT: u32 = u32::MAX;
+    const OBSERVATION: u32 = u32::MAX - 1;
+
+    fn pack(entry: TapeEntry) -> Self {
+        match entry {
+            TapeEntry::Step { mode, t0, h, slot } => Self {
+                t0,
+                h,
+                tag: mode,
+                slot,
+            },
+            TapeEntry::Event { index } => Self {
+                t0: 0.0,
+                h: 0.0,
+                tag: Self::EVENT,
+                slot: index,
+            },
+            TapeEntry::Observation { index } => Self {
+                t0: 0.0,
+                h: 0.0,
+                tag: Self::OBSERVATION,
+                slot: index,
+            },
+        }
+    }
+
+    fn unpack(self) -> TapeEntry {
+        match self.tag {
+            Self::EVENT => TapeEntry::Event { index: self.slot },
+            Self::OBSERVATION => TapeEntry::Observation { index: self.slot },
+            mode => TapeEntry::Step {
+                mode,
+                t0: self.t0,
+                h: self.h,
+                slot: self.slot,
+            },
+        }
+    }
 }
 
 /// What the backward pass needs of one event; its states are in
 /// [`Tape::event_states`].
 #[derive(Clone, Copy, Debug)]
 struct TapeEvent {
-    transition: usize,
     time: f64,
-    cascade_of: Option<usize>,
+    transition: u32,
+    cascade_of: Option<u32>,
+}
+
+/// An index that fits the tape's 32-bit fields (a mode, a transition, an
+/// event or observation index, a kept state's number).
+fn narrow(index: usize, what: &str) -> Result<u32, HybridError> {
+    u32::try_from(index)
+        .ok()
+        .filter(|&i| i < PackedEntry::OBSERVATION)
+        .ok_or_else(|| {
+            HybridError::Unsupported(format!(
+                "the adjoint's tape holds fewer than 2^32 - 2 of each kind of entry; {what} {index} is past that (shorten the run)"
+            ))
+        })
 }
 
 /// Records the forward pass (an [`Augmentation`] with no extra components).
 pub(crate) struct Tape {
-    entries: Vec<TapeEntry>,
+    entries: Vec<PackedEntry>,
     states: Vec<f64>,
     /// With checkpointing: at most `2 K` kept states, one every `stride`
     /// steps.
+    /// `K` as asked, or `None` for the automatic one (known once the state
+    /// dimension is).
     checkpoints: Option<usize>,
     stride: usize,
     steps: usize,
@@ -104,18 +189,22 @@ impl Default for Tape {
 
 impl Augmentation for Tape {
     fn step_taken(&mut self, mode: usize, t0: f64, h: f64, y0: &[f64]) {
-        let keep = match self.checkpoints {
-            None => true,
-            Some(_) => self.steps % self.stride == 0,
-        };
+        let keep = self.steps % self.stride == 0;
         self.steps += 1;
-        let offset = if keep { self.states.len() } else { NOT_KEPT };
-        self.entries.push(TapeEntry::Step {
-            mode,
+        // The number of kept states stays below 2 K + 1 < 2^31 with
+        // checkpointing (K is clamped), and the mode count is tiny; the
+        // full tape runs out of memory long before 2^32 steps.
+        let slot = if keep {
+            (self.states.len() / y0.len().max(1)) as u32
+        } else {
+            NOT_KEPT
+        };
+        self.entries.push(PackedEntry::pack(TapeEntry::Step {
+            mode: mode as u32,
             t0,
             h,
-            offset,
-        });
+            slot,
+        }));
         if keep {
             self.states.extend_from_slice(y0);
             self.thin(y0.len());
@@ -129,12 +218,14 @@ impl Augmentation for Tape {
         _after: &mut [f64],
     ) -> Result<(), HybridError> {
         record_position(&mut self.event_positions, jump.index, self.entries.len());
-        self.entries.push(TapeEntry::Event { index: jump.index });
+        let index = narrow(jump.index, "event")?;
+        self.entries
+            .push(PackedEntry::pack(TapeEntry::Event { index }));
         debug_assert_eq!(jump.index, self.events.len(), "events arrive in order");
         self.events.push(TapeEvent {
-            transition: jump.transition,
             time: jump.time,
-            cascade_of: jump.cascade_of,
+            transition: narrow(jump.transition, "transition")?,
+            cascade_of: jump.cascade_of.map(|c| narrow(c, "event")).transpose()?,
         });
         self.event_states.extend_from_slice(jump.state_before);
         self.event_states.extend_from_slice(jump.state_after);
@@ -143,7 +234,11 @@ impl Augmentation for Tape {
 
     fn observed(&mut self, index: usize, _time: f64, _y: &[f64]) {
         record_position(&mut self.observation_positions, index, self.entries.len());
-        self.entries.push(TapeEntry::Observation { index });
+        // Observation times are a list the caller passed: far fewer than
+        // 2^32.
+        self.entries.push(PackedEntry::pack(TapeEntry::Observation {
+            index: index as u32,
+        }));
     }
 }
 
@@ -161,7 +256,7 @@ impl Tape {
         Self {
             entries: Vec::new(),
             states: Vec::new(),
-            checkpoints: options.checkpoints.map(|k| k.max(1)),
+            checkpoints: options.checkpoints.map(|k| k.clamp(1, MAX_CHECKPOINTS)),
             stride: 1,
             steps: 0,
             events: Vec::new(),
@@ -174,9 +269,10 @@ impl Tape {
     /// With more than `2 K` kept states, keeps every second one (those of
     /// the steps at multiples of twice the stride) and doubles the stride.
     fn thin(&mut self, n: usize) {
-        let Some(k) = self.checkpoints else {
-            return;
-        };
+        let k = self
+            .checkpoints
+            .unwrap_or(AUTOMATIC_CHECKPOINT_FLOATS / n.max(1))
+            .max(1);
         if self.states.len() <= 2 * k * n {
             return;
         }
@@ -184,20 +280,21 @@ impl Tape {
         let mut kept = 0;
         let mut step = 0;
         for entry in &mut self.entries {
-            if let TapeEntry::Step { offset, .. } = entry {
-                if *offset != NOT_KEPT {
+            if let TapeEntry::Step { slot, .. } = entry.unpack() {
+                if slot != NOT_KEPT {
                     if step % stride == 0 {
-                        self.states.copy_within(*offset..*offset + n, kept);
-                        *offset = kept;
-                        kept += n;
+                        let from = slot as usize * n;
+                        self.states.copy_within(from..from + n, kept * n);
+                        entry.slot = kept as u32;
+                        kept += 1;
                     } else {
-                        *offset = NOT_KEPT;
+                        entry.slot = NOT_KEPT;
                     }
                 }
                 step += 1;
             }
         }
-        self.states.truncate(kept);
+        self.states.truncate(kept * n);
         self.stride = stride;
     }
 
@@ -212,11 +309,11 @@ impl Tape {
         let n = self.event_states.len() / (2 * self.events.len());
         let states = &self.event_states[2 * n * index..2 * n * (index + 1)];
         EventAt {
-            transition: e.transition,
+            transition: e.transition as usize,
             time: e.time,
             state_before: &states[..n],
             state_after: &states[n..],
-            cascade_of: e.cascade_of,
+            cascade_of: e.cascade_of.map(|c| c as usize),
         }
     }
 
@@ -285,8 +382,9 @@ pub(crate) struct Backward<'a> {
     scratch: Vec<f64>,
     /// `(i, g_x[i])` over the guard's support at the event being transposed.
     guard_terms: Vec<(usize, f64)>,
-    /// Checkpointing: the replayed start states of the steps of the segment
-    /// being walked back through, with the tape position of the first.
+    /// Checkpointing: the stage states of each step of the segment being
+    /// walked back through (`s n` floats per tape entry, zeros for events
+    /// and observations), with the tape position of the first.
     replay: Vec<f64>,
     replay_from: usize,
     replay_state: Vec<f64>,
@@ -321,24 +419,26 @@ impl<'a> Backward<'a> {
         }
     }
 
-    /// Makes sure `self.replay` holds the start state of the step at tape
-    /// `position` (whose state was not kept): if not, replays the segment
-    /// from the last kept state before it up to it, keeping one state per
-    /// tape entry from `replay_from` on.
+    /// Makes sure `self.replay` holds the stage states of the step at tape
+    /// `position` (whose start state was not kept): if not, replays the
+    /// segment from the last kept state before it up to it, keeping `s n`
+    /// floats per tape entry from `replay_from` on.
     fn replay_segment(&mut self, tape: &Tape, position: usize) {
         let n = self.n;
+        let width = self.tableau.solution_stages() * n;
         if self.replay_from <= position
-            && (position - self.replay_from + 1) * n <= self.replay.len()
+            && (position - self.replay_from + 1) * width <= self.replay.len()
         {
             return;
         }
         let start = tape.entries[..position]
             .iter()
-            .rposition(|e| matches!(e, TapeEntry::Step { offset, .. } if *offset != NOT_KEPT))
+            .rposition(|e| matches!(e.unpack(), TapeEntry::Step { slot, .. } if slot != NOT_KEPT))
             .expect("the first step's state is always kept");
-        let TapeEntry::Step { offset, .. } = tape.entries[start] else {
+        let TapeEntry::Step { slot, .. } = tape.entries[start].unpack() else {
             unreachable!("a kept state belongs to a step")
         };
+        let offset = slot as usize * n;
         self.replay.clear();
         self.replay_from = start;
         let mut y = std::mem::take(&mut self.replay_state);
@@ -348,10 +448,9 @@ impl<'a> Backward<'a> {
         next.resize(n, 0.0);
         let (tab, params) = (self.tableau, self.params);
         for entry in &tape.entries[start..=position] {
-            self.replay.extend_from_slice(&y);
-            match *entry {
+            match entry.unpack() {
                 TapeEntry::Step { mode, t0, h, .. } => {
-                    let flow = &self.system.modes()[mode].flow;
+                    let flow = &self.system.modes()[mode as usize].flow;
                     tab.stages(
                         &mut |t, y, out| flow.rate(t, y, params, out),
                         t0,
@@ -361,13 +460,19 @@ impl<'a> Backward<'a> {
                         &mut self.stages,
                         &mut self.stage_states,
                     );
+                    // The backward step reads these stage states, so it
+                    // need not form them again.
+                    self.replay.extend_from_slice(&self.stage_states);
                     tab.solution(h, &y, &self.stages, &mut next);
                     std::mem::swap(&mut y, &mut next);
                 }
                 TapeEntry::Event { index } => {
-                    y.copy_from_slice(tape.event(index).state_after);
+                    self.replay.resize(self.replay.len() + width, 0.0);
+                    y.copy_from_slice(tape.event(index as usize).state_after);
                 }
-                TapeEntry::Observation { .. } => {}
+                TapeEntry::Observation { .. } => {
+                    self.replay.resize(self.replay.len() + width, 0.0);
+                }
             }
         }
         self.replay_state = y;
@@ -413,18 +518,20 @@ impl<'a> Backward<'a> {
             .enumerate()
             .map(|(i, e)| (i + tape.entries.len() - end, e))
         {
-            let time = match *entry {
+            let entry = entry.unpack();
+            let time = match entry {
                 TapeEntry::Step { t0, .. } => t0,
-                TapeEntry::Event { index } => tape.events[index].time,
-                TapeEntry::Observation { index } => trajectory.observations[index].time,
+                TapeEntry::Event { index } => tape.events[index as usize].time,
+                TapeEntry::Observation { index } => trajectory.observations[index as usize].time,
             };
-            match *entry {
+            match entry {
                 TapeEntry::Observation { index } => {
-                    for (l, s) in lambda.iter_mut().zip(&seeds.observations[index]) {
+                    for (l, s) in lambda.iter_mut().zip(&seeds.observations[index as usize]) {
                         *l += s;
                     }
                 }
                 TapeEntry::Event { index } => {
+                    let index = index as usize;
                     // The seeds follow the recorded events, the last ones of
                     // the run when not all are kept.
                     let time_seed = index
@@ -440,23 +547,20 @@ impl<'a> Backward<'a> {
                         &mut param_bar,
                     );
                 }
-                TapeEntry::Step {
-                    mode,
-                    t0,
-                    h,
-                    offset,
-                } => {
-                    if offset != NOT_KEPT {
+                TapeEntry::Step { mode, t0, h, slot } => {
+                    let mode = mode as usize;
+                    if slot != NOT_KEPT {
+                        let offset = slot as usize * self.n;
                         let y0 = &tape.states[offset..offset + self.n];
                         self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
                     } else {
                         let position = tape.entries.len() - 1 - reversed;
                         self.replay_segment(tape, position);
-                        let replay = std::mem::take(&mut self.replay);
-                        let at = (position - self.replay_from) * self.n;
-                        let y0 = &replay[at..at + self.n];
-                        self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
-                        self.replay = replay;
+                        let width = self.stage_states.len();
+                        let at = (position - self.replay_from) * width;
+                        self.stage_states
+                            .copy_from_slice(&self.replay[at..at + width]);
+                        self.transpose_step(mode, t0, h, &mut lambda, &mut param_bar);
                     }
                 }
             }
@@ -549,15 +653,11 @@ impl<'a> Backward<'a> {
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
-        let n = self.n;
-        let tab = self.tableau;
-        let s = tab.solution_stages();
-        let system = self.system;
-        let flow = &system.modes()[mode].flow;
+        let flow = &self.system.modes()[mode].flow;
         // Recompute the stages exactly as the forward step formed them: the
         // same method object, the same arithmetic.
         let params = self.params;
-        tab.stages(
+        self.tableau.stages(
             &mut |t, y, out| flow.rate(t, y, params, out),
             t0,
             h,
@@ -566,6 +666,23 @@ impl<'a> Backward<'a> {
             &mut self.stages,
             &mut self.stage_states,
         );
+        self.transpose_step(mode, t0, h, lambda, param_bar);
+    }
+
+    /// Transposes the step of [`Backward::step`] whose stage states are in
+    /// `self.stage_states`.
+    fn transpose_step(
+        &mut self,
+        mode: usize,
+        t0: f64,
+        h: f64,
+        lambda: &mut [f64],
+        param_bar: &mut [f64],
+    ) {
+        let n = self.n;
+        let tab = self.tableau;
+        let s = tab.solution_stages();
+        let flow = &self.system.modes()[mode].flow;
         for i in 0..s {
             for (kb, &l) in self.stage_bars[i * n..(i + 1) * n]
                 .iter_mut()

@@ -75,8 +75,10 @@ pub(crate) struct ForwardSensitivity<'a> {
     /// trajectory keeps, [`EventRecording`]).
     pub event_time_gradients: Vec<Vec<f64>>,
     recording: EventRecording,
-    /// `dt*/dtheta` of the last located event: the time of the events of
-    /// the cascade it starts.
+    /// `dt*/dtheta` of the last located event, the time of the events of
+    /// the cascade it starts, when the recording may drop it from
+    /// `event_time_gradients` (with every event recorded it is read there,
+    /// saving the copy).
     cascade_time_gradient: Vec<f64>,
     /// `S` at each observation time.
     pub observation_jacobians: Vec<DMatrix<f64>>,
@@ -121,13 +123,21 @@ impl<'a> ForwardSensitivity<'a> {
     /// Keeps `gradient`, event `jump`'s `dt*/dtheta`, as the recording
     /// says, and as the time of the cascade it starts.
     fn store_time_gradient(&mut self, jump: &EventJump<'_>, gradient: Vec<f64>) {
-        if jump.cascade_of.is_none() {
+        if jump.cascade_of.is_none() && self.recording != EventRecording::All {
             self.cascade_time_gradient.clear();
             self.cascade_time_gradient.extend_from_slice(&gradient);
         }
         if self.recording.keeps_any() {
             self.event_time_gradients.push(gradient);
             self.recording.trim(&mut self.event_time_gradients, false);
+        }
+    }
+
+    /// `dt*/dtheta` of the located event `root` that started a cascade.
+    fn cascade_gradient(&self, root: usize) -> Vec<f64> {
+        match self.recording {
+            EventRecording::All => self.event_time_gradients[root].clone(),
+            _ => self.cascade_time_gradient.clone(),
         }
     }
 
@@ -211,7 +221,7 @@ impl<'a> ForwardSensitivity<'a> {
                     )
                 })
                 .collect(),
-            Some(_) => self.cascade_time_gradient.clone(),
+            Some(root) => self.cascade_gradient(root),
         };
         for (c, column) in chosen.iter().enumerate() {
             let tangent = Tangent {
@@ -324,8 +334,8 @@ impl Augmentation for ForwardSensitivity<'_> {
                 })
                 .collect::<Vec<f64>>(),
             // The cascade's time: S+ = r_x S- + r_p - w (dt*/dtheta).
-            Some(_) => {
-                let gradient = self.cascade_time_gradient.clone();
+            Some(root) => {
+                let gradient = self.cascade_gradient(root);
                 if self.apply_saltation {
                     for (j, dt) in gradient.iter().enumerate() {
                         s_plus.column_mut(j).axpy(-dt, &sal.time_shift, 1.0);

@@ -74,7 +74,7 @@ pub mod forward;
 pub mod loss;
 pub mod saltation;
 
-pub use adjoint::{AdjointOptions, LossSeeds};
+pub use adjoint::{AdjointOptions, LossSeeds, AUTOMATIC_CHECKPOINT_FLOATS};
 pub use loss::{LossTerms, Term};
 pub use saltation::{Saltation, SaltationWorkspace};
 

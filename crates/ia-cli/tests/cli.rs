@@ -635,10 +635,17 @@ fn models_table_lists_every_model() {
     &["guard of transition 'impact'", "already at or beyond zero"]
 )]
 #[case::underflow(r#"{"model": "lif", "t_end": 1, "params": {"tau": 1e-20}}"#, &["step size underflow"])]
-// Issue 9: no step limit; rk4 with dt = 1e-4 reaches t = 0.1 in 1000 steps.
+// Issue 9: no step limit; dopri5 with steps of at most 1e-4 reaches at most
+// t = 0.1 in 1000 steps.
 #[case::step_limit(
+    r#"{"model": "ball1d", "t_end": 2, "solver": {"method": "dopri5", "max_step": 1e-4}, "max_steps": 1000}"#,
+    &["error: step_limit: ", "max_steps = 1000", "t_end = 2"]
+)]
+// ...and a fixed step that cannot reach t_end within max_steps is refused
+// before the run.
+#[case::step_limit_up_front(
     r#"{"model": "ball1d", "t_end": 2, "solver": {"method": "rk4", "dt": 1e-4}, "max_steps": 1000}"#,
-    &["error: step_limit: ", "max_steps = 1000", "t = 0.1", "t_end = 2"]
+    &["error: invalid_option: ", "dt", "20000 steps", "max_steps = 1000", "at least 0.002"]
 )]
 fn bad_input_exits_2_naming_the_offender(
     #[case] input: &str,

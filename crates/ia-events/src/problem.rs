@@ -578,6 +578,24 @@ impl<'a> Problem<'a> {
         self.solver.validate()?;
         self.solver.validate_for_span(self.t_end - self.t0)?;
         self.events.validate()?;
+        // A fixed step that needs more steps than the step limit would only
+        // run into it after all that work: refused up front.
+        if let SolverChoice::Rk4 { dt } = self.solver {
+            let steps = (self.t_end - self.t0) / dt;
+            if steps > self.events.max_steps as f64 {
+                return Err(HybridError::invalid_num(
+                    "dt",
+                    dt,
+                    format!(
+                        "the run of length {} takes {} steps of dt, more than max_steps = {}; use dt of at least {} or raise max_steps",
+                        short_num(self.t_end - self.t0),
+                        short_num(steps),
+                        self.events.max_steps,
+                        short_num((self.t_end - self.t0) / self.events.max_steps as f64)
+                    ),
+                ));
+            }
+        }
         let span = self.t_end - self.t0;
         if let Some(tol) = self.events.time_tolerance {
             if tol > MAX_TIME_TOLERANCE_FRACTION * span {
@@ -703,5 +721,24 @@ mod tests {
         SolverChoice::Rk4 { dt: 1e-8 }
             .validate_for_span(1.0)
             .unwrap();
+    }
+
+    #[test]
+    fn a_fixed_step_past_the_step_limit_is_refused_up_front() {
+        let sys = ball();
+        let run = |dt: f64, max_steps: usize| {
+            Problem::new(&sys, vec![1.0, 0.0], vec![9.81, 0.8], 2.0)
+                .with_solver(SolverChoice::Rk4 { dt })
+                .with_event_options(EventOptions {
+                    max_steps,
+                    ..Default::default()
+                })
+                .validate()
+        };
+        let msg = run(1e-4, 1000).unwrap_err().to_string();
+        for part in ["dt", "20000 steps", "max_steps = 1000", "at least 0.002"] {
+            assert!(msg.contains(part), "{part}: {msg}");
+        }
+        run(2e-3, 1000).unwrap();
     }
 }
