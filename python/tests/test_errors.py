@@ -80,8 +80,8 @@ SAME_AS_CLI = [
     ),
     (
         ia.StepLimitError,
-        lambda: BALL1D.simulate(t_end=2.0, solver={"method": "rk4", "dt": 1e-4}, max_steps=1000),
-        {"model": "ball1d", "t_end": 2, "solver": {"method": "rk4", "dt": 1e-4}, "max_steps": 1000},
+        lambda: BALL1D.simulate(t_end=2.0, solver={"method": "dopri5", "max_step": 1e-4}, max_steps=1000),
+        {"model": "ball1d", "t_end": 2, "solver": {"method": "dopri5", "max_step": 1e-4}, "max_steps": 1000},
         ["simulate"],
     ),
     (

@@ -108,7 +108,7 @@ def test_solve_releases_the_gil():
 
     chain = ia.Model.ready("particle-chain", size=8)
     worker = threading.Thread(
-        target=lambda: chain.simulate(t_end=5.0, solver={"method": "rk4", "dt": 1e-4})
+        target=lambda: chain.simulate(t_end=20.0, solver={"method": "rk4", "dt": 1e-4})
     )
     start = time.perf_counter()
     worker.start()

@@ -7,7 +7,8 @@
 //! 3. a virtual environment `py-venv` under the target directory with
 //!    maturin, numpy, jax and pytest from the package index (made once,
 //!    upgraded never: delete it to refresh);
-//! 4. the wheel of `crates/ia-py` built by `maturin build --release` and
+//! 4. the wheel (`pyproject.toml`: the crate `crates/ia-py` and the Python
+//!    half `python/impact_adjoint`) built by `maturin build --release` and
 //!    installed into it;
 //! 5. `pytest python/tests`.
 //!
@@ -64,9 +65,9 @@ fn steps(root: &Path, target: &Path, python_only: bool) -> Result<(), String> {
     let wheels = target.join("wheels");
     let _ = std::fs::remove_dir_all(&wheels);
     run_in(
-        &root.join("crates").join("ia-py"),
+        root,
         Command::new(bin.join("maturin"))
-            .args(["build", "--release", "--quiet", "--out"])
+            .args(["build", "--release", "--out"])
             .arg(&wheels)
             .env("CARGO_TARGET_DIR", target),
     )?;

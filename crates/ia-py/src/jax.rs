@@ -8,12 +8,13 @@
 //!   the scalar loss `L = g_x . x(T) + sum_k g_t[k] t_k + sum_i g_y[i] . x(t_i)`
 //!   ([`Cotangents`]): one adjoint pass of the library per run.
 //!
-//! The runs of a batch are computed one after the other, without the GIL.
+//! The runs of a batch are computed without the GIL, one after the other
+//! until the library's batch calls (`ia_adjoint::batch`) are merged.
 
 use crate::errors::{invalid, library, to_py};
 use crate::model::{Model, RunOptions};
 use crate::results::matrix;
-use ia_adjoint::{Loss, LossSeeds};
+use ia_adjoint::{Gradient, Loss, LossSeeds, Problem};
 use ia_cli::{CliError, Scenario};
 use ia_core::{short_num, HybridError, Trajectory};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray2, PyReadonlyArray3, PyUntypedArrayMethods};
@@ -133,11 +134,31 @@ impl JaxSolver {
         }
     }
 
-    fn run(&self, x0: &[f64], params: &[f64]) -> Result<Outputs, CliError> {
-        let scenario = &self.scenario;
-        let problem = scenario.problem_from(x0.to_vec(), params.to_vec())?;
-        let trajectory = ia_events::simulate(&problem)
-            .map_err(|e| ia_cli::explain(scenario, &problem.params, e))?;
+    /// The runs from the rows of `x0s` and `params` (`batch` of each).
+    fn problems(
+        &self,
+        batch: usize,
+        x0s: &[f64],
+        params: &[f64],
+    ) -> Result<Vec<Problem<'_>>, CliError> {
+        let (n, n_params) = (self.n(), self.n_params());
+        (0..batch)
+            .map(|b| {
+                self.scenario.problem_from(
+                    x0s[b * n..(b + 1) * n].to_vec(),
+                    params[b * n_params..(b + 1) * n_params].to_vec(),
+                )
+            })
+            .collect()
+    }
+
+    /// The outputs of one run, or its error in the command line's words.
+    fn outputs_of(
+        &self,
+        problem: &Problem<'_>,
+        run: Result<Trajectory, HybridError>,
+    ) -> Result<Outputs, CliError> {
+        let trajectory = run.map_err(|e| ia_cli::explain(&self.scenario, &problem.params, e))?;
         self.check_observed(&trajectory)?;
         let mut event_times = vec![f64::INFINITY; self.max_events];
         for (slot, event) in event_times.iter_mut().zip(&trajectory.events) {
@@ -155,14 +176,38 @@ impl JaxSolver {
         })
     }
 
-    fn vjp(&self, x0: &[f64], params: &[f64], loss: &Cotangents<'_>) -> Result<Vec<f64>, CliError> {
-        let scenario = &self.scenario;
-        let problem = scenario.problem_from(x0.to_vec(), params.to_vec())?;
-        let grad = ia_adjoint::gradient_with(&problem, loss, &scenario.adjoint)
-            .map_err(|e| ia_cli::explain(scenario, &problem.params, e))?;
+    /// `dL/dx0` then `dL/dp` of one run, or its error in the command line's
+    /// words.
+    fn gradient_of(
+        &self,
+        problem: &Problem<'_>,
+        run: Result<Gradient, HybridError>,
+    ) -> Result<Vec<f64>, CliError> {
+        let grad = run.map_err(|e| ia_cli::explain(&self.scenario, &problem.params, e))?;
         self.check_observed(&grad.trajectory)?;
         Ok(grad.concatenated())
     }
+}
+
+/// The runs of a batch, one after the other.
+// TODO(lead): `ia_adjoint::batch::simulate_batch(problems)` once the batch
+// module is merged (the same results, on one worker per core).
+fn simulate_batch(problems: &[Problem<'_>]) -> Vec<Result<Trajectory, HybridError>> {
+    problems.iter().map(ia_events::simulate).collect()
+}
+
+/// The gradients of a batch, one loss per run, one after the other.
+// TODO(lead): `ia_adjoint::batch::gradient_batch_each(problems, losses)` once
+// the batch module is merged.
+fn gradient_batch_each(
+    problems: &[Problem<'_>],
+    losses: &[Cotangents<'_>],
+) -> Vec<Result<Gradient, HybridError>> {
+    problems
+        .iter()
+        .zip(losses)
+        .map(|(problem, loss)| ia_adjoint::gradient(problem, loss))
+        .collect()
 }
 
 /// The rows of a `B x width` array, checked.
@@ -255,14 +300,13 @@ impl JaxSolver {
         }
         let runs = py
             .detach(|| {
-                (0..batch)
-                    .map(|b| {
-                        self.run(
-                            &x0s[b * n..(b + 1) * n],
-                            &ps[b * n_params..(b + 1) * n_params],
-                        )
-                    })
-                    .collect::<Result<Vec<_>, _>>()
+                let problems = self.problems(batch, x0s, ps)?;
+                let runs = simulate_batch(&problems);
+                problems
+                    .iter()
+                    .zip(runs)
+                    .map(|(problem, run)| self.outputs_of(problem, run))
+                    .collect::<Result<Vec<_>, CliError>>()
             })
             .map_err(to_py)?;
         let finals = runs
@@ -334,20 +378,20 @@ impl JaxSolver {
         let m = n + n_params;
         let grads = py
             .detach(|| {
-                (0..batch)
-                    .map(|b| {
-                        let loss = Cotangents {
-                            final_state: &gf[b * n..(b + 1) * n],
-                            event_times: &gt[b * k..(b + 1) * k],
-                            observations: &go[b * n_obs * n..(b + 1) * n_obs * n],
-                        };
-                        self.vjp(
-                            &x0s[b * n..(b + 1) * n],
-                            &ps[b * n_params..(b + 1) * n_params],
-                            &loss,
-                        )
+                let problems = self.problems(batch, x0s, ps)?;
+                let losses: Vec<Cotangents<'_>> = (0..batch)
+                    .map(|b| Cotangents {
+                        final_state: &gf[b * n..(b + 1) * n],
+                        event_times: &gt[b * k..(b + 1) * k],
+                        observations: &go[b * n_obs * n..(b + 1) * n_obs * n],
                     })
-                    .collect::<Result<Vec<_>, _>>()
+                    .collect();
+                let runs = gradient_batch_each(&problems, &losses);
+                problems
+                    .iter()
+                    .zip(runs)
+                    .map(|(problem, run)| self.gradient_of(problem, run))
+                    .collect::<Result<Vec<_>, CliError>>()
             })
             .map_err(to_py)?;
         let (gx, gp): (Vec<f64>, Vec<f64>) = (
