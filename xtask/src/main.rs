@@ -13,7 +13,7 @@
 //!
 //! `test` runs every test: `cargo test --workspace`, then the Python package
 //! built and tested in a virtual environment under `target/` (see
-//! [`test`](crate::test)).
+//! [`mod@test`]).
 
 mod figure;
 mod test;
