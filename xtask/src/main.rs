@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo xtask verify [--quick] [--out DIR]
+//! cargo xtask test [--python]
 //! ```
 //!
 //! `verify` runs every verification study of `ia_verify::suite` (progress on
@@ -9,8 +10,13 @@
 //! value, reference, error, verdict), writes the rows as CSV and JSON and the
 //! three-ways figure as SVG and PNG under `target/verify/` (or `--out`), and
 //! exits non-zero when any check fails. `--quick` runs the CI subset.
+//!
+//! `test` runs every test: `cargo test --workspace`, then the Python package
+//! built and tested in a virtual environment under `target/` (see
+//! [`mod@test`]).
 
 mod figure;
+mod test;
 
 use ia_verify::report::{self, Row};
 use ia_verify::suite::{self, SuiteOptions};
@@ -28,6 +34,11 @@ tasks:
                                  write rows (CSV, JSON) and figures (SVG, PNG)
                                  under DIR (default: target/verify); exit 1 on
                                  any failed check. --quick: the CI subset.
+  test [--python]                cargo test --workspace, then the Python tests:
+                                 a venv under target/ (maturin, numpy, jax,
+                                 pytest from the package index), the wheel
+                                 built and installed, pytest python/tests.
+                                 --python: the Python half only.
   help                           this text";
 
 struct VerifyArgs {
@@ -42,11 +53,14 @@ fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-fn default_out() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
-    target.join("verify")
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+fn default_out() -> PathBuf {
+    target_dir().join("verify")
 }
 
 fn parse_verify(args: &[String]) -> Result<VerifyArgs, String> {
@@ -80,6 +94,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some("test") => test::run(&workspace_root(), &target_dir(), &args[1..]),
         Some("help") | Some("--help") | Some("-h") => {
             println!("{USAGE}");
             ExitCode::SUCCESS

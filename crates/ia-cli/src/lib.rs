@@ -288,7 +288,8 @@ impl GradientMethod {
 pub fn simulate(text: &str, source: &str) -> Result<String, CliError> {
     let scenario = Scenario::parse(text, source)?;
     let problem = scenario.problem()?;
-    let trajectory = ia_events::simulate(&problem).map_err(|e| explain(&scenario, e))?;
+    let trajectory =
+        ia_events::simulate(&problem).map_err(|e| explain(&scenario, &problem.params, e))?;
     Ok(report::document(&scenario.spec.name, scenario.t_end, &trajectory, None).to_pretty_string())
 }
 
@@ -336,7 +337,7 @@ pub fn gradient_with(
     }
     let problem = scenario.problem()?;
     let name = &scenario.spec.name;
-    let run_error = |e: HybridError| explain(&scenario, e);
+    let run_error = |e: HybridError| explain(&scenario, &problem.params, e);
     let Some(loss) = &scenario.loss else {
         let sens = ia_adjoint::jacobian(&problem, method.method()).map_err(run_error)?;
         return Ok(report::document(
@@ -455,7 +456,9 @@ pub fn adjoint_solver(solver: &SolverChoice) -> Result<SolverChoice, CliError> {
 /// rebound `e` times the last) fails with `zeno`, `grazing`,
 /// `event_location` or `step_size_underflow` once the rebounds are too small
 /// to resolve; the hint names `e` and when the ball comes to rest.
-fn explain(scenario: &Scenario, error: HybridError) -> CliError {
+/// `params` are the run's parameters (the scenario's own, or those given to
+/// [`Scenario::problem_from`]).
+pub fn explain(scenario: &Scenario, params: &[f64], error: HybridError) -> CliError {
     let accumulating = matches!(
         error.kind(),
         "zeno" | "grazing" | "event_location" | "step_size_underflow"
@@ -467,7 +470,7 @@ fn explain(scenario: &Scenario, error: HybridError) -> CliError {
         .spec
         .param_index("e")
         .ok()
-        .and_then(|i| scenario.params.get(i).copied());
+        .and_then(|i| params.get(i).copied());
     let events = error.trajectory().map_or(&[][..], |t| &t.events[..]);
     let (Some(e), Some(last), true, true) = (e, events.last(), accumulating, floor) else {
         return error.into();

@@ -7,7 +7,7 @@ use ia_adjoint::{LossTerms, Term};
 use ia_core::short_num;
 use ia_core::{HybridError, HybridSystem};
 use ia_events::{EventOptions, EventRecording, OdeSolversMethod, Problem, SolverChoice};
-use ia_models::ModelSpec;
+use ia_models::{Model, ModelSpec};
 use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
@@ -198,6 +198,15 @@ impl Scenario {
 
     /// Checks a scenario already parsed as JSON.
     pub fn from_value(value: &Value) -> Result<Self, CliError> {
+        let model = model_of(value)?;
+        Self::for_model(model.as_ref(), value)
+    }
+
+    /// Checks a scenario of `model` already parsed as JSON: the scenario's
+    /// keys but `model`, `size` and `connections`, which choose the model
+    /// and are ignored here (a program with a model of its own, like the
+    /// Python package, gets the command line's checks and messages).
+    pub fn for_model(model: &dyn Model, value: &Value) -> Result<Self, CliError> {
         let obj = value.as_object().ok_or_else(|| {
             invalid(format!(
                 "a scenario must be a JSON object, got {}",
@@ -205,33 +214,6 @@ impl Scenario {
             ))
         })?;
         check_keys(obj, &SCENARIO_KEYS, "the scenario")?;
-
-        let model_name = match obj.get("model") {
-            None => return Err(missing("model", "the scenario")),
-            Some(Value::String(s)) => s.as_str(),
-            Some(other) => {
-                return Err(invalid(format!(
-                    "'model' must be a string (a model name), got {}",
-                    type_name(other)
-                )))
-            }
-        };
-        let size = obj.get("size").map(|v| count(v, "size", "3")).transpose()?;
-        let model = match obj.get("connections") {
-            None => ia_models::sized(model_name, size)?,
-            Some(v) if model_name == "lif-network" => {
-                let size = size.unwrap_or_else(|| ia_models::LifNetwork::default().size());
-                Box::new(ia_models::LifNetwork::with_connections(
-                    size,
-                    connection_list(v)?,
-                )?)
-            }
-            Some(_) => {
-                return Err(invalid(format!(
-                    "'connections' applies to the lif-network model only, not to '{model_name}'"
-                )))
-            }
-        };
         let spec = model.spec();
         let system = model.system();
 
@@ -378,23 +360,71 @@ impl Scenario {
 
     /// The run the scenario describes.
     pub fn problem(&self) -> Result<Problem<'_>, CliError> {
-        let problem = Problem::new(
-            &self.system,
-            self.initial_state.clone(),
-            self.params.clone(),
-            self.t_end,
-        )
-        .with_mode(&self.initial_mode)?
-        .with_solver(self.solver.clone())
-        .with_observations(self.observe.clone())
-        .with_event_options(self.events.clone());
+        self.problem_from(self.initial_state.clone(), self.params.clone())
+    }
+
+    /// The run the scenario describes, from `initial_state` with `params`
+    /// (in the model's order) in place of the scenario's own: many runs of
+    /// one checked scenario. They are checked as the scenario's values are:
+    /// their lengths, that they are finite, and the model's parameter rules
+    /// ([`rules::check_params`]).
+    pub fn problem_from(
+        &self,
+        initial_state: Vec<f64>,
+        params: Vec<f64>,
+    ) -> Result<Problem<'_>, CliError> {
+        let problem = Problem::new(&self.system, initial_state, params, self.t_end)
+            .with_mode(&self.initial_mode)?
+            .with_solver(self.solver.clone())
+            .with_observations(self.observe.clone())
+            .with_event_options(self.events.clone());
         let problem = match crate::progress_hook() {
             Some(hook) => problem.with_progress(hook),
             None => problem,
         };
         problem.validate()?;
+        rules::check_params(&self.spec.name, &self.spec.param_names(), &problem.params)?;
         Ok(problem)
     }
+}
+
+/// The model a scenario names: its keys `model` (required), `size` and
+/// `connections` (the scenario's other keys are checked for their names
+/// only).
+pub fn model_of(value: &Value) -> Result<Box<dyn Model>, CliError> {
+    let obj = value.as_object().ok_or_else(|| {
+        invalid(format!(
+            "a scenario must be a JSON object, got {}",
+            type_name(value)
+        ))
+    })?;
+    check_keys(obj, &SCENARIO_KEYS, "the scenario")?;
+    let model_name = match obj.get("model") {
+        None => return Err(missing("model", "the scenario")),
+        Some(Value::String(s)) => s.as_str(),
+        Some(other) => {
+            return Err(invalid(format!(
+                "'model' must be a string (a model name), got {}",
+                type_name(other)
+            )))
+        }
+    };
+    let size = obj.get("size").map(|v| count(v, "size", "3")).transpose()?;
+    Ok(match obj.get("connections") {
+        None => ia_models::sized(model_name, size)?,
+        Some(v) if model_name == "lif-network" => {
+            let size = size.unwrap_or_else(|| ia_models::LifNetwork::default().size());
+            Box::new(ia_models::LifNetwork::with_connections(
+                size,
+                connection_list(v)?,
+            )?)
+        }
+        Some(_) => {
+            return Err(invalid(format!(
+                "'connections' applies to the lif-network model only, not to '{model_name}'"
+            )))
+        }
+    })
 }
 
 /// A count of at least 1 for the key `key` (`example` in the message): an
@@ -716,5 +746,49 @@ fn type_name(value: &Value) -> String {
         Value::String(s) => format!("the string {s:?}"),
         Value::Array(_) => "an array".into(),
         Value::Object(_) => "an object".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ball() -> Scenario {
+        let value = serde_json::json!({"model": "ball2d-flat", "t_end": 1.0});
+        Scenario::from_value(&value).unwrap()
+    }
+
+    /// Runs from other inputs are checked as the scenario's own values are:
+    /// the run's checks (length, finite), then the model's rules.
+    #[test]
+    fn problem_from_checks_its_inputs() {
+        let scenario = ball();
+        let x0 = scenario.initial_state.clone();
+        let ok = scenario.problem_from(x0.clone(), vec![9.81, 0.5, 0.7]);
+        assert_eq!(ok.unwrap().params, [9.81, 0.5, 0.7]);
+        let kind = |params: Vec<f64>| scenario.problem_from(x0.clone(), params).unwrap_err();
+        let short = kind(vec![9.81, 0.5]);
+        assert_eq!(short.kind(), "dimension_mismatch", "{short}");
+        let nan = kind(vec![9.81, f64::NAN, 0.7]);
+        assert_eq!(nan.kind(), "non_finite", "{nan}");
+        let rule = kind(vec![9.81, 1.5, 0.7]);
+        assert_eq!(
+            rule.to_string(),
+            "invalid parameter 'e' = 1.5: must lie in (0, 1] for model 'ball2d-flat' (coefficient of restitution)"
+        );
+    }
+
+    /// A scenario for a given model reads the same keys as one naming it.
+    #[test]
+    fn for_model_reads_the_other_keys() {
+        let model = model_of(&serde_json::json!({"model": "particle-chain", "size": 4})).unwrap();
+        let value = serde_json::json!({"t_end": 2.0, "observe": [1.0]});
+        let scenario = Scenario::for_model(model.as_ref(), &value).unwrap();
+        assert_eq!(scenario.spec.name, "particle-chain");
+        assert_eq!(scenario.initial_state.len(), 8);
+        assert_eq!(scenario.observe, [1.0]);
+        let err = Scenario::for_model(model.as_ref(), &serde_json::json!({"t_end": 1, "tend": 1}))
+            .unwrap_err();
+        assert!(err.to_string().starts_with("unknown key 'tend'"), "{err}");
     }
 }

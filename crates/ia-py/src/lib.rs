@@ -1,0 +1,31 @@
+//! # ia-py: the Python package `impact_adjoint`
+//!
+//! A thin layer: Python values in (conversion and checks by the command
+//! line's scenario code, `ia_cli::Scenario`, so that messages are the
+//! command line's), the library's runs with the GIL released, NumPy arrays
+//! and Python exceptions out. Every number is computed by `ia-events` and
+//! `ia-adjoint`. The Python half (result classes, exceptions, the JAX
+//! front) is in `python/impact_adjoint/`.
+//!
+//! Built by maturin as the extension module `impact_adjoint._core` (one
+//! abi3 wheel for CPython 3.9 and newer): `cargo xtask test` builds and
+//! tests it. The crate stays out of the Cargo workspace, so that
+//! `cargo test --workspace` needs no Python.
+
+mod convert;
+mod errors;
+mod jax;
+mod model;
+mod results;
+
+use pyo3::prelude::*;
+
+/// The extension module `impact_adjoint._core`.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<model::Model>()?;
+    m.add_class::<jax::JaxSolver>()?;
+    m.add_function(wrap_pyfunction!(model::models, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

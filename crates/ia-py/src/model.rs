@@ -1,0 +1,417 @@
+//! `impact_adjoint.Model`: a model and its runs. Every option a run takes
+//! becomes the key of the command line's scenario it stands for, and the
+//! scenario is checked by `ia_cli::Scenario` (the same checks, the same
+//! messages); the initial state and the parameters are checked by the run.
+
+use crate::convert::{by_name, from_json, to_json};
+use crate::errors::{invalid, library, to_py};
+use crate::results;
+use ia_adjoint::{LossTerms, Method};
+use ia_cli::{CliError, GradientMethod, Scenario};
+use ia_core::HybridError;
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// A hybrid model: its state, parameter, mode and transition names, and its
+/// runs (`simulate`, `jacobian`, `gradient`).
+#[pyclass(frozen, module = "impact_adjoint")]
+pub struct Model {
+    pub(crate) model: Arc<dyn ia_models::Model>,
+    pub(crate) spec: ia_models::ModelSpec,
+}
+
+/// The options of a run, by the scenario key each stands for.
+#[derive(Default)]
+pub(crate) struct RunOptions<'a, 'py> {
+    pub t_end: Option<&'a Bound<'py, PyAny>>,
+    pub solver: Option<&'a Bound<'py, PyAny>>,
+    pub observe: Option<&'a Bound<'py, PyAny>>,
+    pub mode: Option<&'a Bound<'py, PyAny>>,
+    pub max_events: Option<&'a Bound<'py, PyAny>>,
+    pub max_steps: Option<&'a Bound<'py, PyAny>>,
+    pub loss: Option<&'a Bound<'py, PyAny>>,
+    pub checkpoints: Option<&'a Bound<'py, PyAny>>,
+}
+
+impl Model {
+    pub(crate) fn new(model: Box<dyn ia_models::Model>) -> Self {
+        let spec = model.spec();
+        Self {
+            model: Arc::from(model),
+            spec,
+        }
+    }
+
+    /// The checked scenario of a run with `options`.
+    pub(crate) fn scenario(&self, options: &RunOptions<'_, '_>) -> PyResult<Scenario> {
+        let mut obj = Map::new();
+        let t_end = match options.t_end.filter(|v| !v.is_none()) {
+            None => Value::from(self.spec.t_end),
+            Some(v) => to_json(v, "t_end")?,
+        };
+        obj.insert("t_end".into(), t_end);
+        if let Some(solver) = options.solver.filter(|v| !v.is_none()) {
+            let value = match to_json(solver, "solver")? {
+                Value::String(method) => serde_json::json!({ "method": method }),
+                other => other,
+            };
+            obj.insert("solver".into(), value);
+        }
+        let keys = [
+            ("observe", options.observe),
+            ("initial_mode", options.mode),
+            ("max_events", options.max_events),
+            ("max_steps", options.max_steps),
+            ("loss", options.loss),
+        ];
+        for (key, value) in keys {
+            if let Some(v) = value.filter(|v| !v.is_none()) {
+                obj.insert(key.into(), to_json(v, key)?);
+            }
+        }
+        if let Some(k) = options.checkpoints.filter(|v| !v.is_none()) {
+            let k = to_json(k, "adjoint.checkpoints")?;
+            obj.insert("adjoint".into(), serde_json::json!({ "checkpoints": k }));
+        }
+        Scenario::for_model(self.model.as_ref(), &Value::Object(obj)).map_err(to_py)
+    }
+
+    /// The initial state and parameters, in the model's order.
+    pub(crate) fn inputs(
+        &self,
+        x0: Option<&Bound<'_, PyAny>>,
+        params: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Vec<f64>, Vec<f64>)> {
+        let spec = &self.spec;
+        let x0 = by_name(
+            x0,
+            "x0",
+            "state",
+            &spec.state_names(),
+            &spec.default_state(),
+        )?;
+        let params = by_name(
+            params,
+            "params",
+            "parameter",
+            &spec.param_names(),
+            &spec.default_params(),
+        )?;
+        Ok((x0, params))
+    }
+}
+
+/// `method` as the command line's `--method`.
+fn gradient_method(method: &str) -> PyResult<GradientMethod> {
+    match method {
+        "forward" => Ok(GradientMethod::Forward),
+        "adjoint" => Ok(GradientMethod::Adjoint),
+        other => Err(library(HybridError::invalid(
+            "method",
+            format!("'{other}'"),
+            "must be 'forward' or 'adjoint'",
+        ))),
+    }
+}
+
+#[pymethods]
+impl Model {
+    /// The ready model `name` (see `models()`), with `size` elements for a
+    /// sized model (`lif-network`: neurons, `particle-chain`: balls) and,
+    /// for `lif-network`, its synapses as `connections`, `[from, to]` pairs.
+    #[staticmethod]
+    #[pyo3(signature = (name, size=None, *, connections=None))]
+    fn ready(
+        name: &Bound<'_, PyAny>,
+        size: Option<&Bound<'_, PyAny>>,
+        connections: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut obj = Map::new();
+        obj.insert("model".into(), to_json(name, "model")?);
+        for (key, value) in [("size", size), ("connections", connections)] {
+            if let Some(v) = value.filter(|v| !v.is_none()) {
+                obj.insert(key.into(), to_json(v, key)?);
+            }
+        }
+        let model = ia_cli::scenario::model_of(&Value::Object(obj)).map_err(to_py)?;
+        Ok(Self::new(model))
+    }
+
+    /// The model's name.
+    #[getter]
+    fn name(&self) -> String {
+        self.spec.name.clone()
+    }
+
+    /// The model's equations, in words.
+    #[getter]
+    fn description(&self) -> String {
+        self.spec.description.clone()
+    }
+
+    /// State names, in order (the entries of `x0` and of every state array).
+    #[getter]
+    fn state_names(&self) -> Vec<String> {
+        self.spec.state_names()
+    }
+
+    /// Parameter names, in order (the entries of `params`).
+    #[getter]
+    fn param_names(&self) -> Vec<String> {
+        self.spec.param_names()
+    }
+
+    /// Mode names, in order.
+    #[getter]
+    fn mode_names(&self) -> Vec<String> {
+        self.spec.modes.clone()
+    }
+
+    /// The mode a run starts in unless `mode` is given.
+    #[getter]
+    fn initial_mode(&self) -> String {
+        self.spec.initial_mode.clone()
+    }
+
+    /// Transition names, in order.
+    #[getter]
+    fn transition_names(&self) -> Vec<String> {
+        self.spec.transition_names()
+    }
+
+    /// The names of the derivative columns: `initial.<state>`, then
+    /// `param.<name>`.
+    #[getter]
+    fn wrt_names(&self) -> Vec<String> {
+        let states = self
+            .spec
+            .states
+            .iter()
+            .map(|q| format!("initial.{}", q.name));
+        let params = self.spec.params.iter().map(|q| format!("param.{}", q.name));
+        states.chain(params).collect()
+    }
+
+    /// The default initial state.
+    #[getter]
+    fn default_state<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_vec(py, self.spec.default_state())
+    }
+
+    /// The default parameters.
+    #[getter]
+    fn default_params<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_vec(py, self.spec.default_params())
+    }
+
+    /// The default run length.
+    #[getter]
+    fn t_end(&self) -> f64 {
+        self.spec.t_end
+    }
+
+    /// The model's description as `impact-adjoint models --json` prints it:
+    /// states and parameters with defaults and units, modes, transitions.
+    fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let value = serde_json::to_value(&self.spec)
+            .map_err(|e| invalid(format!("model description: {e}")))?;
+        from_json(py, &value)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Model.ready({:?})", self.spec.name)
+    }
+
+    /// Runs the model from `x0` with `params` (sequences or arrays in the
+    /// model's order, or dicts by name over the defaults; `None` for the
+    /// defaults) until `t_end` (default: the model's run length).
+    ///
+    /// `solver` is a method name (`"dopri5"`, `"rk4"`, ...) or a dict as the
+    /// command line's `solver` key (`{"method": "rk4", "dt": 1e-3}`);
+    /// `observe` the times at which the state is reported; `mode` the mode
+    /// to start in. Returns a `Simulation`.
+    #[pyo3(signature = (x0=None, params=None, t_end=None, *, solver=None, observe=None, mode=None, max_events=None, max_steps=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn simulate<'py>(
+        &self,
+        py: Python<'py>,
+        x0: Option<&Bound<'py, PyAny>>,
+        params: Option<&Bound<'py, PyAny>>,
+        t_end: Option<&Bound<'py, PyAny>>,
+        solver: Option<&Bound<'py, PyAny>>,
+        observe: Option<&Bound<'py, PyAny>>,
+        mode: Option<&Bound<'py, PyAny>>,
+        max_events: Option<&Bound<'py, PyAny>>,
+        max_steps: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let scenario = self.scenario(&RunOptions {
+            t_end,
+            solver,
+            observe,
+            mode,
+            max_events,
+            max_steps,
+            ..RunOptions::default()
+        })?;
+        let (x0, params) = self.inputs(x0, params)?;
+        let trajectory = py
+            .detach(|| {
+                let problem = scenario.problem_from(x0, params)?;
+                ia_events::simulate(&problem)
+                    .map_err(|e| ia_cli::explain(&scenario, &problem.params, e))
+            })
+            .map_err(to_py)?;
+        results::simulation(py, &self.spec.name, scenario.t_end, &trajectory)
+    }
+
+    /// The Jacobians of the run `simulate` makes with the same arguments:
+    /// of the final state, of the observed states and of every event time,
+    /// with respect to the initial state and the parameters (the columns
+    /// `wrt`, by name: `initial.<state>`, `param.<name>`; default all), by
+    /// forward sensitivities (`method="forward"`) or the discrete adjoint
+    /// (`"adjoint"`, one backward pass per row). Returns a `Jacobian`.
+    #[pyo3(signature = (x0=None, params=None, t_end=None, *, method="forward", wrt=None, solver=None, observe=None, mode=None, max_events=None, max_steps=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn jacobian<'py>(
+        &self,
+        py: Python<'py>,
+        x0: Option<&Bound<'py, PyAny>>,
+        params: Option<&Bound<'py, PyAny>>,
+        t_end: Option<&Bound<'py, PyAny>>,
+        method: &str,
+        wrt: Option<&Bound<'py, PyAny>>,
+        solver: Option<&Bound<'py, PyAny>>,
+        observe: Option<&Bound<'py, PyAny>>,
+        mode: Option<&Bound<'py, PyAny>>,
+        max_events: Option<&Bound<'py, PyAny>>,
+        max_steps: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let method = gradient_method(method)?;
+        let mut scenario = self.scenario(&RunOptions {
+            t_end,
+            solver,
+            observe,
+            mode,
+            max_events,
+            max_steps,
+            ..RunOptions::default()
+        })?;
+        if method == GradientMethod::Adjoint {
+            scenario.solver = ia_cli::adjoint_solver(&scenario.solver).map_err(to_py)?;
+        }
+        let wrt: Option<Vec<String>> = match wrt.filter(|v| !v.is_none()) {
+            None => None,
+            Some(v) => Some(names(v, "wrt")?),
+        };
+        let (x0, params) = self.inputs(x0, params)?;
+        let sens = py
+            .detach(|| {
+                let problem = scenario.problem_from(x0, params)?;
+                let run = match &wrt {
+                    None => ia_adjoint::jacobian(&problem, method.method()),
+                    Some(wrt) => {
+                        let wrt: Vec<&str> = wrt.iter().map(String::as_str).collect();
+                        ia_adjoint::jacobian_wrt(&problem, method.method(), &wrt)
+                    }
+                };
+                run.map_err(|e| ia_cli::explain(&scenario, &problem.params, e))
+            })
+            .map_err(to_py)?;
+        results::jacobian(py, &self.spec.name, scenario.t_end, method.name(), &sens)
+    }
+
+    /// The gradient of the scalar loss `loss` (a list of terms as the
+    /// command line's `loss` key: `{"of": "final.x", "weight": 1.0}`, with
+    /// `of` one of `final.<state>`, `observation.<i>.<state>`,
+    /// `event.<i>.time` and an optional `target`) with respect to the initial
+    /// state and the parameters, for the run `simulate` makes with the same
+    /// arguments: one backward pass (`method="adjoint"`, the default; with
+    /// `checkpoints=K` the pass keeps about K to 2K step states), or the
+    /// forward Jacobians contracted with the loss (`"forward"`). Returns a
+    /// `Gradient`.
+    #[pyo3(signature = (x0=None, params=None, t_end=None, *, loss, method="adjoint", solver=None, observe=None, mode=None, max_events=None, max_steps=None, checkpoints=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn gradient<'py>(
+        &self,
+        py: Python<'py>,
+        x0: Option<&Bound<'py, PyAny>>,
+        params: Option<&Bound<'py, PyAny>>,
+        t_end: Option<&Bound<'py, PyAny>>,
+        loss: &Bound<'py, PyAny>,
+        method: &str,
+        solver: Option<&Bound<'py, PyAny>>,
+        observe: Option<&Bound<'py, PyAny>>,
+        mode: Option<&Bound<'py, PyAny>>,
+        max_events: Option<&Bound<'py, PyAny>>,
+        max_steps: Option<&Bound<'py, PyAny>>,
+        checkpoints: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let method = gradient_method(method)?;
+        let mut scenario = self.scenario(&RunOptions {
+            t_end,
+            solver,
+            observe,
+            mode,
+            max_events,
+            max_steps,
+            loss: Some(loss),
+            checkpoints,
+        })?;
+        if method == GradientMethod::Adjoint {
+            scenario.solver = ia_cli::adjoint_solver(&scenario.solver).map_err(to_py)?;
+        }
+        let loss: LossTerms = scenario.loss.clone().ok_or_else(|| {
+            invalid("'loss' must be a list of terms like {\"of\": \"final.x\", \"weight\": 1.0}, got None".into())
+        })?;
+        let (x0, params) = self.inputs(x0, params)?;
+        let grad = py
+            .detach(|| {
+                let problem = scenario.problem_from(x0, params)?;
+                let explain = |e| ia_cli::explain(&scenario, &problem.params, e);
+                match method {
+                    GradientMethod::Adjoint => {
+                        ia_adjoint::gradient_with(&problem, &loss, &scenario.adjoint)
+                            .map_err(explain)
+                    }
+                    GradientMethod::Forward => ia_adjoint::jacobian(&problem, Method::Forward)
+                        .map_err(explain)?
+                        .loss_gradient(&loss)
+                        .map_err(CliError::from),
+                }
+            })
+            .map_err(to_py)?;
+        results::gradient(py, &self.spec.name, scenario.t_end, method.name(), &grad)
+    }
+}
+
+/// A list of names (`wrt`).
+fn names(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
+    let list = match to_json(value, what)? {
+        Value::String(s) => return Ok(vec![s]),
+        Value::Array(items) => items,
+        _ => {
+            return Err(invalid(format!(
+                "'{what}' must be a list of names like [\"initial.x\", \"param.g\"], got {}",
+                crate::convert::describe(value)
+            )))
+        }
+    };
+    list.into_iter()
+        .enumerate()
+        .map(|(k, v)| match v {
+            Value::String(s) => Ok(s),
+            other => Err(invalid(format!(
+                "'{what}[{k}]' must be a name like \"param.g\", got {other}"
+            ))),
+        })
+        .collect()
+}
+
+/// The names of the ready models.
+#[pyfunction]
+pub fn models(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    PyList::new(py, ia_models::model_names())
+}

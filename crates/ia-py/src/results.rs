@@ -1,0 +1,151 @@
+//! The library's records as the package's result objects (classes of
+//! `impact_adjoint/_results.py`) holding NumPy arrays.
+
+use crate::convert::from_json;
+use ia_adjoint::nalgebra::DMatrix;
+use ia_adjoint::{Gradient, Sensitivities};
+use ia_core::Trajectory;
+use numpy::{PyArray1, PyArrayMethods};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// A `rows x cols` float array from its entries in row-major order.
+pub fn matrix<'py>(
+    py: Python<'py>,
+    rows: usize,
+    cols: usize,
+    flat: Vec<f64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(PyArray1::from_vec(py, flat)
+        .reshape([rows, cols])?
+        .into_any())
+}
+
+/// A list of equal-length rows as a `rows.len() x cols` array.
+fn stacked<'py>(py: Python<'py>, rows: &[&[f64]], cols: usize) -> PyResult<Bound<'py, PyAny>> {
+    matrix(py, rows.len(), cols, rows.concat())
+}
+
+/// An nalgebra matrix as a NumPy array of the same shape.
+fn dense<'py>(py: Python<'py>, m: &DMatrix<f64>) -> PyResult<Bound<'py, PyAny>> {
+    let flat = (0..m.nrows())
+        .flat_map(|i| (0..m.ncols()).map(move |j| m[(i, j)]))
+        .collect();
+    matrix(py, m.nrows(), m.ncols(), flat)
+}
+
+/// The fields of a run, as keyword arguments of the result classes.
+fn run_fields<'py>(
+    py: Python<'py>,
+    model: &str,
+    t_end: f64,
+    trajectory: &Trajectory,
+) -> PyResult<Bound<'py, PyDict>> {
+    let n = trajectory.state_names.len();
+    let events = &trajectory.events;
+    let observations = &trajectory.observations;
+    let fields = PyDict::new(py);
+    fields.set_item("model", model)?;
+    fields.set_item("state_names", trajectory.state_names.clone())?;
+    fields.set_item("t_end", t_end)?;
+    fields.set_item("final_time", trajectory.final_time)?;
+    fields.set_item("final_mode", trajectory.final_mode.clone())?;
+    fields.set_item(
+        "final_state",
+        PyArray1::from_slice(py, &trajectory.final_state),
+    )?;
+    fields.set_item(
+        "event_times",
+        PyArray1::from_vec(py, events.iter().map(|e| e.time).collect()),
+    )?;
+    fields.set_item(
+        "event_transitions",
+        events
+            .iter()
+            .map(|e| e.transition.clone())
+            .collect::<Vec<_>>(),
+    )?;
+    fields.set_item(
+        "event_modes",
+        events
+            .iter()
+            .map(|e| (e.from_mode.clone(), e.to_mode.clone()))
+            .collect::<Vec<_>>(),
+    )?;
+    let before: Vec<&[f64]> = events.iter().map(|e| &e.state_before[..]).collect();
+    let after: Vec<&[f64]> = events.iter().map(|e| &e.state_after[..]).collect();
+    fields.set_item("event_states_before", stacked(py, &before, n)?)?;
+    fields.set_item("event_states_after", stacked(py, &after, n)?)?;
+    fields.set_item(
+        "observation_times",
+        PyArray1::from_vec(py, observations.iter().map(|o| o.time).collect()),
+    )?;
+    let observed: Vec<&[f64]> = observations.iter().map(|o| &o.state[..]).collect();
+    fields.set_item("observations", stacked(py, &observed, n)?)?;
+    let stats = serde_json::to_value(trajectory.stats).unwrap_or_default();
+    fields.set_item("stats", from_json(py, &stats)?)?;
+    Ok(fields)
+}
+
+/// A `Simulation` result.
+pub fn simulation<'py>(
+    py: Python<'py>,
+    model: &str,
+    t_end: f64,
+    trajectory: &Trajectory,
+) -> PyResult<Bound<'py, PyAny>> {
+    let fields = run_fields(py, model, t_end, trajectory)?;
+    result_class(py, "Simulation")?.call((), Some(&fields))
+}
+
+/// A `Jacobian` result.
+pub fn jacobian<'py>(
+    py: Python<'py>,
+    model: &str,
+    t_end: f64,
+    method: &str,
+    sens: &Sensitivities,
+) -> PyResult<Bound<'py, PyAny>> {
+    let fields = run_fields(py, model, t_end, &sens.trajectory)?;
+    fields.set_item("method", method)?;
+    fields.set_item("wrt", sens.wrt.clone())?;
+    fields.set_item("final_jacobian", dense(py, &sens.final_jacobian)?)?;
+    let (n, m) = sens.final_jacobian.shape();
+    let observed: Vec<f64> = sens
+        .observation_jacobians
+        .iter()
+        .flat_map(|jac| (0..n).flat_map(move |i| (0..m).map(move |j| jac[(i, j)])))
+        .collect();
+    let k = sens.observation_jacobians.len();
+    fields.set_item(
+        "observation_jacobians",
+        PyArray1::from_vec(py, observed).reshape([k, n, m])?,
+    )?;
+    let times: Vec<&[f64]> = sens
+        .event_time_gradients
+        .iter()
+        .map(Vec::as_slice)
+        .collect();
+    fields.set_item("event_time_gradients", stacked(py, &times, m)?)?;
+    result_class(py, "Jacobian")?.call((), Some(&fields))
+}
+
+/// A `Gradient` result.
+pub fn gradient<'py>(
+    py: Python<'py>,
+    model: &str,
+    t_end: f64,
+    method: &str,
+    grad: &Gradient,
+) -> PyResult<Bound<'py, PyAny>> {
+    let fields = run_fields(py, model, t_end, &grad.trajectory)?;
+    fields.set_item("method", method)?;
+    fields.set_item("value", grad.value)?;
+    fields.set_item("wrt", grad.wrt.clone())?;
+    fields.set_item("gradient", PyArray1::from_vec(py, grad.concatenated()))?;
+    result_class(py, "Gradient")?.call((), Some(&fields))
+}
+
+fn result_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("impact_adjoint._results")?.getattr(name)
+}

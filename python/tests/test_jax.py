@@ -1,0 +1,167 @@
+"""impact_adjoint.jax: jax.grad through the library's adjoint against the
+closed form and against the library's forward Jacobians; jit, vmap and eager
+agree; padding has no gradient; forward mode refuses."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import impact_adjoint as ia
+import impact_adjoint.jax as iajax
+
+TIGHT = {"method": "dopri5", "rtol": 1e-12, "atol": 1e-12}
+RK4 = {"method": "rk4", "dt": 1e-3}
+
+
+def test_grad_matches_closed_form(closed_form):
+    """d x(T) / d (x0, params) on ball2d_flat_a against the closed form."""
+    case = closed_form["ball2d_flat_a"]
+    ball = ia.Model.ready(case["model"])
+    x0 = jnp.array([case["initial_state"][s] for s in ball.state_names])
+    params = jnp.array([case["params"][p] for p in ball.param_names])
+    run = iajax.solver(ball, case["t_end"], max_events=5, solver=TIGHT)
+    gx, gp = jax.grad(lambda x, p: run(x, p).final_state[0], argnums=(0, 1))(x0, params)
+    row = case["jacobian"]["x"]
+    expected = [row.get(w, 1.0 if w == "initial.x" else 0.0) for w in ball.wrt_names]
+    np.testing.assert_allclose(np.concatenate([gx, gp]), expected, rtol=0, atol=1e-10)
+    assert abs(float(gx[3]) - 0.06697247706422019) < 1e-10
+
+
+# Two ready models, a loss reading every kind of output.
+CASES = [
+    ("ball2d-flat", 2.0, [0.3, 1.2]),
+    ("two-ball", 1.0, [0.25, 0.5]),
+]
+
+
+@pytest.mark.parametrize("name, t_end, observe", CASES)
+def test_grad_is_forward_jacobian_contracted(name, t_end, observe):
+    """jax.grad of L = w.x(T) + v.t + sum u_i.x(t_i) equals the library's
+    forward Jacobians contracted with the same weights (fixed RK4 steps:
+    forward and adjoint run the same discretisation)."""
+    model = ia.Model.ready(name)
+    n = len(model.state_names)
+    k = 3
+    run = iajax.solver(model, t_end, observe=observe, max_events=k, solver=RK4)
+    x0 = jnp.asarray(model.default_state)
+    params = jnp.asarray(model.default_params)
+    rng = np.random.default_rng(15)
+    w, v, u = rng.normal(size=n), rng.normal(size=k), rng.normal(size=(len(observe), n))
+
+    def loss(x0, params):
+        out = run(x0, params)
+        times = jnp.where(jnp.arange(k) < out.event_count, out.event_times, 0.0)
+        return w @ out.final_state + v @ times + jnp.sum(u * out.observed)
+
+    gx, gp = jax.grad(loss, argnums=(0, 1))(x0, params)
+    jac = model.jacobian(x0, params, t_end, method="forward", solver=RK4, observe=observe)
+    events = min(k, len(jac.event_times))
+    assert events >= 1, "the case must have an event"
+    expected = (
+        w @ jac.final_jacobian
+        + v[:events] @ jac.event_time_gradients[:events]
+        + np.einsum("on,onm->m", u, jac.observation_jacobians)
+    )
+    np.testing.assert_allclose(np.concatenate([gx, gp]), expected, rtol=0, atol=1e-10)
+
+
+def test_jit_vmap_and_eager_agree():
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, observe=[1.0], max_events=4)
+    params = jnp.array([9.81, 0.8, 0.7])
+    x0s = jnp.array([[0.0, 1.0, 1.0, 0.0], [0.0, 1.2, 0.8, 0.5], [0.1, 0.9, 1.1, -0.3]])
+
+    def loss(x0, params):
+        out = run(x0, params)
+        return out.final_state[0] + out.event_times[0] + out.observed[0, 1]
+
+    eager = [run(x, params) for x in x0s]
+    jitted = [jax.jit(run)(x, params) for x in x0s]
+    mapped = jax.vmap(run, in_axes=(0, None))(x0s, params)
+    mapped_jit = jax.jit(jax.vmap(run, in_axes=(0, None)))(x0s, params)
+    for i, out in enumerate(eager):
+        for field in iajax.Outputs._fields:
+            a = np.asarray(getattr(out, field))
+            np.testing.assert_array_equal(a, np.asarray(getattr(jitted[i], field)))
+            np.testing.assert_array_equal(a, np.asarray(getattr(mapped, field))[i])
+            np.testing.assert_array_equal(a, np.asarray(getattr(mapped_jit, field))[i])
+
+    grad = jax.grad(loss, argnums=(0, 1))
+    eager_grads = [grad(x, params) for x in x0s]
+    jit_grads = [jax.jit(grad)(x, params) for x in x0s]
+    vmap_grads = jax.vmap(grad, in_axes=(0, None))(x0s, params)
+    vmap_jit_grads = jax.jit(jax.vmap(grad, in_axes=(0, None)))(x0s, params)
+    for i, (gx, gp) in enumerate(eager_grads):
+        for other in (jit_grads[i], (vmap_grads[0][i], vmap_grads[1][i]), (vmap_jit_grads[0][i], vmap_jit_grads[1][i])):
+            np.testing.assert_array_equal(gx, other[0])
+            np.testing.assert_array_equal(gp, other[1])
+    # Batched parameters too (both arguments mapped).
+    ps = jnp.stack([params, params.at[1].set(0.7), params.at[2].set(0.5)])
+    both = jax.vmap(grad)(x0s, ps)
+    for i in range(3):
+        single = grad(x0s[i], ps[i])
+        np.testing.assert_array_equal(both[0][i], single[0])
+        np.testing.assert_array_equal(both[1][i], single[1])
+
+
+def test_value_and_grad():
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=4)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    value, (gx, gp) = jax.value_and_grad(
+        lambda x, p: run(x, p).final_state[0], argnums=(0, 1)
+    )(x0, params)
+    lib = ball.gradient(x0, params, 2.0, loss=[{"of": "final.x", "weight": 1.0}])
+    assert float(value) == lib.final_state[0]
+    np.testing.assert_array_equal(np.concatenate([gx, gp]), lib.gradient)
+
+
+def test_padded_event_times_have_zero_gradient():
+    """Three impacts, K = 6: entries 3..5 are inf padding, constants."""
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=6)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    out = run(x0, params)
+    assert int(out.event_count) == 3
+    assert np.all(np.isinf(np.asarray(out.event_times[3:])))
+    for j in range(3, 6):
+        gx, gp = jax.grad(lambda x, p: run(x, p).event_times[j], argnums=(0, 1))(x0, params)
+        assert np.all(np.asarray(gx) == 0.0) and np.all(np.asarray(gp) == 0.0)
+    # A loss reading the whole (padded) vector: the padding adds nothing.
+    masked = lambda x, p: jnp.sum(jnp.where(jnp.isfinite(run(x, p).event_times), run(x, p).event_times, 0.0))
+    first3 = lambda x, p: jnp.sum(run(x, p).event_times[:3])
+    np.testing.assert_array_equal(jax.grad(masked)(x0, params), jax.grad(first3)(x0, params))
+
+
+def test_forward_mode_refuses_pointing_to_model_jacobian():
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=4)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    f = lambda x: run(x, params).final_state
+    for transform in (lambda: jax.jvp(f, (x0,), (x0,)), lambda: jax.jacfwd(f)(x0)):
+        with pytest.raises(ia.UnsupportedError, match="model.jacobian"):
+            transform()
+    # Reverse mode is the supported way to a Jacobian.
+    jac = jax.jacrev(f)(x0)
+    lib = ball.jacobian(x0, params, 2.0, method="adjoint")
+    np.testing.assert_allclose(jac, lib.final_jacobian[:, :4], rtol=0, atol=1e-12)
+
+
+def test_bad_inputs_raise():
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=4)
+    with pytest.raises(ia.DimensionMismatchError, match="expected 4 entries, got 3"):
+        run(jnp.zeros(3), jnp.asarray(ball.default_params))
+    with pytest.raises(ia.InvalidOptionError, match="parameter 'e' = 1.5"):
+        run(jnp.asarray(ball.default_state), jnp.array([9.81, 1.5, 0.7]))
+    with pytest.raises(ia.UnknownNameError, match="solver method"):
+        iajax.solver(ball, 2.0, max_events=4, solver="rk5")
+    with pytest.raises(ia.InvalidOptionError, match="max_events"):
+        iajax.solver(ball, 2.0, max_events=-1)
+    with pytest.raises(ia.UnsupportedError, match="dop853"):
+        iajax.solver(ball, 2.0, max_events=4, solver="ode_solvers.dop853")
+    # Under jit the failure surfaces as JAX's runtime error carrying the
+    # library's message.
+    with pytest.raises(Exception, match="parameter 'e' = 1.5"):
+        jax.jit(run)(jnp.asarray(ball.default_state), jnp.array([9.81, 1.5, 0.7]))

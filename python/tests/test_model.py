@@ -1,0 +1,122 @@
+"""Model, simulate, jacobian and gradient against the closed-form references
+of crates/ia-verify/references/closed_form.json."""
+
+import json
+
+import numpy as np
+import pytest
+
+import impact_adjoint as ia
+
+TIGHT = {"method": "dopri5", "rtol": 1e-12, "atol": 1e-12}
+
+
+def case_inputs(model, case):
+    x0 = [case["initial_state"][s] for s in model.state_names]
+    params = [case["params"][p] for p in model.param_names]
+    return x0, params
+
+
+def test_models_and_names():
+    names = ia.models()
+    assert "ball2d-flat" in names and "lif-network" in names
+    ball = ia.Model.ready("ball2d-flat")
+    assert ball.state_names == ["x", "y", "vx", "vy"]
+    assert ball.param_names == ["g", "e", "mu"]
+    assert ball.mode_names == ["flight"] and ball.initial_mode == "flight"
+    assert ball.transition_names == ["impact"]
+    assert ball.wrt_names[3] == "initial.vy" and ball.wrt_names[-1] == "param.mu"
+    assert ball.spec()["name"] == "ball2d-flat"
+    net = ia.Model.ready("lif-network", size=5)
+    assert len(net.state_names) == 5
+
+
+def test_simulate_matches_closed_form(closed_form):
+    case = closed_form["ball2d_flat_a"]
+    ball = ia.Model.ready(case["model"])
+    x0, params = case_inputs(ball, case)
+    run = ball.simulate(x0, params, case["t_end"], solver=TIGHT, observe=[0.5, 1.0])
+    expected = [case["final_state"][s] for s in ball.state_names]
+    np.testing.assert_allclose(run.final_state, expected, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(run.event_times, case["event_times"], rtol=0, atol=1e-10)
+    assert run.event_transitions == ["impact"] * 3
+    assert run.event_states_before.shape == (3, 4)
+    assert run.observations.shape == (2, 4)
+    assert run.final("x") == run.final_state[0]
+    json.dumps(run.to_dict())
+
+
+@pytest.mark.parametrize("method", ["forward", "adjoint"])
+def test_jacobian_matches_closed_form(closed_form, method):
+    case = closed_form["ball2d_flat_a"]
+    ball = ia.Model.ready(case["model"])
+    x0, params = case_inputs(ball, case)
+    jac = ball.jacobian(x0, params, case["t_end"], method=method, solver=TIGHT)
+    assert jac.wrt == ball.wrt_names and jac.state_names == ball.state_names
+    for state, row in case["jacobian"].items():
+        for wrt, value in row.items():
+            assert abs(jac.final_derivative(state, wrt) - value) < 1e-9, (state, wrt)
+    chosen = ball.jacobian(x0, params, case["t_end"], method=method, wrt=["initial.vy", "param.mu"], solver=TIGHT)
+    # The same columns; forward sensitivities steer the step size by the
+    # columns they carry, so the steps (and the last digits) may differ.
+    np.testing.assert_allclose(chosen.final_jacobian, jac.final_jacobian[:, [3, 6]], rtol=0, atol=1e-9)
+    json.dumps(jac.to_dict())
+
+
+def test_inputs_as_sequences_arrays_and_dicts_agree():
+    ball = ia.Model.ready("ball2d-flat")
+    by_list = ball.simulate([0.0, 1.0, 1.0, 0.0], [9.81, 0.8, 0.7], 2.0)
+    by_array = ball.simulate(np.array([0.0, 1.0, 1.0, 0.0]), np.array([9.81, 0.8, 0.7]), 2.0)
+    by_dict = ball.simulate({"x": 0.0, "y": 1.0, "vx": 1.0, "vy": 0.0}, {"g": 9.81, "e": 0.8, "mu": 0.7}, 2.0)
+    by_default = ball.simulate()  # the model's defaults are ball2d_flat_a
+    for run in (by_array, by_dict, by_default):
+        np.testing.assert_array_equal(run.final_state, by_list.final_state)
+
+
+@pytest.mark.parametrize("method", ["forward", "adjoint"])
+def test_gradient_is_the_jacobian_contracted(method):
+    """The loss gradient against the forward Jacobian contracted by hand with
+    the same weights (fixed RK4 steps: forward and adjoint run the same
+    discretisation)."""
+    ball = ia.Model.ready("ball2d-flat")
+    rk4 = {"method": "rk4", "dt": 1e-3}
+    loss = [
+        {"of": "final.x", "weight": 2.0},
+        {"of": "event.1.time", "weight": -0.5},
+        {"of": "observation.0.y", "weight": 1.5, "target": 0.1},
+    ]
+    grad = ball.gradient(None, None, 2.0, loss=loss, method=method, solver=rk4, observe=[0.7])
+    jac = ball.jacobian(None, None, 2.0, solver=rk4, observe=[0.7])
+    y_obs = jac.observations[0, 1]
+    expected = (
+        2.0 * jac.final_jacobian[0]
+        - 0.5 * jac.event_time_gradients[1]
+        + 1.5 * 2.0 * (y_obs - 0.1) * jac.observation_jacobians[0, 1]
+    )
+    np.testing.assert_allclose(grad.gradient, expected, rtol=0, atol=1e-10)
+    value = 2.0 * jac.final_state[0] - 0.5 * jac.event_times[1] + 1.5 * (y_obs - 0.1) ** 2
+    assert abs(grad.value - value) < 1e-12
+    assert grad.derivative("param.e") == grad.gradient[5]
+
+
+def test_solve_releases_the_gil():
+    """While a long solve runs on another thread, this thread runs Python:
+    the solve holds no GIL (with it held, the loop below would stall for the
+    whole solve)."""
+    import threading
+    import time
+
+    chain = ia.Model.ready("particle-chain", size=8)
+    worker = threading.Thread(
+        target=lambda: chain.simulate(t_end=20.0, solver={"method": "rk4", "dt": 1e-4})
+    )
+    start = time.perf_counter()
+    worker.start()
+    turns = 0
+    while worker.is_alive():
+        turns += 1
+    elapsed = time.perf_counter() - start
+    assert elapsed > 0.05, f"the solve took {elapsed} s: too short to tell"
+    # Released: millions of turns a second; held: none during the solve (a
+    # Python worker that yields the GIL every 5 ms lets about 70,000 a second).
+    assert turns > 100_000, f"{turns} loop turns in {elapsed:.3f} s of solving"

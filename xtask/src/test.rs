@@ -1,0 +1,120 @@
+//! `cargo xtask test`: every test of the project, Rust then Python.
+//!
+//! 1. `cargo test --workspace` (the Rust crates; the Python extension
+//!    `crates/ia-py` is outside the workspace);
+//! 2. `cargo build -p ia-cli`: the command line, whose messages the Python
+//!    exceptions must repeat (the tests run it);
+//! 3. a virtual environment `py-venv` under the target directory with
+//!    maturin, numpy, jax and pytest from the package index (made once,
+//!    upgraded never: delete it to refresh);
+//! 4. the wheel (`pyproject.toml`: the crate `crates/ia-py` and the Python
+//!    half `python/impact_adjoint`) built by `maturin build --release` and
+//!    installed into it;
+//! 5. `pytest python/tests`.
+//!
+//! `--python` skips step 1. Each command is echoed before it runs; the
+//! first failure stops the task with its exit status.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// The packages the Python tests need, from the package index.
+const PYTHON_PACKAGES: &[&str] = &["maturin>=1.9,<2", "numpy", "jax", "pytest"];
+
+/// Runs the task; `args` are the task's arguments.
+pub fn run(root: &Path, target: &Path, args: &[String]) -> ExitCode {
+    let mut python_only = false;
+    for a in args {
+        match a.as_str() {
+            "--python" => python_only = true,
+            other => {
+                eprintln!("error: unknown argument '{other}' for test (valid: --python)");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    match steps(root, target, python_only) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn steps(root: &Path, target: &Path, python_only: bool) -> Result<(), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    if !python_only {
+        run_in(root, Command::new(&cargo).args(["test", "--workspace"]))?;
+    }
+    run_in(root, Command::new(&cargo).args(["build", "-p", "ia-cli"]))?;
+
+    let venv = target.join("py-venv");
+    let bin = venv.join("bin");
+    if !bin.join("python").is_file() {
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        run_in(root, Command::new(python).arg("-m").arg("venv").arg(&venv))?;
+        run_in(
+            root,
+            Command::new(bin.join("pip"))
+                .args(["install", "--quiet", "--upgrade"])
+                .args(PYTHON_PACKAGES),
+        )?;
+    }
+
+    let wheels = target.join("wheels");
+    let _ = std::fs::remove_dir_all(&wheels);
+    run_in(
+        root,
+        Command::new(bin.join("maturin"))
+            .args(["build", "--release", "--out"])
+            .arg(&wheels)
+            .env("CARGO_TARGET_DIR", target),
+    )?;
+    let wheel = std::fs::read_dir(&wheels)
+        .map_err(|e| format!("no wheel in {}: {e}", wheels.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .ok_or_else(|| format!("maturin left no wheel in {}", wheels.display()))?;
+    run_in(
+        root,
+        Command::new(bin.join("pip"))
+            .args(["install", "--quiet", "--force-reinstall", "--no-deps"])
+            .arg(&wheel),
+    )?;
+    run_in(
+        root,
+        Command::new(bin.join("python"))
+            .args(["-m", "pytest", "python/tests"])
+            .env("IMPACT_ADJOINT_BIN", cli_binary(target))
+            .env("CARGO_TARGET_DIR", target),
+    )
+}
+
+/// The command line's binary as `cargo build -p ia-cli` leaves it.
+fn cli_binary(target: &Path) -> PathBuf {
+    target.join("debug").join("impact-adjoint")
+}
+
+/// Runs `command` in `dir`, echoing it; an error unless it exits 0.
+fn run_in(dir: &Path, command: &mut Command) -> Result<(), String> {
+    command.current_dir(dir);
+    let shown = format!(
+        "{} {}",
+        command.get_program().to_string_lossy(),
+        command
+            .get_args()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    eprintln!("> {shown}");
+    let status = command
+        .status()
+        .map_err(|e| format!("could not start `{shown}`: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{shown}` failed ({status})"))
+    }
+}
