@@ -24,7 +24,8 @@
 //! states (`s n` floats for each step of the segment being replayed) for
 //! the backward step, which would otherwise form them again: a replayed
 //! step costs the same rate evaluations as a kept one. The per-step entries (mode, start time, size) stay on
-//! the tape: 24 bytes a step against `8 n` for a kept state.
+//! the tape: 16 bytes a step (start time and size; the mode and whether
+//! its state is kept are derived) against `8 n` for a kept state.
 //!
 //! It is on by default with a bound that small runs never reach
 //! ([`AUTOMATIC_CHECKPOINT_FLOATS`]): they keep every step's state and
@@ -61,75 +62,56 @@ pub struct AdjointOptions {
     pub checkpoints: Option<usize>,
 }
 
-/// Where a step's start state is kept, if it is.
-const NOT_KEPT: u32 = u32::MAX;
-
 /// One entry of the forward tape, in forward order, as the passes read it.
+/// A step's mode and whether its start state is kept are not stored: the
+/// mode changes only at events (the transition's target), and with one kept
+/// state every `stride` steps, step number `m` is kept state `m / stride`
+/// when `m` is a multiple of it.
 #[derive(Clone, Copy, Debug)]
 enum TapeEntry {
-    /// An accepted step; its start state is kept state number `slot` (`n`
-    /// floats at `slot * n` in the state store), or [`NOT_KEPT`]
-    /// (checkpointing).
-    Step {
-        mode: u32,
-        t0: f64,
-        h: f64,
-        slot: u32,
-    },
+    /// An accepted step from `t0` of size `h`.
+    Step { t0: f64, h: f64 },
     /// Event `index` of the run (its data in [`Tape::events`]).
-    Event { index: u32 },
+    Event { index: usize },
     /// Observation `index`.
-    Observation { index: u32 },
+    Observation { index: usize },
 }
 
-/// A [`TapeEntry`] in 24 bytes (the enum takes 32): a long run tapes
-/// millions of steps, and this is most of the tape's memory. `tag` is the
-/// step's mode, or [`PackedEntry::EVENT`] or [`PackedEntry::OBSERVATION`]
-/// with the index in `slot`.
+/// A [`TapeEntry`] in 16 bytes: a long run tapes millions of steps, and this
+/// is most of the tape's memory. A step is its `(t0, h)`; an event or an
+/// observation has a NaN `h` with a payload naming which (a step's size is
+/// never NaN: the integrator ends a run on a non-finite value) and its
+/// index in the bits of `t0`.
 #[derive(Clone, Copy, Debug)]
 struct PackedEntry {
     t0: f64,
     h: f64,
-    tag: u32,
-    slot: u32,
 }
 
 impl PackedEntry {
-    const EVENT: u32 = u32::MAX;
-    const OBSERVATION: u32 = u32::MAX - 1;
+    const EVENT: u64 = 0x7ff8_0000_0000_0e0e;
+    const OBSERVATION: u64 = 0x7ff8_0000_0000_0b0b;
 
     fn pack(entry: TapeEntry) -> Self {
+        let marker = |tag: u64, index: usize| Self {
+            t0: f64::from_bits(index as u64),
+            h: f64::from_bits(tag),
+        };
         match entry {
-            TapeEntry::Step { mode, t0, h, slot } => Self {
-                t0,
-                h,
-                tag: mode,
-                slot,
-            },
-            TapeEntry::Event { index } => Self {
-                t0: 0.0,
-                h: 0.0,
-                tag: Self::EVENT,
-                slot: index,
-            },
-            TapeEntry::Observation { index } => Self {
-                t0: 0.0,
-                h: 0.0,
-                tag: Self::OBSERVATION,
-                slot: index,
-            },
+            TapeEntry::Step { t0, h } => Self { t0, h },
+            TapeEntry::Event { index } => marker(Self::EVENT, index),
+            TapeEntry::Observation { index } => marker(Self::OBSERVATION, index),
         }
     }
 
     fn unpack(self) -> TapeEntry {
-        match self.tag {
-            Self::EVENT => TapeEntry::Event { index: self.slot },
-            Self::OBSERVATION => TapeEntry::Observation { index: self.slot },
-            mode => TapeEntry::Step {
-                mode,
+        let index = self.t0.to_bits() as usize;
+        match self.h.to_bits() {
+            Self::EVENT => TapeEntry::Event { index },
+            Self::OBSERVATION => TapeEntry::Observation { index },
+            _ => TapeEntry::Step {
                 t0: self.t0,
                 h: self.h,
-                slot: self.slot,
             },
         }
     }
@@ -141,18 +123,33 @@ impl PackedEntry {
 struct TapeEvent {
     time: f64,
     transition: u32,
-    cascade_of: Option<u32>,
+    /// The located event that started its cascade, or [`TapeEvent::LOCATED`].
+    cascade_of: u32,
+    /// Steps taken before it.
+    steps_before: u64,
 }
 
-/// An index that fits the tape's 32-bit fields (a mode, a transition, an
-/// event or observation index, a kept state's number).
+impl TapeEvent {
+    const LOCATED: u32 = u32::MAX;
+}
+
+/// Where a backward pass starts: a tape position and the number of steps
+/// taped before it (ordered by position).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Cursor {
+    position: usize,
+    steps: usize,
+}
+
+/// An index that fits the tape's 32-bit fields (a transition, the event
+/// that started a cascade).
 fn narrow(index: usize, what: &str) -> Result<u32, HybridError> {
     u32::try_from(index)
         .ok()
-        .filter(|&i| i < PackedEntry::OBSERVATION)
+        .filter(|&i| i < TapeEvent::LOCATED)
         .ok_or_else(|| {
             HybridError::Unsupported(format!(
-                "the adjoint's tape holds fewer than 2^32 - 2 of each kind of entry; {what} {index} is past that (shorten the run)"
+                "the adjoint's tape numbers transitions and events in 32 bits; {what} {index} is past that (shorten the run)"
             ))
         })
 }
@@ -160,14 +157,16 @@ fn narrow(index: usize, what: &str) -> Result<u32, HybridError> {
 /// Records the forward pass (an [`Observer`] of the run).
 pub(crate) struct Tape {
     entries: Vec<PackedEntry>,
+    /// The kept start states, `n` floats each: step number `m` is kept
+    /// state `m / stride` when `m` is a multiple of `stride`.
     states: Vec<f64>,
-    /// With checkpointing: at most `2 K` kept states, one every `stride`
-    /// steps.
     /// `K` as asked, or `None` for the automatic one (known once the state
-    /// dimension is).
+    /// dimension is): at most `2 K` kept states.
     checkpoints: Option<usize>,
     stride: usize,
     steps: usize,
+    /// The mode of the first step.
+    first_mode: usize,
     /// Every event of the run, by index, whatever its trajectory records
     /// ([`ia_events::EventRecording`]): what the backward pass transposes.
     events: Vec<TapeEvent>,
@@ -176,12 +175,13 @@ pub(crate) struct Tape {
     event_states: Vec<f64>,
     /// Where each event's entry is in `entries`, by event index.
     event_positions: Vec<usize>,
-    /// Where each observation's entry is in `entries`, by observation index.
-    observation_positions: Vec<usize>,
+    /// Where each observation's entry is in `entries`, and the steps before
+    /// it, by observation index.
+    observation_cursors: Vec<Cursor>,
 }
 
 impl Default for Tape {
-    /// The full tape.
+    /// The tape with the default (automatic) checkpointing.
     fn default() -> Self {
         Self::new(&AdjointOptions::default())
     }
@@ -189,22 +189,13 @@ impl Default for Tape {
 
 impl Observer for Tape {
     fn step_taken(&mut self, _run: RunContext<'_>, mode: usize, t0: f64, h: f64, y0: &[f64]) {
+        if self.steps == 0 {
+            self.first_mode = mode;
+        }
         let keep = self.steps % self.stride == 0;
         self.steps += 1;
-        // The number of kept states stays below 2 K + 1 < 2^31 with
-        // checkpointing (K is clamped), and the mode count is tiny; the
-        // full tape runs out of memory long before 2^32 steps.
-        let slot = if keep {
-            (self.states.len() / y0.len().max(1)) as u32
-        } else {
-            NOT_KEPT
-        };
-        self.entries.push(PackedEntry::pack(TapeEntry::Step {
-            mode: mode as u32,
-            t0,
-            h,
-            slot,
-        }));
+        self.entries
+            .push(PackedEntry::pack(TapeEntry::Step { t0, h }));
         if keep {
             self.states.extend_from_slice(y0);
             self.thin(y0.len());
@@ -212,15 +203,18 @@ impl Observer for Tape {
     }
 
     fn event(&mut self, _run: RunContext<'_>, jump: &EventJump<'_>) -> Result<(), HybridError> {
-        record_position(&mut self.event_positions, jump.index, self.entries.len());
-        let index = narrow(jump.index, "event")?;
-        self.entries
-            .push(PackedEntry::pack(TapeEntry::Event { index }));
         debug_assert_eq!(jump.index, self.events.len(), "events arrive in order");
+        self.event_positions.push(self.entries.len());
+        self.entries
+            .push(PackedEntry::pack(TapeEntry::Event { index: jump.index }));
         self.events.push(TapeEvent {
             time: jump.time,
             transition: narrow(jump.transition, "transition")?,
-            cascade_of: jump.cascade_of.map(|c| narrow(c, "event")).transpose()?,
+            cascade_of: match jump.cascade_of {
+                Some(root) => narrow(root, "event")?,
+                None => TapeEvent::LOCATED,
+            },
+            steps_before: self.steps as u64,
         });
         self.event_states.extend_from_slice(jump.state_before);
         self.event_states.extend_from_slice(jump.state_after);
@@ -228,21 +222,14 @@ impl Observer for Tape {
     }
 
     fn observed(&mut self, _run: RunContext<'_>, index: usize, _time: f64, _y: &[f64]) {
-        record_position(&mut self.observation_positions, index, self.entries.len());
-        // Observation times are a list the caller passed: far fewer than
-        // 2^32.
-        self.entries.push(PackedEntry::pack(TapeEntry::Observation {
-            index: index as u32,
-        }));
+        debug_assert_eq!(index, self.observation_cursors.len(), "in order");
+        self.observation_cursors.push(Cursor {
+            position: self.entries.len() + 1,
+            steps: self.steps,
+        });
+        self.entries
+            .push(PackedEntry::pack(TapeEntry::Observation { index }));
     }
-}
-
-/// Notes that output `index` sits at `position` on the tape.
-fn record_position(positions: &mut Vec<usize>, index: usize, position: usize) {
-    if positions.len() <= index {
-        positions.resize(index + 1, usize::MAX);
-    }
-    positions[index] = position;
 }
 
 impl Tape {
@@ -254,10 +241,11 @@ impl Tape {
             checkpoints: options.checkpoints.map(|k| k.clamp(1, MAX_CHECKPOINTS)),
             stride: 1,
             steps: 0,
+            first_mode: 0,
             events: Vec::new(),
             event_states: Vec::new(),
             event_positions: Vec::new(),
-            observation_positions: Vec::new(),
+            observation_cursors: Vec::new(),
         }
     }
 
@@ -271,31 +259,26 @@ impl Tape {
         if self.states.len() <= 2 * k * n {
             return;
         }
-        let stride = 2 * self.stride;
-        let mut kept = 0;
-        let mut step = 0;
-        for entry in &mut self.entries {
-            if let TapeEntry::Step { slot, .. } = entry.unpack() {
-                if slot != NOT_KEPT {
-                    if step % stride == 0 {
-                        let from = slot as usize * n;
-                        self.states.copy_within(from..from + n, kept * n);
-                        entry.slot = kept as u32;
-                        kept += 1;
-                    } else {
-                        entry.slot = NOT_KEPT;
-                    }
-                }
-                step += 1;
-            }
+        let kept = self.states.len() / n;
+        for slot in 0..kept.div_ceil(2) {
+            self.states
+                .copy_within(2 * slot * n..(2 * slot + 1) * n, slot * n);
         }
-        self.states.truncate(kept * n);
-        self.stride = stride;
+        self.states.truncate(kept.div_ceil(2) * n);
+        self.stride *= 2;
+    }
+
+    /// The kept start state of step number `step`, if it is kept.
+    fn kept_state(&self, step: usize, n: usize) -> Option<&[f64]> {
+        (step % self.stride == 0).then(|| {
+            let at = step / self.stride * n;
+            &self.states[at..at + n]
+        })
     }
 
     /// Number of floats held (the memory of the reverse pass).
     pub(crate) fn stored_floats(&self) -> usize {
-        self.states.len() + 4 * self.entries.len() + self.event_states.len() + 3 * self.events.len()
+        self.states.len() + 2 * self.entries.len() + self.event_states.len() + 3 * self.events.len()
     }
 
     /// Event `index` as the saltation layer reads it.
@@ -308,32 +291,46 @@ impl Tape {
             time: e.time,
             state_before: &states[..n],
             state_after: &states[n..],
-            cascade_of: e.cascade_of.map(|c| c as usize),
+            cascade_of: (e.cascade_of != TapeEvent::LOCATED).then_some(e.cascade_of as usize),
+        }
+    }
+
+    /// The mode of the steps just before tape `position`: the target of the
+    /// last event before it, or the first step's.
+    fn mode_before(&self, system: &HybridSystem, position: usize) -> usize {
+        match self.event_positions.partition_point(|&p| p < position) {
+            0 => self.first_mode,
+            k => system.transitions()[self.events[k - 1].transition as usize].to,
         }
     }
 
     /// Where the backward pass of a row seeding event `k` alone starts: just
     /// after that event's entry (the steps after it do not move its time).
     /// The whole tape if the event is not on it.
-    pub(crate) fn event_end(&self, k: usize) -> usize {
-        self.end_after(&self.event_positions, k)
+    pub(crate) fn event_end(&self, k: usize) -> Cursor {
+        match (self.event_positions.get(k), self.events.get(k)) {
+            (Some(&p), Some(e)) => Cursor {
+                position: p + 1,
+                steps: e.steps_before as usize,
+            },
+            _ => self.end(),
+        }
     }
 
     /// Where the backward pass of a row seeding observation `k` alone
     /// starts: just after that observation's entry.
-    pub(crate) fn observation_end(&self, k: usize) -> usize {
-        self.end_after(&self.observation_positions, k)
+    pub(crate) fn observation_end(&self, k: usize) -> Cursor {
+        self.observation_cursors
+            .get(k)
+            .copied()
+            .unwrap_or_else(|| self.end())
     }
 
     /// The whole tape: where a pass that seeds the final state starts.
-    pub(crate) fn end(&self) -> usize {
-        self.entries.len()
-    }
-
-    fn end_after(&self, positions: &[usize], k: usize) -> usize {
-        match positions.get(k) {
-            Some(&p) if p < self.entries.len() => p + 1,
-            _ => self.entries.len(),
+    pub(crate) fn end(&self) -> Cursor {
+        Cursor {
+            position: self.entries.len(),
+            steps: self.steps,
         }
     }
 }
@@ -415,10 +412,10 @@ impl<'a> Backward<'a> {
     }
 
     /// Makes sure `self.replay` holds the stage states of the step at tape
-    /// `position` (whose start state was not kept): if not, replays the
-    /// segment from the last kept state before it up to it, keeping `s n`
-    /// floats per tape entry from `replay_from` on.
-    fn replay_segment(&mut self, tape: &Tape, position: usize) {
+    /// `position`, step number `step` in `mode`, whose start state was not
+    /// kept: if not, replays the segment from the last kept state before it
+    /// up to it, keeping `s n` floats per tape entry from `replay_from` on.
+    fn replay_segment(&mut self, tape: &Tape, position: usize, step: usize, mut mode: usize) {
         let n = self.n;
         let width = self.tableau.solution_stages() * n;
         if self.replay_from <= position
@@ -426,26 +423,35 @@ impl<'a> Backward<'a> {
         {
             return;
         }
-        let start = tape.entries[..position]
-            .iter()
-            .rposition(|e| matches!(e.unpack(), TapeEntry::Step { slot, .. } if slot != NOT_KEPT))
-            .expect("the first step's state is always kept");
-        let TapeEntry::Step { slot, .. } = tape.entries[start].unpack() else {
-            unreachable!("a kept state belongs to a step")
-        };
-        let offset = slot as usize * n;
+        // Back to the kept step, `step % stride` steps earlier, taking the
+        // mode back across the events on the way.
+        let mut start = position;
+        let mut to_go = step % tape.stride;
+        while to_go > 0 {
+            start -= 1;
+            match tape.entries[start].unpack() {
+                TapeEntry::Step { .. } => to_go -= 1,
+                TapeEntry::Event { index } => {
+                    mode = self.system.transitions()[tape.events[index].transition as usize].from;
+                }
+                TapeEntry::Observation { .. } => {}
+            }
+        }
+        let kept = tape
+            .kept_state(step - step % tape.stride, n)
+            .expect("a multiple of the stride is kept");
         self.replay.clear();
         self.replay_from = start;
         let mut y = std::mem::take(&mut self.replay_state);
         let mut next = std::mem::take(&mut self.replay_next);
         y.clear();
-        y.extend_from_slice(&tape.states[offset..offset + n]);
+        y.extend_from_slice(kept);
         next.resize(n, 0.0);
         let (tab, params) = (self.tableau, self.params);
         for entry in &tape.entries[start..=position] {
             match entry.unpack() {
-                TapeEntry::Step { mode, t0, h, .. } => {
-                    let flow = &self.system.modes()[mode as usize].flow;
+                TapeEntry::Step { t0, h } => {
+                    let flow = &self.system.modes()[mode].flow;
                     tab.stages(
                         &mut |t, y, out| flow.rate(t, y, params, out),
                         t0,
@@ -463,7 +469,9 @@ impl<'a> Backward<'a> {
                 }
                 TapeEntry::Event { index } => {
                     self.replay.resize(self.replay.len() + width, 0.0);
-                    y.copy_from_slice(tape.event(index as usize).state_after);
+                    let event = tape.event(index);
+                    y.copy_from_slice(event.state_after);
+                    mode = self.system.transitions()[event.transition].to;
                 }
                 TapeEntry::Observation { .. } => {
                     self.replay.resize(self.replay.len() + width, 0.0);
@@ -485,9 +493,9 @@ impl<'a> Backward<'a> {
         self.gradient_from(tape, trajectory, seeds, tape.end())
     }
 
-    /// Runs the backward pass from position `end` of `tape` (its first
-    /// `end` entries, in reverse) with `seeds`, which must seed nothing
-    /// after that position (no final-state seed unless `end` is the whole
+    /// Runs the backward pass from cursor `end` of `tape` (its entries
+    /// before that position, in reverse) with `seeds`, which must seed
+    /// nothing after it (no final-state seed unless `end` is the whole
     /// tape, [`Tape::end`]); returns `(dL/dx0, dL/dp)`. The entries after
     /// `end` would only carry a zero adjoint, so the result is that of the
     /// whole pass, at the cost of the steps before the seeded output.
@@ -496,9 +504,10 @@ impl<'a> Backward<'a> {
         tape: &Tape,
         trajectory: &Trajectory,
         seeds: &LossSeeds,
-        end: usize,
+        end: Cursor,
     ) -> Result<(Vec<f64>, Vec<f64>), HybridError> {
-        let end = end.min(tape.entries.len());
+        let (end, mut step) = (end.position.min(tape.entries.len()), end.steps);
+        let mut mode = tape.mode_before(self.system, end);
         let first_recorded = trajectory.stats.events - trajectory.events.len();
         let mut lambda = seeds.final_state.clone();
         let mut param_bar = vec![0.0; self.system.param_dim()];
@@ -507,26 +516,20 @@ impl<'a> Backward<'a> {
         let mut cascade_time_bar = 0.0;
         self.replay.clear();
         self.replay_from = usize::MAX;
-        for (reversed, entry) in tape.entries[..end]
-            .iter()
-            .rev()
-            .enumerate()
-            .map(|(i, e)| (i + tape.entries.len() - end, e))
-        {
-            let entry = entry.unpack();
+        for position in (0..end).rev() {
+            let entry = tape.entries[position].unpack();
             let time = match entry {
                 TapeEntry::Step { t0, .. } => t0,
-                TapeEntry::Event { index } => tape.events[index as usize].time,
-                TapeEntry::Observation { index } => trajectory.observations[index as usize].time,
+                TapeEntry::Event { index } => tape.events[index].time,
+                TapeEntry::Observation { index } => trajectory.observations[index].time,
             };
             match entry {
                 TapeEntry::Observation { index } => {
-                    for (l, s) in lambda.iter_mut().zip(&seeds.observations[index as usize]) {
+                    for (l, s) in lambda.iter_mut().zip(&seeds.observations[index]) {
                         *l += s;
                     }
                 }
                 TapeEntry::Event { index } => {
-                    let index = index as usize;
                     // The seeds follow the recorded events, the last ones of
                     // the run when not all are kept.
                     let time_seed = index
@@ -534,23 +537,22 @@ impl<'a> Backward<'a> {
                         .and_then(|k| seeds.event_times.get(k))
                         .copied()
                         .unwrap_or(0.0);
+                    let event = tape.event(index);
                     self.event(
-                        tape.event(index),
+                        event,
                         time_seed,
                         &mut cascade_time_bar,
                         &mut lambda,
                         &mut param_bar,
                     );
+                    mode = self.system.transitions()[event.transition].from;
                 }
-                TapeEntry::Step { mode, t0, h, slot } => {
-                    let mode = mode as usize;
-                    if slot != NOT_KEPT {
-                        let offset = slot as usize * self.n;
-                        let y0 = &tape.states[offset..offset + self.n];
+                TapeEntry::Step { t0, h } => {
+                    step -= 1;
+                    if let Some(y0) = tape.kept_state(step, self.n) {
                         self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
                     } else {
-                        let position = tape.entries.len() - 1 - reversed;
-                        self.replay_segment(tape, position);
+                        self.replay_segment(tape, position, step, mode);
                         let width = self.stage_states.len();
                         let at = (position - self.replay_from) * width;
                         self.stage_states

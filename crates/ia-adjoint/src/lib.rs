@@ -529,7 +529,7 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
             let m = wrt.len();
             // Each row's pass starts at the output it seeds: an event's or an
             // observation's pass covers only the steps before it.
-            let mut row = |seeds: &LossSeeds, end: usize| {
+            let mut row = |seeds: &LossSeeds, end: adjoint::Cursor| {
                 let (dx0, dp) = backward.gradient_from(&tape, &trajectory, seeds, end)?;
                 Ok::<_, HybridError>(dx0.into_iter().chain(dp).collect::<Vec<f64>>())
             };
