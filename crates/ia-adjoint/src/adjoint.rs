@@ -23,9 +23,9 @@
 //! gradient is the full tape's exactly. The replay keeps each step's stage
 //! states (`s n` floats for each step of the segment being replayed) for
 //! the backward step, which would otherwise form them again: a replayed
-//! step costs the same rate evaluations as a kept one. The per-step entries (mode, start time, size) stay on
-//! the tape: 16 bytes a step (start time and size; the mode and whether
-//! its state is kept are derived) against `8 n` for a kept state.
+//! step costs the same rate evaluations as a kept one. The per-step entries
+//! stay on the tape: 16 bytes a step (start time and size; the mode and
+//! whether its state is kept are derived) against `8 n` for a kept state.
 //!
 //! It is on by default with a bound that small runs never reach
 //! ([`AUTOMATIC_CHECKPOINT_FLOATS`]): they keep every step's state and
