@@ -1,8 +1,9 @@
 //! Reverse mode: the discrete adjoint of the steps the forward pass took.
 //!
-//! The forward pass stores, for every accepted step, its mode, start time,
-//! size and start state (n numbers per step: the memory of a long run grows
-//! as `steps x n` floats, plus the event records). The backward pass walks
+//! The forward pass stores, for every accepted step, its start time, size
+//! and (see checkpointing below) start state, and for every event its
+//! transition, time, cascade root and the states before and after its
+//! reset. The backward pass walks
 //! the tape in reverse: each Runge-Kutta step's stages are recomputed from
 //! its start state and the step is transposed exactly (the step size held
 //! fixed), each event applies `lambda- = Xi^T lambda+` and
