@@ -51,26 +51,21 @@ fn assert_last_events(lean: &Sensitivities, full: &Sensitivities, kept: usize, w
     );
 }
 
+/// Every catalogue model's default run.
 #[rstest]
 fn recording_changes_what_is_kept_not_what_is_computed(
-    #[values(
-        "ball1d",
-        "ball2d-flat",
-        "two-ball",
-        "lif",
-        "lif-network",
-        "thermostat",
-        "impact-pendulum",
-        "rimless-wheel",
-        "particle-chain"
-    )]
-    name: &str,
     #[values(Method::Forward, Method::Adjoint)] method: Method,
 ) {
-    let model = ia_models::by_name(name).unwrap();
+    for model in ia_models::catalog() {
+        recorded_or_not(model.as_ref(), method);
+    }
+}
+
+fn recorded_or_not(model: &dyn Model, method: Method) {
+    let name = model.name();
     let system = model.system();
     let spec = model.spec();
-    let base = default_problem(model.as_ref(), &system, SolverChoice::dopri5(1e-10))
+    let base = default_problem(model, &system, SolverChoice::dopri5(1e-10))
         .with_observations(vec![spec.t_end / 3.0]);
     let full = jacobian(&recording(base.clone(), EventRecording::All), method).unwrap();
     assert!(
