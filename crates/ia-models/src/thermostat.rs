@@ -121,6 +121,18 @@ impl Flow for Room {
         out.p[(0, TOUT)] = p[A];
     }
 
+    /// `S' = f_T S + [0 | f_p]` for the 1 x 6 sensitivity `(T0, a, b, Tout,
+    /// Tlo, Thi)`.
+    fn sensitivity_rate(&self, _t: f64, x: &[f64], p: &[f64], s: &[f64], ds: &mut [f64]) -> bool {
+        for (d, v) in ds.iter_mut().zip(s) {
+            *d = -p[A] * v;
+        }
+        ds[1 + A] -= x[0] - p[TOUT];
+        ds[1 + B] += self.heat();
+        ds[1 + TOUT] += p[A];
+        true
+    }
+
     fn jacobian_vector_product(
         &self,
         _t: f64,
@@ -221,6 +233,14 @@ mod tests {
                 assert_eq!(x_bar[0], want.x[(0, 0)] * v[0]);
                 for (j, got) in p_bar.iter().enumerate() {
                     assert_eq!(*got, 0.5 + want.p[(0, j)] * v[0], "p_bar[{j}]");
+                }
+                // The variational rate of a 1 x 6 sensitivity.
+                let sens = [0.3, -1.1, 0.7, 2.0, -0.4, 0.9];
+                let mut ds = [0.0; 6];
+                assert!(room.sensitivity_rate(0.0, &x, &p, &sens, &mut ds));
+                for (j, d) in ds.iter().enumerate() {
+                    let fp = if j == 0 { 0.0 } else { want.p[(0, j - 1)] };
+                    assert_eq!(*d, want.x[(0, 0)] * sens[j] + fp, "ds[{j}]");
                 }
                 for param in [None, Some(0), Some(1), Some(2), Some(3), Some(4)] {
                     let dx = [0.25];
