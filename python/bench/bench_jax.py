@@ -8,7 +8,9 @@
    (a ``pure_callback`` for the forward outputs, one for the backward pass);
 3. the same gradient by Diffrax's restart pattern (``value_and_grad``; the
    peer script ``bench/peers/jax_ball2d.py``), when diffrax is installed;
-4. ``jax.vmap`` of the jitted gradient over 1,000 parameter sets against a
+4. the floor of 2.: a jitted function of two ``pure_callback``s that do
+   nothing;
+5. ``jax.vmap`` of the jitted gradient over 1,000 parameter sets against a
    Python loop of 1,000 single jitted calls.
 
 Each figure is the median over 7 repeats of the per-call time of a loop
@@ -87,8 +89,17 @@ def main():
     gx, gp = grad(x0, params)
     assert np.array_equal(np.concatenate([gx, gp]), lib), "jax.grad differs from model.gradient"
 
+    # The floor JAX sets: a jitted function making two pure_callbacks that
+    # do nothing (the forward and backward calls of a jax.grad).
+    noop = jax.ShapeDtypeStruct((4,), jnp.float64)
+    two_callbacks = jax.jit(
+        lambda x: jax.pure_callback(np.asarray, noop, jax.pure_callback(np.asarray, noop, x))
+    )
+    floor = per_call(lambda: two_callbacks(x0))
+
     rows = [
         ("library gradient from Python (`model.gradient`)", library, "1.00x"),
+        ("two empty `jax.pure_callback`s in a jitted function", floor, f"{floor / library:.2f}x"),
         ("`jax.grad` through `impact_adjoint.jax` (jit, warm)", through_jax,
          f"{through_jax / library:.2f}x of the library call, +{fmt(through_jax - library)}"),
     ]
