@@ -19,7 +19,6 @@ same message. ``impact_adjoint.jax`` makes a run a JAX function whose
 from ._core import Model, models, __version__
 from ._errors import (
     Error,
-    MalformedJsonError,
     InvalidScenarioError,
     UnknownNameError,
     InvalidOptionError,
@@ -42,7 +41,6 @@ __all__ = [
     "Jacobian",
     "Gradient",
     "Error",
-    "MalformedJsonError",
     "InvalidScenarioError",
     "UnknownNameError",
     "InvalidOptionError",

@@ -2,7 +2,9 @@
 line prints (``error: <kind>: <message>``), each carrying the same message.
 
 Every class derives from :class:`Error`; those of bad input also derive from
-:class:`ValueError`. ``err.kind`` is the command line's kind.
+:class:`ValueError`. ``err.kind`` is the command line's kind. The command
+line's kinds ``malformed_json``, ``io`` and ``usage`` (reading files and
+arguments) have no class: no Python call produces them.
 """
 
 
@@ -10,12 +12,6 @@ class Error(Exception):
     """An error of impact_adjoint (its ``kind`` names which)."""
 
     kind = "error"
-
-
-class MalformedJsonError(Error, ValueError):
-    """Text that is not well-formed JSON (an equation model as a string)."""
-
-    kind = "malformed_json"
 
 
 class InvalidScenarioError(Error, ValueError):
@@ -97,7 +93,6 @@ class UnsupportedError(Error):
 ERRORS = {
     cls.kind: cls
     for cls in (
-        MalformedJsonError,
         InvalidScenarioError,
         UnknownNameError,
         InvalidOptionError,

@@ -165,3 +165,20 @@ def test_bad_inputs_raise():
     # library's message.
     with pytest.raises(Exception, match="parameter 'e' = 1.5"):
         jax.jit(run)(jnp.asarray(ball.default_state), jnp.array([9.81, 1.5, 0.7]))
+
+
+def test_32_bit_jax_is_refused():
+    """Without JAX's 64-bit mode the outputs would be rounded to float32:
+    solver() refuses, saying what to do."""
+    import subprocess
+    import sys
+
+    code = (
+        "import impact_adjoint as ia, impact_adjoint.jax as iajax\n"
+        "try:\n"
+        "    iajax.solver(ia.Model.ready('ball1d'), 1.0, max_events=2)\n"
+        "except ia.InvalidOptionError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert 'jax.config.update("jax_enable_x64", True)' in out.stdout, out.stdout + out.stderr
