@@ -437,13 +437,14 @@ pub fn unknown(kind: &str, name: &str, valid: &[String]) -> String {
 }
 
 /// The valid name nearest to `name` by edit distance, if it is within half
-/// the length of `name` (rounded up) edits.
+/// the length of `name` (rounded up) edits or starts with `name` (a name cut
+/// short).
 pub fn closest<'a>(name: &str, valid: &'a [String]) -> Option<&'a str> {
     let limit = name.chars().count().div_ceil(2).max(1);
     valid
         .iter()
         .map(|v| (edit_distance(name, v), v))
-        .filter(|(d, _)| *d <= limit)
+        .filter(|(d, v)| *d <= limit || (name.len() >= 2 && v.starts_with(name)))
         .min_by_key(|(d, _)| *d)
         .map(|(_, v)| v.as_str())
 }
