@@ -265,8 +265,8 @@ impl Program {
                 Op::Div(a, b) => g(a) / g(b),
                 Op::Neg(a) => -g(a),
                 Op::PowInt(a, k) => g(a).powi(k),
-                Op::PowConst(a, c) => g(a).powf(c),
-                Op::Pow(a, b) => g(a).powd(g(b)),
+                Op::PowConst(a, c) => pow_const(g(a), c),
+                Op::Pow(a, b) => pow(g(a), g(b)),
                 Op::Unary(f, a) => unary(f, g(a)),
                 Op::Binary(f, a, b) => binary(f, g(a), g(b)),
             };
@@ -301,10 +301,55 @@ fn unary<S: Scalar>(f: Function, a: S) -> S {
     }
 }
 
+/// `a^b` with a varying exponent: `exp(b ln a)` for `a > 0` (value set to
+/// the exact `powf`); for `a <= 0`, where `ln a` does not exist, the
+/// exponent is held at its value (`d(a^b)/db` is taken as 0, its limit at
+/// `a = 0`, `b > 0`; a negative base with a fractional exponent gives NaN,
+/// reported as a non-finite value).
+#[inline]
+fn pow<S: Scalar>(a: S, b: S) -> S {
+    if a.re() > 0.0 {
+        let w = (b * a.ln()).exp();
+        w - S::from(w.re()) + S::from(a.re().powf(b.re()))
+    } else {
+        pow_const(a, b.re())
+    }
+}
+
+/// `a^c` for a constant `c`, with the derivative `c a^(c-1)`. (num-dual
+/// 0.15 forms the value as `a^(c-3) a a a`, which is NaN at `a = 0`.) Where
+/// the derivative is not finite (`sqrt`-like powers at 0) the value is
+/// still exact for `f64` and the derivative is what num-dual gives.
+#[inline]
+fn pow_const<S: Scalar>(a: S, c: f64) -> S {
+    let x = a.re();
+    let slope = c * x.powf(c - 1.0);
+    if slope.is_finite() {
+        (a - S::from(x)) * slope + S::from(x.powf(c))
+    } else {
+        a.powf(c)
+    }
+}
+
+/// `atan2(a, b)` with the derivative `(b da - a db) / (a^2 + b^2)`
+/// everywhere but the origin. (num-dual 0.15 forms it as `atan(a / b)`,
+/// whose derivative is NaN where `b = 0`.) Of `atan(a / b)` and
+/// `-atan(b / a)`, which share that derivative, the one dividing by the
+/// larger argument is taken; the value is then set to the exact `atan2`.
+#[inline]
+fn atan2<S: Scalar>(a: S, b: S) -> S {
+    let slope = if b.re().abs() >= a.re().abs() {
+        (a / b).atan()
+    } else {
+        -(b / a).atan()
+    };
+    slope - S::from(slope.re()) + S::from(a.re().atan2(b.re()))
+}
+
 #[inline]
 fn binary<S: Scalar>(f: Function, a: S, b: S) -> S {
     match f {
-        Function::Atan2 => a.atan2(b),
+        Function::Atan2 => atan2(a, b),
         // On a tie the first argument is taken (value and derivative).
         Function::Min => {
             if b.re() < a.re() {
@@ -321,5 +366,177 @@ fn binary<S: Scalar>(f: Function, a: S, b: S) -> S {
             }
         }
         _ => unreachable!("unary functions"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{parse, Printed, Scope};
+    use ia_core::num_dual::Dual64;
+    use proptest::prelude::*;
+
+    /// Two states `x`, `y`, one parameter `k`, and `t`.
+    struct Names;
+    impl Scope for Names {
+        fn resolve(&self, name: &str) -> Option<Name> {
+            match name {
+                "x" => Some(Name::State(0)),
+                "y" => Some(Name::State(1)),
+                "k" => Some(Name::Param(0)),
+                "t" => Some(Name::Time),
+                _ => None,
+            }
+        }
+        fn names(&self) -> Vec<String> {
+            ["x", "y", "k", "t"].map(String::from).to_vec()
+        }
+    }
+
+    fn name_of(n: Name) -> &'static str {
+        match n {
+            Name::State(0) => "x",
+            Name::State(_) => "y",
+            Name::Param(_) => "k",
+            Name::Time => "t",
+            Name::Let(_) => unreachable!("no lets here"),
+        }
+    }
+
+    const POINT: (f64, [f64; 2], [f64; 1]) = (0.7, [0.9, -1.3], [2.1]);
+
+    /// The reference: value and derivative along `x` of the tree by the
+    /// rules of calculus, written directly on `f64` pairs (no dual-number
+    /// library, no compiler).
+    fn reference(e: &Expr) -> (f64, f64) {
+        let (t, x, p) = POINT;
+        match e {
+            Expr::Number(v) => (*v, 0.0),
+            Expr::Name(Name::Time) => (t, 0.0),
+            Expr::Name(Name::State(0)) => (x[0], 1.0),
+            Expr::Name(Name::State(i)) => (x[*i], 0.0),
+            Expr::Name(Name::Param(i)) => (p[*i], 0.0),
+            Expr::Name(Name::Let(_)) => unreachable!("no lets here"),
+            Expr::Neg(a) => {
+                let (v, d) = reference(a);
+                (-v, -d)
+            }
+            Expr::Binary(op, a, b) => {
+                let ((u, du), (v, dv)) = (reference(a), reference(b));
+                match op {
+                    BinaryOp::Add => (u + v, du + dv),
+                    BinaryOp::Sub => (u - v, du - dv),
+                    BinaryOp::Mul => (u * v, du * v + u * dv),
+                    BinaryOp::Div => (u / v, (du * v - u * dv) / (v * v)),
+                    BinaryOp::Pow => {
+                        let w = u.powf(v);
+                        // d(u^v) = v u^(v-1) du + u^v ln(u) dv
+                        let dw = v * u.powf(v - 1.0) * du
+                            + if dv == 0.0 { 0.0 } else { w * u.ln() * dv };
+                        (w, dw)
+                    }
+                }
+            }
+            Expr::Call(f, args) => {
+                let (u, du) = reference(&args[0]);
+                match f {
+                    Function::Sin => (u.sin(), u.cos() * du),
+                    Function::Cos => (u.cos(), -u.sin() * du),
+                    Function::Tan => (u.tan(), du / (u.cos() * u.cos())),
+                    Function::Exp => (u.exp(), u.exp() * du),
+                    Function::Log => (u.ln(), du / u),
+                    Function::Sqrt => (u.sqrt(), du / (2.0 * u.sqrt())),
+                    Function::Abs => (u.abs(), if u < 0.0 { -du } else { du }),
+                    Function::Tanh => (u.tanh(), (1.0 - u.tanh() * u.tanh()) * du),
+                    Function::Atan2 | Function::Min | Function::Max => {
+                        let (v, dv) = reference(&args[1]);
+                        match f {
+                            Function::Atan2 => (u.atan2(v), (v * du - u * dv) / (u * u + v * v)),
+                            Function::Min if v < u => (v, dv),
+                            Function::Min => (u, du),
+                            Function::Max if v > u => (v, dv),
+                            _ => (u, du),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn tree() -> impl Strategy<Value = Expr> {
+        let leaf = prop_oneof![
+            (0.1f64..3.0).prop_map(Expr::Number),
+            (0u32..4).prop_map(|k| Expr::Number(f64::from(k))),
+            Just(Expr::Name(Name::State(0))),
+            Just(Expr::Name(Name::State(1))),
+            Just(Expr::Name(Name::Param(0))),
+            Just(Expr::Name(Name::Time)),
+        ];
+        leaf.prop_recursive(5, 40, 2, |inner| {
+            let ops = prop_oneof![
+                Just(BinaryOp::Add),
+                Just(BinaryOp::Sub),
+                Just(BinaryOp::Mul),
+                Just(BinaryOp::Div),
+                Just(BinaryOp::Pow),
+            ];
+            let functions = proptest::sample::select(Function::ALL.to_vec());
+            prop_oneof![
+                inner.clone().prop_map(|a| Expr::Neg(Box::new(a))),
+                (ops, inner.clone(), inner.clone()).prop_map(|(op, a, b)| Expr::Binary(
+                    op,
+                    Box::new(a),
+                    Box::new(b)
+                )),
+                (functions, inner.clone(), inner).prop_map(|(f, a, b)| {
+                    let args = if f.arity() == 2 { vec![a, b] } else { vec![a] };
+                    Expr::Call(f, args)
+                }),
+            ]
+        })
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-10 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Printed, parsed back and compiled, a random tree gives the value
+        /// and the derivative of the reference.
+        #[test]
+        fn compiled_trees_match_the_reference(e in tree()) {
+            let text = Printed { expr: &e, names: &name_of }.to_string();
+            let parsed = parse(&text, &Names).unwrap();
+            prop_assert_eq!(&parsed, &e, "{}", text);
+            let (value, derivative) = reference(&e);
+            // Outside the domain (log of a negative number, 0/0, overflow)
+            // the comparison says nothing.
+            prop_assume!(value.is_finite() && derivative.is_finite());
+            prop_assume!(value.abs() < 1e8 && derivative.abs() < 1e8);
+            let mut c = Compiler::new(2, 1, &[]);
+            c.output(&e);
+            let program = c.finish();
+            let (t, x, p) = POINT;
+            let v = program.eval_one(t, &x, &p);
+            prop_assert!(close(v, value), "{}: {} vs {}", text, v, value);
+            let xd = [Dual64::new(x[0], 1.0), Dual64::from_re(x[1])];
+            let d = program.eval_one(Dual64::from_re(t), &xd, &[Dual64::from_re(p[0])]);
+            prop_assert!(close(d.re, value), "{}: {} vs {}", text, d.re, value);
+            prop_assert!(close(d.eps, derivative), "{}: d/dx {} vs {}", text, d.eps, derivative);
+        }
+
+        /// Garbage of expression characters never panics the parser.
+        #[test]
+        fn garbage_never_panics(text in "[-+*/^(),. 0-9a-zA-Z_eé#]{0,60}") {
+            let _ = parse(&text, &Names);
+        }
+
+        /// Nor does any text at all.
+        #[test]
+        fn any_text_never_panics(text in any::<String>()) {
+            let _ = parse(&text, &Names);
+        }
     }
 }

@@ -112,3 +112,14 @@ fn every_mistake_has_its_message(#[case] json: String, #[case] message: &str) {
     let err = EquationModel::from_json_str(&json).unwrap_err();
     assert_eq!(err.to_string(), message);
 }
+
+proptest::proptest! {
+    /// Any text, as a whole model or as an expression in one, is an error or
+    /// a model, never a panic.
+    #[test]
+    fn garbage_never_panics(text in "\\PC{0,80}", expression in "[-+*/^(),. 0-9a-z_]{0,40}") {
+        let _ = EquationModel::from_json_str(&text);
+        let _ = EquationModel::from_json_str(&ball(&expression, "y", "flight", r#""vy": "-e * vy""#));
+        let _ = EquationModel::from_json_str(&ball("-g", &expression, "flight", ""));
+    }
+}
