@@ -33,7 +33,7 @@
 
 use crate::saltation::{EventAt, SaltationWorkspace};
 use ia_core::{FlowPartials, HybridError, HybridSystem, Trajectory};
-use ia_events::{Augmentation, ButcherTableau, EventJump};
+use ia_events::{ButcherTableau, EventJump, Observer, RunContext};
 
 /// With [`AdjointOptions::checkpoints`] left `None`, the tape keeps
 /// `K = AUTOMATIC_CHECKPOINT_FLOATS / n` states of `n` floats (so between 32
@@ -157,7 +157,7 @@ fn narrow(index: usize, what: &str) -> Result<u32, HybridError> {
         })
 }
 
-/// Records the forward pass (an [`Augmentation`] with no extra components).
+/// Records the forward pass (an [`Observer`] of the run).
 pub(crate) struct Tape {
     entries: Vec<PackedEntry>,
     states: Vec<f64>,
@@ -187,8 +187,8 @@ impl Default for Tape {
     }
 }
 
-impl Augmentation for Tape {
-    fn step_taken(&mut self, mode: usize, t0: f64, h: f64, y0: &[f64]) {
+impl Observer for Tape {
+    fn step_taken(&mut self, _run: RunContext<'_>, mode: usize, t0: f64, h: f64, y0: &[f64]) {
         let keep = self.steps % self.stride == 0;
         self.steps += 1;
         // The number of kept states stays below 2 K + 1 < 2^31 with
@@ -211,12 +211,7 @@ impl Augmentation for Tape {
         }
     }
 
-    fn jump(
-        &mut self,
-        jump: &EventJump<'_>,
-        _before: &[f64],
-        _after: &mut [f64],
-    ) -> Result<(), HybridError> {
+    fn event(&mut self, _run: RunContext<'_>, jump: &EventJump<'_>) -> Result<(), HybridError> {
         record_position(&mut self.event_positions, jump.index, self.entries.len());
         let index = narrow(jump.index, "event")?;
         self.entries
@@ -232,7 +227,7 @@ impl Augmentation for Tape {
         Ok(())
     }
 
-    fn observed(&mut self, index: usize, _time: f64, _y: &[f64]) {
+    fn observed(&mut self, _run: RunContext<'_>, index: usize, _time: f64, _y: &[f64]) {
         record_position(&mut self.observation_positions, index, self.entries.len());
         // Observation times are a list the caller passed: far fewer than
         // 2^32.
@@ -752,7 +747,7 @@ mod tests {
             .with_solver(SolverChoice::dopri5(1e-12))
             .with_observations(vec![0.3, 1.0, 1.9]);
         let mut tape = Tape::default();
-        let trajectory = ia_events::run(&run, &mut tape).unwrap();
+        let trajectory = ia_events::run(&run, &mut ia_events::NoExtraState, &mut tape).unwrap();
         assert_eq!(trajectory.events.len(), 3);
         let tableau = run.solver.tableau().unwrap();
         let mut backward = Backward::new(&system, &run.params, tableau);
@@ -802,7 +797,7 @@ mod tests {
         let system = ball();
         let run = problem(&system);
         let mut tape = Tape::default();
-        let trajectory = ia_events::run(&run, &mut tape).unwrap();
+        let trajectory = ia_events::run(&run, &mut ia_events::NoExtraState, &mut tape).unwrap();
         assert!(tape.stored_floats() > 0);
         let mut seeds = LossSeeds::zeros(&trajectory);
         seeds.final_state[0] = 1.0;

@@ -18,7 +18,7 @@
 
 use crate::saltation::{EventAt, SaltationWorkspace};
 use ia_core::{FlowPartials, HybridError, HybridSystem, Tangent};
-use ia_events::{Augmentation, EventJump, EventRecording};
+use ia_events::{EventJump, EventRecording, ExtraState, Observer, RunContext};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 
 /// One column of a sensitivity matrix: the derivative with respect to an
@@ -53,10 +53,9 @@ fn event_time_derivative(
     -(gx_s + gp) / guard_rate
 }
 
-/// Carries `S` through a run (an [`Augmentation`] of the hybrid integrator).
-pub(crate) struct ForwardSensitivity<'a> {
-    system: &'a HybridSystem,
-    params: &'a [f64],
+/// Carries `S` through a run (the [`ExtraState`] of the hybrid integrator;
+/// [`SensitivityAt`] reads it at the observations and the end).
+pub(crate) struct ForwardSensitivity {
     n: usize,
     n_params: usize,
     /// The chosen columns; `None`: every initial-state entry, then every
@@ -80,23 +79,54 @@ pub(crate) struct ForwardSensitivity<'a> {
     /// `event_time_gradients` (with every event recorded it is read there,
     /// saving the copy).
     cascade_time_gradient: Vec<f64>,
+}
+
+/// Reads `S` off the carried components at each observation and at the end
+/// (the [`Observer`] beside [`ForwardSensitivity`]).
+pub(crate) struct SensitivityAt {
+    n: usize,
+    columns: usize,
     /// `S` at each observation time.
     pub observation_jacobians: Vec<DMatrix<f64>>,
     /// `S` at the end.
     pub final_jacobian: Option<DMatrix<f64>>,
 }
 
-impl<'a> ForwardSensitivity<'a> {
+impl SensitivityAt {
+    /// Reads the `n x columns` sensitivity `S` that `carried` carries.
+    pub(crate) fn of(carried: &ForwardSensitivity) -> Self {
+        Self {
+            n: carried.n,
+            columns: carried.columns(),
+            observation_jacobians: Vec::new(),
+            final_jacobian: None,
+        }
+    }
+
+    fn matrix(&self, y: &[f64]) -> DMatrix<f64> {
+        DMatrix::from_column_slice(self.n, self.columns, &y[self.n..])
+    }
+}
+
+impl Observer for SensitivityAt {
+    fn observed(&mut self, _run: RunContext<'_>, _index: usize, _time: f64, y: &[f64]) {
+        let s = self.matrix(y);
+        self.observation_jacobians.push(s);
+    }
+
+    fn finished(&mut self, _run: RunContext<'_>, _time: f64, y: &[f64]) {
+        self.final_jacobian = Some(self.matrix(y));
+    }
+}
+
+impl ForwardSensitivity {
     pub(crate) fn new(
-        system: &'a HybridSystem,
-        params: &'a [f64],
+        system: &HybridSystem,
         error_controlled: bool,
         apply_saltation: bool,
     ) -> Self {
         let (n, n_params) = (system.state_dim(), system.param_dim());
         Self {
-            system,
-            params,
             n,
             n_params,
             chosen: None,
@@ -108,8 +138,6 @@ impl<'a> ForwardSensitivity<'a> {
             event_time_gradients: Vec::new(),
             recording: EventRecording::All,
             cascade_time_gradient: Vec::new(),
-            observation_jacobians: Vec::new(),
-            final_jacobian: None,
         }
     }
 
@@ -141,6 +169,12 @@ impl<'a> ForwardSensitivity<'a> {
         }
     }
 
+    /// `dt*/dtheta` of the recorded events, once the run is over.
+    pub(crate) fn into_event_time_gradients(mut self) -> Vec<Vec<f64>> {
+        self.recording.trim(&mut self.event_time_gradients, true);
+        self.event_time_gradients
+    }
+
     /// Sensitivities with respect to `columns` only.
     pub(crate) fn with_columns(mut self, columns: Vec<Column>) -> Self {
         self.chosen = Some(columns);
@@ -155,23 +189,37 @@ impl<'a> ForwardSensitivity<'a> {
 
     /// The flow's dense partials at `(t, x)` in `mode`, formed in a buffer
     /// allocated on first use.
-    fn dense_partials(&mut self, mode: usize, t: f64, x: &[f64]) -> &FlowPartials {
+    fn dense_partials(
+        &mut self,
+        run: RunContext<'_>,
+        mode: usize,
+        t: f64,
+        x: &[f64],
+    ) -> &FlowPartials {
         let (n, np) = (self.n, self.n_params);
         let partials = self
             .partials
             .get_or_insert_with(|| FlowPartials::zeros(n, np));
         partials.clear();
-        self.system.modes()[mode]
+        run.system.modes()[mode]
             .flow
-            .partials(t, x, self.params, partials);
+            .partials(t, x, run.params, partials);
         partials
     }
 
     /// `dS = f_x S + f_p[:, j]`, column by column, for chosen columns.
-    fn chosen_rate(&mut self, mode: usize, t: f64, x: &[f64], extra: &[f64], rate: &mut [f64]) {
+    fn chosen_rate(
+        &mut self,
+        run: RunContext<'_>,
+        mode: usize,
+        t: f64,
+        x: &[f64],
+        extra: &[f64],
+        rate: &mut [f64],
+    ) {
         let n = self.n;
         let chosen = self.chosen.take().expect("chosen columns");
-        let flow = &self.system.modes()[mode].flow;
+        let flow = &run.system.modes()[mode].flow;
         let mut dense = false;
         for (c, column) in chosen.iter().enumerate() {
             let tangent = Tangent {
@@ -180,13 +228,13 @@ impl<'a> ForwardSensitivity<'a> {
                 param: column.param(),
             };
             let out = &mut rate[c * n..(c + 1) * n];
-            if !flow.jacobian_vector_product(t, x, self.params, tangent, out) {
+            if !flow.jacobian_vector_product(t, x, run.params, tangent, out) {
                 dense = true;
                 break;
             }
         }
         if dense {
-            let partials = self.dense_partials(mode, t, x);
+            let partials = self.dense_partials(run, mode, t, x);
             for (c, column) in chosen.iter().enumerate() {
                 let s = nalgebra::DVectorView::from_slice(&extra[c * n..(c + 1) * n], n);
                 let mut ds = nalgebra::DVectorViewMut::from_slice(&mut rate[c * n..(c + 1) * n], n);
@@ -200,11 +248,17 @@ impl<'a> ForwardSensitivity<'a> {
     }
 
     /// `S+[:, c] = r_x S-[:, c] + r_p[:, j] - w dt*_c` for chosen columns.
-    fn chosen_jump(&mut self, jump: &EventJump<'_>, before: &[f64], after: &mut [f64]) -> Vec<f64> {
+    fn chosen_jump(
+        &mut self,
+        run: RunContext<'_>,
+        jump: &EventJump<'_>,
+        before: &[f64],
+        after: &mut [f64],
+    ) -> Vec<f64> {
         let n = self.n;
         let chosen = self.chosen.take().expect("chosen columns");
         let at: EventAt<'_> = jump.into();
-        let geometry = self.saltation.geometry(self.system, self.params, at);
+        let geometry = self.saltation.geometry(run.system, run.params, at);
         self.time_shift
             .copy_from_slice(geometry.time_shift.as_slice());
         let gradient: Vec<f64> = match jump.cascade_of {
@@ -230,13 +284,8 @@ impl<'a> ForwardSensitivity<'a> {
                 param: column.param(),
             };
             let out = &mut after[c * n..(c + 1) * n];
-            self.saltation.reset_jacobian_vector_product(
-                self.system,
-                self.params,
-                at,
-                tangent,
-                out,
-            );
+            self.saltation
+                .reset_jacobian_vector_product(run.system, run.params, at, tangent, out);
             for (o, w) in out.iter_mut().zip(&self.time_shift) {
                 *o -= w * gradient[c];
             }
@@ -244,14 +293,10 @@ impl<'a> ForwardSensitivity<'a> {
         self.chosen = Some(chosen);
         gradient
     }
-
-    fn matrix(&self, y: &[f64]) -> DMatrix<f64> {
-        DMatrix::from_column_slice(self.n, self.columns(), &y[self.n..])
-    }
 }
 
-impl Augmentation for ForwardSensitivity<'_> {
-    fn extra_dim(&self) -> usize {
+impl ExtraState for ForwardSensitivity {
+    fn dim(&self) -> usize {
         self.n * self.columns()
     }
 
@@ -259,7 +304,7 @@ impl Augmentation for ForwardSensitivity<'_> {
         self.error_controlled
     }
 
-    fn initial_extra(&mut self, extra: &mut [f64]) {
+    fn initial(&mut self, _run: RunContext<'_>, extra: &mut [f64]) {
         extra.fill(0.0);
         let n = self.n;
         match &self.chosen {
@@ -274,16 +319,24 @@ impl Augmentation for ForwardSensitivity<'_> {
         }
     }
 
-    fn extra_rate(&mut self, mode: usize, t: f64, x: &[f64], extra: &[f64], rate: &mut [f64]) {
+    fn rate(
+        &mut self,
+        run: RunContext<'_>,
+        mode: usize,
+        t: f64,
+        x: &[f64],
+        extra: &[f64],
+        rate: &mut [f64],
+    ) {
         if self.chosen.is_some() {
-            return self.chosen_rate(mode, t, x, extra, rate);
+            return self.chosen_rate(run, mode, t, x, extra, rate);
         }
         let (n, m, np) = (self.n, self.columns(), self.n_params);
-        let flow = &self.system.modes()[mode].flow;
-        if flow.sensitivity_rate(t, x, self.params, extra, rate) {
+        let flow = &run.system.modes()[mode].flow;
+        if flow.sensitivity_rate(t, x, run.params, extra, rate) {
             return;
         }
-        let partials = self.dense_partials(mode, t, x);
+        let partials = self.dense_partials(run, mode, t, x);
         let s = DMatrixView::from_slice(extra, n, m);
         let mut ds = DMatrixViewMut::from_slice(rate, n, m);
         ds.gemm(1.0, &partials.x, &s, 0.0);
@@ -293,18 +346,19 @@ impl Augmentation for ForwardSensitivity<'_> {
 
     fn jump(
         &mut self,
+        run: RunContext<'_>,
         jump: &EventJump<'_>,
         before: &[f64],
         after: &mut [f64],
     ) -> Result<(), HybridError> {
         if self.chosen.is_some() {
-            let gradient = self.chosen_jump(jump, before, after);
+            let gradient = self.chosen_jump(run, jump, before, after);
             self.store_time_gradient(jump, gradient);
             return Ok(());
         }
         let (n, m) = (self.n, self.columns());
         self.saltation
-            .compute_for(self.system, self.params, jump.into());
+            .compute_for(run.system, run.params, jump.into());
         let sal = self.saltation.saltation().expect("formed above");
         let s_minus = DMatrixView::from_slice(before, n, m);
         let mut s_plus = DMatrixViewMut::from_slice(after, n, m);
@@ -347,16 +401,6 @@ impl Augmentation for ForwardSensitivity<'_> {
         self.store_time_gradient(jump, gradient);
         Ok(())
     }
-
-    fn observed(&mut self, _index: usize, _time: f64, y: &[f64]) {
-        let s = self.matrix(y);
-        self.observation_jacobians.push(s);
-    }
-
-    fn finished(&mut self, _time: f64, y: &[f64]) {
-        self.recording.trim(&mut self.event_time_gradients, true);
-        self.final_jacobian = Some(self.matrix(y));
-    }
 }
 
 #[cfg(test)]
@@ -368,8 +412,9 @@ mod tests {
     fn carries_the_closed_form_sensitivities_through_an_impact() {
         let system = ball();
         let run = problem(&system);
-        let mut aug = ForwardSensitivity::new(&system, &run.params, true, true);
-        let trajectory = ia_events::run(&run, &mut aug).unwrap();
+        let mut aug = ForwardSensitivity::new(&system, true, true);
+        let mut at = SensitivityAt::of(&aug);
+        let trajectory = ia_events::run(&run, &mut aug, &mut at).unwrap();
         assert_eq!(trajectory.events.len(), 1);
         // dt1/d(h0, v0, g, e) = (1 / (g t1), 1 / g, -t1 / (2 g), 0), from
         // t1 = (v0 + sqrt(v0^2 + 2 g h0)) / g at v0 = 0.
@@ -378,7 +423,7 @@ mod tests {
         for (got, want) in aug.event_time_gradients[0].iter().zip(dt1) {
             assert!((got - want).abs() < 1e-10, "{got} vs {want}");
         }
-        let s = aug.final_jacobian.take().unwrap();
+        let s = at.final_jacobian.take().unwrap();
         assert_eq!(s.shape(), (2, 4));
         for (j, want) in dh_final().iter().enumerate() {
             assert!((s[(0, j)] - want).abs() < 1e-8, "dh/d[{j}] {}", s[(0, j)]);

@@ -130,7 +130,7 @@ pub mod prelude {
 }
 
 use adjoint::{Backward, Tape};
-use forward::ForwardSensitivity;
+use forward::{ForwardSensitivity, SensitivityAt};
 use ia_core::{HybridError, Trajectory};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
@@ -501,11 +501,11 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
     let wrt = sys.wrt_names().to_vec();
     match method {
         Method::Forward | Method::ForwardOnStateSteps => {
-            let mut aug =
-                ForwardSensitivity::new(sys, &problem.params, method == Method::Forward, true)
-                    .with_recording(problem.events.record);
-            let trajectory = ia_events::run(problem, &mut aug)?;
-            let final_jacobian = aug.final_jacobian.take().ok_or_else(|| {
+            let mut carried = ForwardSensitivity::new(sys, method == Method::Forward, true)
+                .with_recording(problem.events.record);
+            let mut at = SensitivityAt::of(&carried);
+            let trajectory = ia_events::run(problem, &mut carried, &mut at)?;
+            let final_jacobian = at.final_jacobian.take().ok_or_else(|| {
                 HybridError::Unsupported("the run ended without a final state".into())
             })?;
             let sens = Sensitivities {
@@ -513,8 +513,8 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
                 trajectory,
                 wrt,
                 final_jacobian,
-                observation_jacobians: aug.observation_jacobians,
-                event_time_gradients: aug.event_time_gradients,
+                observation_jacobians: at.observation_jacobians,
+                event_time_gradients: carried.into_event_time_gradients(),
                 method,
             };
             check_derivatives(&sens)?;
@@ -523,7 +523,7 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
         Method::Adjoint => {
             let tableau = adjoint_tableau(problem)?;
             let mut tape = Tape::default();
-            let trajectory = ia_events::run(problem, &mut tape)?;
+            let trajectory = ia_events::run(problem, &mut ia_events::NoExtraState, &mut tape)?;
             let mut backward = Backward::new(sys, &problem.params, tableau);
             let n = sys.state_dim();
             let m = wrt.len();
@@ -652,12 +652,12 @@ pub fn jacobian_wrt(
                     }
                 })
                 .collect();
-            let mut aug =
-                ForwardSensitivity::new(sys, &problem.params, method == Method::Forward, true)
-                    .with_columns(columns)
-                    .with_recording(problem.events.record);
-            let trajectory = ia_events::run(problem, &mut aug)?;
-            let final_jacobian = aug.final_jacobian.take().ok_or_else(|| {
+            let mut carried = ForwardSensitivity::new(sys, method == Method::Forward, true)
+                .with_columns(columns)
+                .with_recording(problem.events.record);
+            let mut at = SensitivityAt::of(&carried);
+            let trajectory = ia_events::run(problem, &mut carried, &mut at)?;
+            let final_jacobian = at.final_jacobian.take().ok_or_else(|| {
                 HybridError::Unsupported("the run ended without a final state".into())
             })?;
             let sens = Sensitivities {
@@ -665,8 +665,8 @@ pub fn jacobian_wrt(
                 trajectory,
                 wrt: names,
                 final_jacobian,
-                observation_jacobians: aug.observation_jacobians,
-                event_time_gradients: aug.event_time_gradients,
+                observation_jacobians: at.observation_jacobians,
+                event_time_gradients: carried.into_event_time_gradients(),
                 method,
             };
             check_derivatives(&sens)?;
@@ -731,9 +731,10 @@ fn check_derivatives(sens: &Sensitivities) -> Result<(), HybridError> {
 /// real sensitivities. Only with the `testing` feature (ia-verify's studies).
 #[cfg(any(test, feature = "testing"))]
 pub fn jacobian_without_saltation(problem: &Problem<'_>) -> Result<DMatrix<f64>, HybridError> {
-    let mut aug = ForwardSensitivity::new(problem.system, &problem.params, true, false);
-    ia_events::run(problem, &mut aug)?;
-    aug.final_jacobian
+    let mut carried = ForwardSensitivity::new(problem.system, true, false);
+    let mut at = SensitivityAt::of(&carried);
+    ia_events::run(problem, &mut carried, &mut at)?;
+    at.final_jacobian
         .take()
         .ok_or_else(|| HybridError::Unsupported("the run ended without a final state".into()))
 }
@@ -772,7 +773,7 @@ pub fn gradient_with(
     let tableau = adjoint_tableau(problem)?;
     loss.check(problem.system.state_dim())?;
     let mut tape = Tape::new(options);
-    let trajectory = ia_events::run(problem, &mut tape)?;
+    let trajectory = ia_events::run(problem, &mut ia_events::NoExtraState, &mut tape)?;
     loss.check_run(&trajectory)?;
     let mut seeds = LossSeeds::zeros(&trajectory);
     let value = loss.evaluate(&trajectory, &mut seeds);

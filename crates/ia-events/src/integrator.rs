@@ -81,77 +81,164 @@ pub struct EventJump<'a> {
     pub cascade_of: Option<usize>,
 }
 
-/// Extra quantities integrated along with the state (for example forward
-/// sensitivities), and hooks that see every step, event and observation (for
-/// example the tape of the adjoint).
+/// What every callback of a run is told about it: the system being run and
+/// its parameters, so an [`ExtraState`] or an [`Observer`] need not keep
+/// copies of its own.
+#[derive(Clone, Copy)]
+pub struct RunContext<'a> {
+    /// The hybrid system.
+    pub system: &'a HybridSystem,
+    /// The parameter values of the run.
+    pub params: &'a [f64],
+}
+
+/// Extra components integrated along with the state through the same steps
+/// and mapped across every event (for example forward sensitivities
+/// `S = dx/dtheta`): the integrator carries `y = (x, extra)`.
 ///
-/// The integrator calls `extra_rate` inside every stage of every step, so an
-/// implementation must not allocate there.
-pub trait Augmentation {
+/// The integrator calls [`ExtraState::rate`] inside every stage of every
+/// step, so an implementation must not allocate there.
+pub trait ExtraState {
     /// Number of extra components carried after the state.
-    fn extra_dim(&self) -> usize {
-        0
-    }
-    /// Whether the step-size control covers the extra components.
+    fn dim(&self) -> usize;
+    /// Whether the step-size control covers the extra components (the
+    /// steps then follow their error too; otherwise only the state's).
     fn error_controlled(&self) -> bool {
         true
     }
     /// Writes the extra components' initial values.
-    fn initial_extra(&mut self, _extra: &mut [f64]) {}
+    fn initial(&mut self, run: RunContext<'_>, extra: &mut [f64]);
     /// Writes the extra components' rate in mode `mode` at `(t, x)`.
-    fn extra_rate(&mut self, _mode: usize, _t: f64, _x: &[f64], _extra: &[f64], _rate: &mut [f64]) {
-    }
+    fn rate(
+        &mut self,
+        run: RunContext<'_>,
+        mode: usize,
+        t: f64,
+        x: &[f64],
+        extra: &[f64],
+        rate: &mut [f64],
+    );
     /// Maps the extra components across an event.
     fn jump(
         &mut self,
-        _jump: &EventJump<'_>,
+        run: RunContext<'_>,
+        jump: &EventJump<'_>,
         extra_before: &[f64],
         extra_after: &mut [f64],
-    ) -> Result<(), HybridError> {
-        extra_after.copy_from_slice(extra_before);
-        Ok(())
-    }
-    /// Sees every accepted step: mode, start time, size and the full start state.
-    fn step_taken(&mut self, _mode: usize, _t0: f64, _h: f64, _y0: &[f64]) {}
-    /// Sees the full state at observation `index`.
-    fn observed(&mut self, _index: usize, _time: f64, _y: &[f64]) {}
-    /// Sees the full final state.
-    fn finished(&mut self, _time: f64, _y: &[f64]) {}
+    ) -> Result<(), HybridError>;
 }
 
-/// No extra quantities: a plain simulation.
+/// No extra components: a plain simulation.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct NoAugmentation;
-impl Augmentation for NoAugmentation {}
+pub struct NoExtraState;
+
+impl ExtraState for NoExtraState {
+    fn dim(&self) -> usize {
+        0
+    }
+    fn initial(&mut self, _run: RunContext<'_>, _extra: &mut [f64]) {}
+    fn rate(
+        &mut self,
+        _run: RunContext<'_>,
+        _mode: usize,
+        _t: f64,
+        _x: &[f64],
+        _extra: &[f64],
+        _rate: &mut [f64],
+    ) {
+    }
+    fn jump(
+        &mut self,
+        _run: RunContext<'_>,
+        _jump: &EventJump<'_>,
+        _extra_before: &[f64],
+        _extra_after: &mut [f64],
+    ) -> Result<(), HybridError> {
+        Ok(())
+    }
+}
+
+/// Sees a run without changing it: every accepted step, event and
+/// observation and the end (for example the adjoint's tape). The state
+/// slices passed are the full `y = (x, extra)`. Every method defaults to
+/// doing nothing; `(A, B)` observes with both.
+pub trait Observer {
+    /// Every accepted step: mode, start time, size and the start state.
+    fn step_taken(&mut self, _run: RunContext<'_>, _mode: usize, _t0: f64, _h: f64, _y0: &[f64]) {}
+    /// Every event, after its reset.
+    fn event(&mut self, _run: RunContext<'_>, _jump: &EventJump<'_>) -> Result<(), HybridError> {
+        Ok(())
+    }
+    /// The state at observation `index`.
+    fn observed(&mut self, _run: RunContext<'_>, _index: usize, _time: f64, _y: &[f64]) {}
+    /// The final state.
+    fn finished(&mut self, _run: RunContext<'_>, _time: f64, _y: &[f64]) {}
+}
+
+/// Observes nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {}
+
+impl<A: Observer, B: Observer> Observer for (A, B) {
+    fn step_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, h: f64, y0: &[f64]) {
+        self.0.step_taken(run, mode, t0, h, y0);
+        self.1.step_taken(run, mode, t0, h, y0);
+    }
+    fn event(&mut self, run: RunContext<'_>, jump: &EventJump<'_>) -> Result<(), HybridError> {
+        self.0.event(run, jump)?;
+        self.1.event(run, jump)
+    }
+    fn observed(&mut self, run: RunContext<'_>, index: usize, time: f64, y: &[f64]) {
+        self.0.observed(run, index, time, y);
+        self.1.observed(run, index, time, y);
+    }
+    fn finished(&mut self, run: RunContext<'_>, time: f64, y: &[f64]) {
+        self.0.finished(run, time, y);
+        self.1.finished(run, time, y);
+    }
+}
 
 /// Simulates `problem`: the state through every event, at every observation
 /// time and at the end.
 pub fn simulate(problem: &Problem<'_>) -> Result<Trajectory, HybridError> {
-    run(problem, &mut NoAugmentation)
+    run(problem, &mut NoExtraState, &mut NoObserver)
 }
 
-/// Runs `problem` carrying `augmentation` along.
-pub fn run<A: Augmentation>(
+/// Runs `problem` carrying `extra` along with the state and showing the run
+/// to `observer`.
+pub fn run<E: ExtraState, O: Observer>(
     problem: &Problem<'_>,
-    augmentation: &mut A,
+    extra: &mut E,
+    observer: &mut O,
 ) -> Result<Trajectory, HybridError> {
     problem.validate()?;
     let mut stepper = problem.solver.stepper()?;
-    Run::new(problem, augmentation, stepper.as_mut())?.go()
+    Run::new(problem, extra, observer, stepper.as_mut())?.go()
 }
 
-/// The flow of the current mode, with the augmentation's extra rates.
-struct HybridRhs<'a, A> {
+/// The flow of the current mode, with the extra components' rates.
+struct HybridRhs<'a, E> {
     system: &'a HybridSystem,
     params: &'a [f64],
     mode: usize,
     n: usize,
     dim: usize,
     controlled: usize,
-    augmentation: &'a mut A,
+    extra: &'a mut E,
 }
 
-impl<A: Augmentation> OdeRhs for HybridRhs<'_, A> {
+impl<E> HybridRhs<'_, E> {
+    fn context(&self) -> RunContext<'_> {
+        RunContext {
+            system: self.system,
+            params: self.params,
+        }
+    }
+}
+
+impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
     fn dim(&self) -> usize {
         self.dim
     }
@@ -167,7 +254,11 @@ impl<A: Augmentation> OdeRhs for HybridRhs<'_, A> {
             .flow
             .rate(t, x, self.params, dx);
         if !extra.is_empty() {
-            self.augmentation.extra_rate(self.mode, t, x, extra, dextra);
+            let run = RunContext {
+                system: self.system,
+                params: self.params,
+            };
+            self.extra.rate(run, self.mode, t, x, extra, dextra);
         }
     }
 }
@@ -239,9 +330,10 @@ const DIP_PROBE: f64 = 1e-6;
 /// step).
 const DIP_ITERATIONS: usize = 80;
 
-struct Run<'p, 's, A> {
+struct Run<'p, 's, E, O> {
     problem: &'p Problem<'p>,
-    rhs: HybridRhs<'p, A>,
+    rhs: HybridRhs<'p, E>,
+    observer: &'p mut O,
     stepper: &'s mut dyn Stepper,
     time_tolerance: f64,
     /// Side (+1 or -1) each transition's guard was last seen on.
@@ -284,24 +376,24 @@ struct Run<'p, 's, A> {
     extra_rhs_evaluations: usize,
 }
 
-impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
+impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     fn new(
         problem: &'p Problem<'p>,
-        augmentation: &'p mut A,
+        extra: &'p mut E,
+        observer: &'p mut O,
         stepper: &'s mut dyn Stepper,
     ) -> Result<Self, HybridError> {
         let system = problem.system;
         let n = system.state_dim();
-        let extra = augmentation.extra_dim();
-        let dim = n + extra;
-        let controlled = if augmentation.error_controlled() {
-            dim
-        } else {
-            n
-        };
+        let dim = n + extra.dim();
+        let controlled = if extra.error_controlled() { dim } else { n };
         let mut y = vec![0.0; dim];
         y[..n].copy_from_slice(&problem.initial_state);
-        augmentation.initial_extra(&mut y[n..]);
+        let context = RunContext {
+            system,
+            params: &problem.params,
+        };
+        extra.initial(context, &mut y[n..]);
         let transitions = system.transitions().len();
         let trajectory = Trajectory {
             state_names: system.state_names().to_vec(),
@@ -324,8 +416,9 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 n,
                 dim,
                 controlled,
-                augmentation,
+                extra,
             },
+            observer,
             stepper,
             time_tolerance: problem.time_tolerance(),
             sides: vec![0.0; transitions],
@@ -448,9 +541,9 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
         let h = self.stepper.step_size();
         self.segment_steps += 1;
         self.trajectory.stats.steps += 1;
-        self.rhs
-            .augmentation
-            .step_taken(self.rhs.mode, t0, h, self.stepper.previous_state());
+        let context = self.rhs.context();
+        self.observer
+            .step_taken(context, self.rhs.mode, t0, h, self.stepper.previous_state());
     }
 
     /// Records every observation due at `t` (the current time); returns `t`.
@@ -465,9 +558,8 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
                 mode: self.system().modes()[self.mode()].name.clone(),
                 state: y[..self.rhs.n].to_vec(),
             });
-            self.rhs
-                .augmentation
-                .observed(self.next_observation, time, y);
+            self.observer
+                .observed(self.rhs.context(), self.next_observation, time, y);
             self.next_observation += 1;
         }
         t
@@ -1002,9 +1094,11 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
             terminal: transition.terminal,
             cascade_of,
         };
+        let context = RunContext { system, params: p };
         self.rhs
-            .augmentation
-            .jump(&jump, &y_minus[n..], extra_after)?;
+            .extra
+            .jump(context, &jump, &y_minus[n..], extra_after)?;
+        self.observer.event(context, &jump)?;
         self.close_segment(t);
         let recording = self.problem.events.record;
         if recording.keeps_any() {
@@ -1212,7 +1306,7 @@ impl<'p, 's, A: Augmentation> Run<'p, 's, A> {
 
     fn finish(&mut self, t: f64, y: &[f64]) -> Trajectory {
         self.close_segment(t);
-        self.rhs.augmentation.finished(t, y);
+        self.observer.finished(self.rhs.context(), t, y);
         let stats = self.stats();
         let final_mode = self.system().modes()[self.mode()].name.clone();
         let final_state = y[..self.rhs.n].to_vec();
@@ -1438,7 +1532,7 @@ mod tests {
         assert!((trajectory.final_state[1] - E * G * t1()).abs() < 1e-9);
     }
 
-    /// Counts what the integrator shows an augmentation.
+    /// Counts what the integrator shows an observer.
     #[derive(Default)]
     struct Counter {
         steps: usize,
@@ -1446,37 +1540,42 @@ mod tests {
         observed: Vec<f64>,
         finished_at: Option<f64>,
     }
-    impl Augmentation for Counter {
-        fn jump(
-            &mut self,
-            jump: &EventJump<'_>,
-            extra_before: &[f64],
-            extra_after: &mut [f64],
-        ) -> Result<(), HybridError> {
+    impl Observer for Counter {
+        fn event(&mut self, run: RunContext<'_>, jump: &EventJump<'_>) -> Result<(), HybridError> {
+            assert_eq!(run.params, [G, E]);
             self.jumps.push((jump.transition, jump.time));
-            extra_after.copy_from_slice(extra_before);
             Ok(())
         }
-        fn step_taken(&mut self, _mode: usize, _t0: f64, h: f64, _y0: &[f64]) {
+        fn step_taken(
+            &mut self,
+            _run: RunContext<'_>,
+            _mode: usize,
+            _t0: f64,
+            h: f64,
+            _y0: &[f64],
+        ) {
             assert!(h > 0.0);
             self.steps += 1;
         }
-        fn observed(&mut self, _index: usize, time: f64, _y: &[f64]) {
+        fn observed(&mut self, _run: RunContext<'_>, _index: usize, time: f64, _y: &[f64]) {
             self.observed.push(time);
         }
-        fn finished(&mut self, time: f64, _y: &[f64]) {
+        fn finished(&mut self, _run: RunContext<'_>, time: f64, _y: &[f64]) {
             self.finished_at = Some(time);
         }
     }
 
     #[test]
-    fn an_augmentation_sees_every_step_event_and_observation() {
+    fn an_observer_sees_every_step_event_and_observation() {
         let system = ball(false);
         let problem = Problem::new(&system, vec![1.0, 0.0], vec![G, E], 1.0)
             .with_solver(SolverChoice::Rk4 { dt: 0.01 })
             .with_observations(vec![0.25, 0.75]);
-        let mut counter = Counter::default();
-        let trajectory = run(&problem, &mut counter).unwrap();
+        // Two observers at once see the same run.
+        let mut counters = (Counter::default(), Counter::default());
+        let trajectory = run(&problem, &mut NoExtraState, &mut counters).unwrap();
+        assert_eq!(counters.0.jumps, counters.1.jumps);
+        let counter = counters.0;
         let steps: usize = trajectory.segments.iter().map(|s| s.steps).sum();
         assert_eq!(counter.steps, steps);
         assert_eq!(counter.jumps, vec![(0, trajectory.events[0].time)]);

@@ -5,9 +5,11 @@
 //! per run with a [`SolverChoice`] value) and the hybrid integrator that
 //! detects, locates and applies events ([`simulate`], [`run`]).
 //!
-//! The integrator's event rules are documented in [`integrator`]; the
-//! [`Augmentation`] hook lets the sensitivity layer (ia-adjoint) carry extra
-//! quantities through the same steps and events.
+//! The integrator's event rules are documented in [`integrator`]; an
+//! [`ExtraState`] carries extra components (forward sensitivities) through
+//! the same steps and events, and an [`Observer`] sees every step, event and
+//! observation (the adjoint's tape): the two roles of the sensitivity layer
+//! (ia-adjoint), each told the system and the parameters ([`RunContext`]).
 //!
 //! See [`Problem`] for a runnable example.
 
@@ -19,7 +21,9 @@ mod problem;
 pub mod stepper;
 pub mod tableau;
 
-pub use integrator::{run, simulate, Augmentation, EventJump, NoAugmentation};
+pub use integrator::{
+    run, simulate, EventJump, ExtraState, NoExtraState, NoObserver, Observer, RunContext,
+};
 pub use ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 pub use problem::{
     EventOptions, EventRecording, Problem, Progress, ProgressHook, SolverChoice, DEFAULT_MAX_STEPS,

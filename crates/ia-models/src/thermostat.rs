@@ -219,8 +219,8 @@ mod tests {
                 let (mut x_bar, mut p_bar) = ([0.0], [0.5; 5]);
                 assert!(room.vector_jacobian_product(0.0, &x, &p, &v, &mut x_bar, &mut p_bar));
                 assert_eq!(x_bar[0], want.x[(0, 0)] * v[0]);
-                for j in 0..5 {
-                    assert_eq!(p_bar[j], 0.5 + want.p[(0, j)] * v[0], "p_bar[{j}]");
+                for (j, got) in p_bar.iter().enumerate() {
+                    assert_eq!(*got, 0.5 + want.p[(0, j)] * v[0], "p_bar[{j}]");
                 }
                 for param in [None, Some(0), Some(1), Some(2), Some(3), Some(4)] {
                     let dx = [0.25];
