@@ -3,8 +3,8 @@ line prints (``error: <kind>: <message>``), each carrying the same message.
 
 Every class derives from :class:`Error`; those of bad input also derive from
 :class:`ValueError`. ``err.kind`` is the command line's kind. The command
-line's kinds ``malformed_json``, ``io`` and ``usage`` (reading files and
-arguments) have no class: no Python call produces them.
+line's kinds ``io`` and ``usage`` (reading files and arguments) have no
+class: no Python call produces them.
 """
 
 
@@ -14,9 +14,18 @@ class Error(Exception):
     kind = "error"
 
 
+class MalformedJsonError(Error, ValueError):
+    """Text that is not JSON of the expected form (a model written as
+    equations, given as text); the message has the line and column."""
+
+    kind = "malformed_json"
+
+
 class InvalidScenarioError(Error, ValueError):
-    """A value of the wrong type or shape, or a missing or unknown key of a
-    dict option (``solver``, ``loss``)."""
+    """A value of the wrong type or shape, a missing or unknown key of a
+    dict option (``solver``, ``loss``), or a mistake in a model written as
+    equations (the message names the mode or transition, the key and the
+    column)."""
 
     kind = "invalid_scenario"
 
@@ -93,6 +102,7 @@ class UnsupportedError(Error):
 ERRORS = {
     cls.kind: cls
     for cls in (
+        MalformedJsonError,
         InvalidScenarioError,
         UnknownNameError,
         InvalidOptionError,
