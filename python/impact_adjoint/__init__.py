@@ -1,7 +1,8 @@
 """impact_adjoint: exact derivatives through event-driven simulation.
 
 A model is a hybrid system (flows, guards, resets); ``Model.ready(name)``
-gives one of the ready models (``models()`` lists them). Its runs return
+gives one of the ready models (``models()`` lists them), and
+``Model.from_equations(dict_or_json)`` one written as equations. Its runs return
 NumPy arrays::
 
     import impact_adjoint as ia

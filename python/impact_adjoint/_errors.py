@@ -2,7 +2,9 @@
 line prints (``error: <kind>: <message>``), each carrying the same message.
 
 Every class derives from :class:`Error`; those of bad input also derive from
-:class:`ValueError`. ``err.kind`` is the command line's kind.
+:class:`ValueError`. ``err.kind`` is the command line's kind. The command
+line's kinds ``io`` and ``usage`` (reading files and arguments) have no
+class: no Python call produces them.
 """
 
 
@@ -13,14 +15,17 @@ class Error(Exception):
 
 
 class MalformedJsonError(Error, ValueError):
-    """Text that is not well-formed JSON (an equation model as a string)."""
+    """Text that is not JSON of the expected form (a model written as
+    equations, given as text); the message has the line and column."""
 
     kind = "malformed_json"
 
 
 class InvalidScenarioError(Error, ValueError):
-    """A value of the wrong type or shape, or a missing or unknown key of a
-    dict option (``solver``, ``loss``)."""
+    """A value of the wrong type or shape, a missing or unknown key of a
+    dict option (``solver``, ``loss``), or a mistake in a model written as
+    equations (the message names the mode or transition, the key and the
+    column)."""
 
     kind = "invalid_scenario"
 

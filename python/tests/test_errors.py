@@ -168,6 +168,28 @@ PYTHON_ONLY = [
 ]
 
 
+# A model written as equations: the equations crate's messages.
+PYTHON_ONLY += [
+    (
+        ia.MalformedJsonError,
+        lambda: ia.Model.from_equations('{"states": '),
+        "EOF while parsing a value at line 1 column 11",
+    ),
+    (
+        ia.InvalidScenarioError,
+        lambda: ia.Model.from_equations(
+            {"states": {"y": 1.0}, "params": {}, "modes": {"f": {"flow": {"y": "z"}}}, "transitions": []}
+        ),
+        'mode "f", flow.y, column 1: unknown name "z"; names are y, t; closest is "y"',
+    ),
+    (
+        ia.InvalidScenarioError,
+        lambda: ia.Model.from_equations(5),
+        "'equations' must be a dict or the JSON text of a model written as equations, got int 5",
+    ),
+]
+
+
 @pytest.mark.parametrize("cls, call, message", PYTHON_ONLY, ids=[c[0].__name__ for c in PYTHON_ONLY])
 def test_python_only_input_raises(cls, call, message):
     with pytest.raises(cls) as caught:

@@ -23,3 +23,16 @@ def test_bouncing_ball_jax():
 def test_fit_bouncing_ball():
     g, e, loss = run_example("fit_bouncing_ball.py")
     assert abs(g - 9.81) < 1e-5 and abs(e - 0.8) < 1e-6 and loss < 1e-12
+
+
+def test_dask_ensemble(closed_form):
+    """Two worker processes compute what the sequential loop computes; the
+    ensemble's ball2d_flat_a member matches the closed form."""
+    distributed, sequential = run_example("dask_ensemble.py")
+    assert len(distributed) == 12 and distributed == sequential
+    assert len({r["x_final"] for r in distributed}) == 12
+    case = closed_form["ball2d_flat_a"]
+    member = distributed[4]  # e = 0.8, y0 = 1.0
+    assert abs(member["x_final"] - case["final_state"]["x"]) < 1e-9
+    for wrt, value in case["jacobian"]["x"].items():
+        assert abs(member["gradient"][wrt] - value) < 1e-8, wrt

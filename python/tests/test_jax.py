@@ -28,19 +28,28 @@ def test_grad_matches_closed_form(closed_form):
     assert abs(float(gx[3]) - 0.06697247706422019) < 1e-10
 
 
-# Two ready models, a loss reading every kind of output.
+def equation_model(name):
+    """A model written as equations, from crates/ia-equations/tests/data."""
+    from conftest import ROOT
+
+    path = ROOT / "crates" / "ia-equations" / "tests" / "data" / f"{name}.json"
+    return ia.Model.from_equations(path.read_text())
+
+
+# Two ready models and one equation model, a loss reading every kind of output.
 CASES = [
-    ("ball2d-flat", 2.0, [0.3, 1.2]),
-    ("two-ball", 1.0, [0.25, 0.5]),
+    ("ball2d-flat", lambda: ia.Model.ready("ball2d-flat"), 2.0, [0.3, 1.2]),
+    ("two-ball", lambda: ia.Model.ready("two-ball"), 1.0, [0.25, 0.5]),
+    ("thermostat (equations)", lambda: equation_model("thermostat"), 2.0, [0.5, 1.5]),
 ]
 
 
-@pytest.mark.parametrize("name, t_end, observe", CASES)
-def test_grad_is_forward_jacobian_contracted(name, t_end, observe):
+@pytest.mark.parametrize("name, make, t_end, observe", CASES, ids=[c[0] for c in CASES])
+def test_grad_is_forward_jacobian_contracted(name, make, t_end, observe):
     """jax.grad of L = w.x(T) + v.t + sum u_i.x(t_i) equals the library's
     forward Jacobians contracted with the same weights (fixed RK4 steps:
     forward and adjoint run the same discretisation)."""
-    model = ia.Model.ready(name)
+    model = make()
     n = len(model.state_names)
     k = 3
     run = iajax.solver(model, t_end, observe=observe, max_events=k, solver=RK4)
@@ -165,3 +174,20 @@ def test_bad_inputs_raise():
     # library's message.
     with pytest.raises(Exception, match="parameter 'e' = 1.5"):
         jax.jit(run)(jnp.asarray(ball.default_state), jnp.array([9.81, 1.5, 0.7]))
+
+
+def test_32_bit_jax_is_refused():
+    """Without JAX's 64-bit mode the outputs would be rounded to float32:
+    solver() refuses, saying what to do."""
+    import subprocess
+    import sys
+
+    code = (
+        "import impact_adjoint as ia, impact_adjoint.jax as iajax\n"
+        "try:\n"
+        "    iajax.solver(ia.Model.ready('ball1d'), 1.0, max_events=2)\n"
+        "except ia.InvalidOptionError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert 'jax.config.update("jax_enable_x64", True)' in out.stdout, out.stdout + out.stderr

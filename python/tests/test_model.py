@@ -120,3 +120,24 @@ def test_solve_releases_the_gil():
     # Released: millions of turns a second; held: none during the solve (a
     # Python worker that yields the GIL every 5 ms lets about 70,000 a second).
     assert turns > 100_000, f"{turns} loop turns in {elapsed:.3f} s of solving"
+
+
+def test_equation_model_equals_the_ready_model(closed_form):
+    """ball2d-flat written as equations (crates/ia-equations/tests/data) runs
+    and differentiates like the ready model, as a dict or as JSON text."""
+    from conftest import ROOT
+
+    text = (ROOT / "crates" / "ia-equations" / "tests" / "data" / "ball2d-flat.json").read_text()
+    by_text = ia.Model.from_equations(text)
+    by_dict = ia.Model.from_equations(json.loads(text))
+    ready = ia.Model.ready("ball2d-flat")
+    for model in (by_text, by_dict):  # a dict keeps its key order
+        assert model.state_names == ready.state_names and model.param_names == ready.param_names
+    assert by_text.transition_names == ["impact"] and by_text.name == "ball2d-flat"
+    case = closed_form["ball2d_flat_a"]
+    x0, params = case_inputs(ready, case)
+    reference = ready.jacobian(x0, params, case["t_end"], solver=TIGHT)
+    for model in (by_text, by_dict):
+        jac = model.jacobian(x0, params, case["t_end"], solver=TIGHT)
+        np.testing.assert_allclose(jac.final_jacobian, reference.final_jacobian, rtol=0, atol=1e-12)
+        assert abs(jac.final_derivative("x", "initial.vy") - case["jacobian"]["x"]["initial.vy"]) < 1e-9

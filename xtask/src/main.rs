@@ -36,7 +36,7 @@ tasks:
                                  any failed check. --quick: the CI subset.
   test [--python]                cargo test --workspace, then the Python tests:
                                  a venv under target/ (maturin, numpy, jax,
-                                 pytest from the package index), the wheel
+                                 dask, pytest from the package index), the wheel
                                  built and installed, pytest python/tests.
                                  --python: the Python half only.
   help                           this text";

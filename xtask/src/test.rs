@@ -5,8 +5,8 @@
 //! 2. `cargo build -p ia-cli`: the command line, whose messages the Python
 //!    exceptions must repeat (the tests run it);
 //! 3. a virtual environment `py-venv` under the target directory with
-//!    maturin, numpy, jax and pytest from the package index (made once,
-//!    upgraded never: delete it to refresh);
+//!    maturin, numpy, jax, dask and pytest from the package index (made
+//!    once, the packages installed when missing; delete it to refresh);
 //! 4. the wheel (`pyproject.toml`: the crate `crates/ia-py` and the Python
 //!    half `python/impact_adjoint`) built by `maturin build --release` and
 //!    installed into it;
@@ -19,7 +19,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 /// The packages the Python tests need, from the package index.
-const PYTHON_PACKAGES: &[&str] = &["maturin>=1.9,<2", "numpy", "jax", "pytest"];
+const PYTHON_PACKAGES: &[&str] = &[
+    "maturin>=1.9,<2",
+    "numpy",
+    "jax",
+    "dask[distributed]",
+    "pytest",
+];
 
 /// Runs the task; `args` are the task's arguments.
 pub fn run(root: &Path, target: &Path, args: &[String]) -> ExitCode {
@@ -54,13 +60,14 @@ fn steps(root: &Path, target: &Path, python_only: bool) -> Result<(), String> {
     if !bin.join("python").is_file() {
         let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
         run_in(root, Command::new(python).arg("-m").arg("venv").arg(&venv))?;
-        run_in(
-            root,
-            Command::new(bin.join("pip"))
-                .args(["install", "--quiet", "--upgrade"])
-                .args(PYTHON_PACKAGES),
-        )?;
     }
+    // Quick when every package is there already; picks up a new one.
+    run_in(
+        root,
+        Command::new(bin.join("pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .args(PYTHON_PACKAGES),
+    )?;
 
     let wheels = target.join("wheels");
     let _ = std::fs::remove_dir_all(&wheels);

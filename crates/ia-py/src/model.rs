@@ -4,14 +4,14 @@
 //! messages); the initial state and the parameters are checked by the run.
 
 use crate::convert::{by_name, from_json, to_json};
-use crate::errors::{invalid, library, to_py};
+use crate::errors::{self, invalid, library, to_py};
 use crate::results;
 use ia_adjoint::{LossTerms, Method};
 use ia_cli::{CliError, GradientMethod, Scenario};
 use ia_core::HybridError;
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
@@ -140,6 +140,28 @@ impl Model {
         Ok(Self::new(model))
     }
 
+    /// A model written as equations: a dict, or its JSON text, with
+    /// `states` and `params` (names with default values), optional `lets`,
+    /// `modes` (each with its `flow`: a rate expression per state) and
+    /// `transitions` (`name`, `from`, `to`, `guard` expression, `direction`
+    /// `"rising"`, `"falling"` or `"either"`, and a `reset` of the states it
+    /// changes); optional `name`, `description`, `initial_mode`, `t_end`.
+    /// Every partial derivative follows from the expressions (dual numbers).
+    #[staticmethod]
+    fn from_equations(equations: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let model = if let Ok(text) = equations.cast::<PyString>() {
+            ia_equations::EquationModel::from_json_str(&text.extract::<String>()?)
+        } else if equations.is_instance_of::<PyDict>() {
+            ia_equations::EquationModel::from_value(&to_json(equations, "equations")?)
+        } else {
+            return Err(invalid(format!(
+                "'equations' must be a dict or the JSON text of a model written as equations, got {}",
+                crate::convert::describe(equations)
+            )));
+        };
+        Ok(Self::new(Box::new(model.map_err(errors::equations)?)))
+    }
+
     /// The model's name.
     #[getter]
     fn name(&self) -> String {
@@ -222,7 +244,10 @@ impl Model {
     }
 
     fn __repr__(&self) -> String {
-        format!("Model.ready({:?})", self.spec.name)
+        match self.model.name() {
+            "equations" => format!("<impact_adjoint.Model {:?} (equations)>", self.spec.name),
+            name => format!("Model.ready({name:?})"),
+        }
     }
 
     /// Runs the model from `x0` with `params` (sequences or arrays in the

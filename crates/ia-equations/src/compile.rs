@@ -1,0 +1,542 @@
+//! The compiled form: a flat list of register instructions, run in one loop
+//! over any [`Scalar`] with registers on the stack (no recursion and no
+//! allocation per evaluation for programs of up to [`STACK_REGISTERS`]
+//! registers).
+//!
+//! Register layout of a program: `t`, then the states, then the parameters,
+//! then the constants, then one register per instruction (each instruction
+//! writes a fresh register, so a `let` used twice is computed once).
+
+use crate::expr::{BinaryOp, Expr, Function, Name};
+use ia_core::Scalar;
+
+/// Registers kept on the stack before an evaluation falls back to the heap.
+pub const STACK_REGISTERS: usize = 128;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Op {
+    Add(u32, u32),
+    Sub(u32, u32),
+    Mul(u32, u32),
+    Div(u32, u32),
+    Neg(u32),
+    /// `a^n` for a constant integer exponent.
+    PowInt(u32, i32),
+    /// `a^c` for a constant exponent.
+    PowConst(u32, f64),
+    /// `a^b` with a varying exponent: `exp(b ln a)`.
+    Pow(u32, u32),
+    Unary(Function, u32),
+    Binary(Function, u32, u32),
+}
+
+/// One compiled program: instructions and the registers holding its outputs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    n_states: usize,
+    n_params: usize,
+    constants: Vec<f64>,
+    code: Vec<Op>,
+    outputs: Vec<u32>,
+}
+
+/// Builds a [`Program`] from expressions, one output each.
+pub struct Compiler<'a> {
+    program: Program,
+    /// The `let` expressions, by index.
+    lets: &'a [Expr],
+    /// The register of each `let` already computed in this program.
+    let_registers: Vec<Option<u32>>,
+}
+
+impl<'a> Compiler<'a> {
+    /// A compiler for a model with `n_states` states and `n_params`
+    /// parameters, whose `let` intermediates are `lets`.
+    pub fn new(n_states: usize, n_params: usize, lets: &'a [Expr]) -> Self {
+        Self {
+            program: Program {
+                n_states,
+                n_params,
+                constants: Vec::new(),
+                code: Vec::new(),
+                outputs: Vec::new(),
+            },
+            lets,
+            let_registers: vec![None; lets.len()],
+        }
+    }
+
+    /// Adds `e` as the next output.
+    pub fn output(&mut self, e: &Expr) {
+        let r = self.expr(e);
+        self.program.outputs.push(r);
+    }
+
+    /// The finished program.
+    pub fn finish(self) -> Program {
+        let mut program = self.program;
+        // Constants sit between the parameters and the instruction registers:
+        // renumber the instruction registers now that their count is known.
+        let base = program.input_len() as u32;
+        let shift = program.constants.len() as u32;
+        let relocate = |r: u32| {
+            if r >= TEMP_MARK {
+                r - TEMP_MARK + base + shift
+            } else {
+                r
+            }
+        };
+        for op in &mut program.code {
+            *op = match *op {
+                Op::Add(a, b) => Op::Add(relocate(a), relocate(b)),
+                Op::Sub(a, b) => Op::Sub(relocate(a), relocate(b)),
+                Op::Mul(a, b) => Op::Mul(relocate(a), relocate(b)),
+                Op::Div(a, b) => Op::Div(relocate(a), relocate(b)),
+                Op::Neg(a) => Op::Neg(relocate(a)),
+                Op::PowInt(a, n) => Op::PowInt(relocate(a), n),
+                Op::PowConst(a, c) => Op::PowConst(relocate(a), c),
+                Op::Pow(a, b) => Op::Pow(relocate(a), relocate(b)),
+                Op::Unary(f, a) => Op::Unary(f, relocate(a)),
+                Op::Binary(f, a, b) => Op::Binary(f, relocate(a), relocate(b)),
+            };
+        }
+        for r in &mut program.outputs {
+            *r = relocate(*r);
+        }
+        program
+    }
+
+    fn constant(&mut self, v: f64) -> u32 {
+        let k = match self
+            .program
+            .constants
+            .iter()
+            .position(|c| c.to_bits() == v.to_bits())
+        {
+            Some(k) => k,
+            None => {
+                self.program.constants.push(v);
+                self.program.constants.len() - 1
+            }
+        };
+        (self.program.input_len() + k) as u32
+    }
+
+    fn push(&mut self, op: Op) -> u32 {
+        self.program.code.push(op);
+        TEMP_MARK + self.program.code.len() as u32 - 1
+    }
+
+    fn expr(&mut self, e: &Expr) -> u32 {
+        match e {
+            Expr::Number(v) => self.constant(*v),
+            Expr::Name(Name::Time) => 0,
+            Expr::Name(Name::State(i)) => 1 + *i as u32,
+            Expr::Name(Name::Param(i)) => (1 + self.program.n_states + i) as u32,
+            Expr::Name(Name::Let(i)) => match self.let_registers[*i] {
+                Some(r) => r,
+                None => {
+                    let lets = self.lets;
+                    let r = self.expr(&lets[*i]);
+                    self.let_registers[*i] = Some(r);
+                    r
+                }
+            },
+            Expr::Neg(a) => {
+                let a = self.expr(a);
+                self.push(Op::Neg(a))
+            }
+            Expr::Binary(BinaryOp::Pow, a, b) => {
+                let base = self.expr(a);
+                match constant_value(b) {
+                    Some(c) if c.fract() == 0.0 && c.abs() <= 64.0 => {
+                        self.push(Op::PowInt(base, c as i32))
+                    }
+                    Some(c) => self.push(Op::PowConst(base, c)),
+                    None => {
+                        let exponent = self.expr(b);
+                        self.push(Op::Pow(base, exponent))
+                    }
+                }
+            }
+            Expr::Binary(op, a, b) => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                self.push(match op {
+                    BinaryOp::Add => Op::Add(a, b),
+                    BinaryOp::Sub => Op::Sub(a, b),
+                    BinaryOp::Mul => Op::Mul(a, b),
+                    BinaryOp::Div => Op::Div(a, b),
+                    BinaryOp::Pow => unreachable!("handled above"),
+                })
+            }
+            Expr::Call(f, args) => {
+                let a = self.expr(&args[0]);
+                if f.arity() == 2 {
+                    let b = self.expr(&args[1]);
+                    self.push(Op::Binary(*f, a, b))
+                } else {
+                    self.push(Op::Unary(*f, a))
+                }
+            }
+        }
+    }
+}
+
+/// Instruction registers are numbered from here until [`Compiler::finish`]
+/// knows how many constants precede them.
+const TEMP_MARK: u32 = 1 << 30;
+
+/// The value of an expression made of numbers only (`2`, `-1`, `-(0.5)`).
+fn constant_value(e: &Expr) -> Option<f64> {
+    match e {
+        Expr::Number(v) => Some(*v),
+        Expr::Neg(a) => constant_value(a).map(|v| -v),
+        _ => None,
+    }
+}
+
+impl Program {
+    fn input_len(&self) -> usize {
+        1 + self.n_states + self.n_params
+    }
+
+    /// Number of registers an evaluation uses.
+    pub fn registers(&self) -> usize {
+        self.input_len() + self.constants.len() + self.code.len()
+    }
+
+    /// Number of outputs.
+    pub fn outputs(&self) -> usize {
+        self.outputs.len()
+    }
+
+    /// Number of instructions.
+    pub fn instructions(&self) -> usize {
+        self.code.len()
+    }
+
+    /// Evaluates the program at `(t, x, p)` and hands output `k` to
+    /// `store(k, value)`.
+    #[inline]
+    pub fn eval<S: Scalar>(&self, t: S, x: &[S], p: &[S], mut store: impl FnMut(usize, S)) {
+        let len = self.registers();
+        let zero = S::from(0.0);
+        if len <= STACK_REGISTERS {
+            let mut registers = [zero; STACK_REGISTERS];
+            self.run(t, x, p, &mut registers[..len], &mut store);
+        } else {
+            let mut registers = vec![zero; len];
+            self.run(t, x, p, &mut registers, &mut store);
+        }
+    }
+
+    /// Evaluates a program of one output.
+    #[inline]
+    pub fn eval_one<S: Scalar>(&self, t: S, x: &[S], p: &[S]) -> S {
+        let mut out = S::from(0.0);
+        self.eval(t, x, p, |_, v| out = v);
+        out
+    }
+
+    #[inline]
+    fn run<S: Scalar>(
+        &self,
+        t: S,
+        x: &[S],
+        p: &[S],
+        r: &mut [S],
+        store: &mut impl FnMut(usize, S),
+    ) {
+        let (n, np) = (self.n_states, self.n_params);
+        r[0] = t;
+        r[1..1 + n].copy_from_slice(&x[..n]);
+        r[1 + n..1 + n + np].copy_from_slice(&p[..np]);
+        let base = 1 + n + np;
+        for (slot, &c) in r[base..].iter_mut().zip(&self.constants) {
+            *slot = S::from(c);
+        }
+        let mut out = base + self.constants.len();
+        for op in &self.code {
+            let g = |k: u32| r[k as usize];
+            let v = match *op {
+                Op::Add(a, b) => g(a) + g(b),
+                Op::Sub(a, b) => g(a) - g(b),
+                Op::Mul(a, b) => g(a) * g(b),
+                Op::Div(a, b) => g(a) / g(b),
+                Op::Neg(a) => -g(a),
+                Op::PowInt(a, k) => g(a).powi(k),
+                Op::PowConst(a, c) => pow_const(g(a), c),
+                Op::Pow(a, b) => pow(g(a), g(b)),
+                Op::Unary(f, a) => unary(f, g(a)),
+                Op::Binary(f, a, b) => binary(f, g(a), g(b)),
+            };
+            r[out] = v;
+            out += 1;
+        }
+        for (k, &o) in self.outputs.iter().enumerate() {
+            store(k, r[o as usize]);
+        }
+    }
+}
+
+#[inline]
+fn unary<S: Scalar>(f: Function, a: S) -> S {
+    match f {
+        Function::Sin => a.sin(),
+        Function::Cos => a.cos(),
+        Function::Tan => a.tan(),
+        Function::Exp => a.exp(),
+        Function::Log => a.ln(),
+        Function::Sqrt => a.sqrt(),
+        // The derivative at 0 is taken from the right (+1).
+        Function::Abs => {
+            if a.re() < 0.0 {
+                -a
+            } else {
+                a
+            }
+        }
+        Function::Tanh => a.tanh(),
+        Function::Atan2 | Function::Min | Function::Max => unreachable!("binary functions"),
+    }
+}
+
+/// `a^b` with a varying exponent: `exp(b ln a)` for `a > 0` (value set to
+/// the exact `powf`); for `a <= 0`, where `ln a` does not exist, the
+/// exponent is held at its value (`d(a^b)/db` is taken as 0, its limit at
+/// `a = 0`, `b > 0`; a negative base with a fractional exponent gives NaN,
+/// reported as a non-finite value).
+#[inline]
+fn pow<S: Scalar>(a: S, b: S) -> S {
+    if a.re() > 0.0 {
+        let w = (b * a.ln()).exp();
+        w - S::from(w.re()) + S::from(a.re().powf(b.re()))
+    } else {
+        pow_const(a, b.re())
+    }
+}
+
+/// `a^c` for a constant `c`, with the derivative `c a^(c-1)`. (num-dual
+/// 0.15 forms the value as `a^(c-3) a a a`, which is NaN at `a = 0`.) Where
+/// the derivative is not finite (`sqrt`-like powers at 0) the value is
+/// still exact for `f64` and the derivative is what num-dual gives.
+#[inline]
+fn pow_const<S: Scalar>(a: S, c: f64) -> S {
+    let x = a.re();
+    let slope = c * x.powf(c - 1.0);
+    if slope.is_finite() {
+        (a - S::from(x)) * slope + S::from(x.powf(c))
+    } else {
+        a.powf(c)
+    }
+}
+
+/// `atan2(a, b)` with the derivative `(b da - a db) / (a^2 + b^2)`
+/// everywhere but the origin. (num-dual 0.15 forms it as `atan(a / b)`,
+/// whose derivative is NaN where `b = 0`.) Of `atan(a / b)` and
+/// `-atan(b / a)`, which share that derivative, the one dividing by the
+/// larger argument is taken; the value is then set to the exact `atan2`.
+#[inline]
+fn atan2<S: Scalar>(a: S, b: S) -> S {
+    let slope = if b.re().abs() >= a.re().abs() {
+        (a / b).atan()
+    } else {
+        -(b / a).atan()
+    };
+    slope - S::from(slope.re()) + S::from(a.re().atan2(b.re()))
+}
+
+#[inline]
+fn binary<S: Scalar>(f: Function, a: S, b: S) -> S {
+    match f {
+        Function::Atan2 => atan2(a, b),
+        // On a tie the first argument is taken (value and derivative).
+        Function::Min => {
+            if b.re() < a.re() {
+                b
+            } else {
+                a
+            }
+        }
+        Function::Max => {
+            if b.re() > a.re() {
+                b
+            } else {
+                a
+            }
+        }
+        _ => unreachable!("unary functions"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{parse, Printed, Scope};
+    use ia_core::num_dual::Dual64;
+    use proptest::prelude::*;
+
+    /// Two states `x`, `y`, one parameter `k`, and `t`.
+    struct Names;
+    impl Scope for Names {
+        fn resolve(&self, name: &str) -> Option<Name> {
+            match name {
+                "x" => Some(Name::State(0)),
+                "y" => Some(Name::State(1)),
+                "k" => Some(Name::Param(0)),
+                "t" => Some(Name::Time),
+                _ => None,
+            }
+        }
+        fn names(&self) -> Vec<String> {
+            ["x", "y", "k", "t"].map(String::from).to_vec()
+        }
+    }
+
+    fn name_of(n: Name) -> &'static str {
+        match n {
+            Name::State(0) => "x",
+            Name::State(_) => "y",
+            Name::Param(_) => "k",
+            Name::Time => "t",
+            Name::Let(_) => unreachable!("no lets here"),
+        }
+    }
+
+    const POINT: (f64, [f64; 2], [f64; 1]) = (0.7, [0.9, -1.3], [2.1]);
+
+    /// The reference: value and derivative along `x` of the tree by the
+    /// rules of calculus, written directly on `f64` pairs (no dual-number
+    /// library, no compiler).
+    fn reference(e: &Expr) -> (f64, f64) {
+        let (t, x, p) = POINT;
+        match e {
+            Expr::Number(v) => (*v, 0.0),
+            Expr::Name(Name::Time) => (t, 0.0),
+            Expr::Name(Name::State(0)) => (x[0], 1.0),
+            Expr::Name(Name::State(i)) => (x[*i], 0.0),
+            Expr::Name(Name::Param(i)) => (p[*i], 0.0),
+            Expr::Name(Name::Let(_)) => unreachable!("no lets here"),
+            Expr::Neg(a) => {
+                let (v, d) = reference(a);
+                (-v, -d)
+            }
+            Expr::Binary(op, a, b) => {
+                let ((u, du), (v, dv)) = (reference(a), reference(b));
+                match op {
+                    BinaryOp::Add => (u + v, du + dv),
+                    BinaryOp::Sub => (u - v, du - dv),
+                    BinaryOp::Mul => (u * v, du * v + u * dv),
+                    BinaryOp::Div => (u / v, (du * v - u * dv) / (v * v)),
+                    BinaryOp::Pow => {
+                        let w = u.powf(v);
+                        // d(u^v) = v u^(v-1) du + u^v ln(u) dv
+                        let dw = v * u.powf(v - 1.0) * du
+                            + if dv == 0.0 { 0.0 } else { w * u.ln() * dv };
+                        (w, dw)
+                    }
+                }
+            }
+            Expr::Call(f, args) => {
+                let (u, du) = reference(&args[0]);
+                match f {
+                    Function::Sin => (u.sin(), u.cos() * du),
+                    Function::Cos => (u.cos(), -u.sin() * du),
+                    Function::Tan => (u.tan(), du / (u.cos() * u.cos())),
+                    Function::Exp => (u.exp(), u.exp() * du),
+                    Function::Log => (u.ln(), du / u),
+                    Function::Sqrt => (u.sqrt(), du / (2.0 * u.sqrt())),
+                    Function::Abs => (u.abs(), if u < 0.0 { -du } else { du }),
+                    Function::Tanh => (u.tanh(), (1.0 - u.tanh() * u.tanh()) * du),
+                    Function::Atan2 | Function::Min | Function::Max => {
+                        let (v, dv) = reference(&args[1]);
+                        match f {
+                            Function::Atan2 => (u.atan2(v), (v * du - u * dv) / (u * u + v * v)),
+                            Function::Min if v < u => (v, dv),
+                            Function::Min => (u, du),
+                            Function::Max if v > u => (v, dv),
+                            _ => (u, du),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn tree() -> impl Strategy<Value = Expr> {
+        let leaf = prop_oneof![
+            (0.1f64..3.0).prop_map(Expr::Number),
+            (0u32..4).prop_map(|k| Expr::Number(f64::from(k))),
+            Just(Expr::Name(Name::State(0))),
+            Just(Expr::Name(Name::State(1))),
+            Just(Expr::Name(Name::Param(0))),
+            Just(Expr::Name(Name::Time)),
+        ];
+        leaf.prop_recursive(5, 40, 2, |inner| {
+            let ops = prop_oneof![
+                Just(BinaryOp::Add),
+                Just(BinaryOp::Sub),
+                Just(BinaryOp::Mul),
+                Just(BinaryOp::Div),
+                Just(BinaryOp::Pow),
+            ];
+            let functions = proptest::sample::select(Function::ALL.to_vec());
+            prop_oneof![
+                inner.clone().prop_map(|a| Expr::Neg(Box::new(a))),
+                (ops, inner.clone(), inner.clone()).prop_map(|(op, a, b)| Expr::Binary(
+                    op,
+                    Box::new(a),
+                    Box::new(b)
+                )),
+                (functions, inner.clone(), inner).prop_map(|(f, a, b)| {
+                    let args = if f.arity() == 2 { vec![a, b] } else { vec![a] };
+                    Expr::Call(f, args)
+                }),
+            ]
+        })
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-10 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Printed, parsed back and compiled, a random tree gives the value
+        /// and the derivative of the reference.
+        #[test]
+        fn compiled_trees_match_the_reference(e in tree()) {
+            let text = Printed { expr: &e, names: &name_of }.to_string();
+            let parsed = parse(&text, &Names).unwrap();
+            prop_assert_eq!(&parsed, &e, "{}", text);
+            let (value, derivative) = reference(&e);
+            // Outside the domain (log of a negative number, 0/0, overflow)
+            // the comparison says nothing.
+            prop_assume!(value.is_finite() && derivative.is_finite());
+            prop_assume!(value.abs() < 1e8 && derivative.abs() < 1e8);
+            let mut c = Compiler::new(2, 1, &[]);
+            c.output(&e);
+            let program = c.finish();
+            let (t, x, p) = POINT;
+            let v = program.eval_one(t, &x, &p);
+            prop_assert!(close(v, value), "{}: {} vs {}", text, v, value);
+            let xd = [Dual64::new(x[0], 1.0), Dual64::from_re(x[1])];
+            let d = program.eval_one(Dual64::from_re(t), &xd, &[Dual64::from_re(p[0])]);
+            prop_assert!(close(d.re, value), "{}: {} vs {}", text, d.re, value);
+            prop_assert!(close(d.eps, derivative), "{}: d/dx {} vs {}", text, d.eps, derivative);
+        }
+
+        /// Garbage of expression characters never panics the parser.
+        #[test]
+        fn garbage_never_panics(text in "[-+*/^(),. 0-9a-zA-Z_eé#]{0,60}") {
+            let _ = parse(&text, &Names);
+        }
+
+        /// Nor does any text at all.
+        #[test]
+        fn any_text_never_panics(text in any::<String>()) {
+            let _ = parse(&text, &Names);
+        }
+    }
+}

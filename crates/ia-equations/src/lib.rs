@@ -1,0 +1,46 @@
+//! # ia-equations: hybrid models written as data
+//!
+//! A model is declared as data (JSON, or the same structure from Rust or
+//! Python): states, parameters with default values, optional `let`
+//! intermediates, modes with their flows, and transitions with a guard
+//! expression, a crossing direction and a reset listing only the states it
+//! changes. It is parsed and checked once ([`EquationModel::from_json_str`],
+//! [`EquationModel::from_value`]) into a flat register program per flow,
+//! guard and reset, evaluated over any [`ia_core::Scalar`]: with `f64` for
+//! values and with dual numbers ([`ia_core::Autodiff`]) for every partial
+//! derivative, so the user writes none.
+//!
+//! The grammar of expressions is in [`expr`]; the JSON form in
+//! [`EquationsForm`]; docs/equations.md has both with a worked example.
+//!
+//! ```
+//! use ia_equations::EquationModel;
+//! use ia_models::Model;
+//!
+//! let json = r#"{
+//!   "states": {"y": 1.0, "vy": 0.0},
+//!   "params": {"g": 9.81, "e": 0.8},
+//!   "modes": {"flight": {"flow": {"y": "vy", "vy": "-g"}}},
+//!   "transitions": [{"name": "bounce", "from": "flight", "to": "flight",
+//!                    "guard": "y", "direction": "falling",
+//!                    "reset": {"vy": "-e * vy"}}]
+//! }"#;
+//! let ball = EquationModel::from_json_str(json).unwrap();
+//! let system = ball.system();
+//! let (x, p) = ([1.0, -2.0], [9.81, 0.8]);
+//! let mut after = [0.0; 2];
+//! system.transitions()[0].reset.apply(0.0, &x, &p, &mut after);
+//! assert_eq!(after, [1.0, 1.6]);
+//! print!("{}", ball.describe());
+//! ```
+
+#![deny(missing_docs)]
+
+mod compile;
+pub mod expr;
+mod form;
+mod model;
+
+pub use compile::{Program, STACK_REGISTERS};
+pub use form::{EquationsForm, ModeForm, Ordered, States, TransitionForm};
+pub use model::{EquationError, EquationFlow, EquationGuard, EquationModel, EquationReset};

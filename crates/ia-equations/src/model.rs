@@ -1,0 +1,732 @@
+//! Checking a form, compiling it, and the pieces of the hybrid system.
+
+use crate::compile::{Compiler, Program};
+use crate::expr::{self, visit_names, Expr, Function, Name, Printed, Scope};
+use crate::form::{EquationsForm, Ordered};
+use ia_core::{
+    Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridError, HybridSystem, ResetFn, Scalar,
+    Support, ToMode,
+};
+use ia_models::{Model, ModelSpec, Quantity, TransitionSpec};
+use std::fmt::Write as _;
+use std::sync::Arc;
+use thiserror::Error;
+
+/// A mistake in a model written as equations: one line naming where it is
+/// (the mode or transition, the key, and for an expression the column) and
+/// what would be valid.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum EquationError {
+    /// The text is not JSON of the model's form (the message carries the
+    /// line and column of the document).
+    #[error("{0}")]
+    Json(String),
+    /// An expression does not parse or names something that does not exist.
+    #[error("{place}, column {column}: {message}")]
+    Expression {
+        /// Where the expression is: `transition "bounce", reset.vy`.
+        place: String,
+        /// 1-based column, in characters, inside the expression.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The model's structure is wrong: a flow missing a state, an unknown
+    /// mode, a name used twice...
+    #[error("{place}: {message}")]
+    Structure {
+        /// Where: `mode "flight", flow`, `transition "bounce", to`.
+        place: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl EquationError {
+    fn structure(place: impl Into<String>, message: impl Into<String>) -> Self {
+        EquationError::Structure {
+            place: place.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The names an expression of the model may read.
+struct Names<'a> {
+    states: &'a [String],
+    params: &'a [String],
+    lets: &'a [String],
+}
+
+impl Scope for Names<'_> {
+    fn resolve(&self, name: &str) -> Option<Name> {
+        let find = |list: &[String]| list.iter().position(|n| n == name);
+        if name == "t" {
+            return Some(Name::Time);
+        }
+        find(self.states)
+            .map(Name::State)
+            .or_else(|| find(self.params).map(Name::Param))
+            .or_else(|| find(self.lets).map(Name::Let))
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut all: Vec<String> = self.states.iter().chain(self.params).cloned().collect();
+        all.push("t".to_string());
+        all.extend(self.lets.iter().cloned());
+        all
+    }
+}
+
+/// One transition, parsed.
+#[derive(Clone, Debug, PartialEq)]
+struct ParsedTransition {
+    name: String,
+    from: usize,
+    to: usize,
+    direction: Direction,
+    guard: Expr,
+    /// `(state index, new value)` for the states that change.
+    reset: Vec<(usize, Expr)>,
+}
+
+/// A hybrid model written as equations, checked and compiled.
+///
+/// It is a [`Model`] like the ready ones: [`Model::spec`] describes it and
+/// [`Model::system`] builds a [`HybridSystem`] whose partial derivatives come
+/// from dual numbers through the compiled expressions.
+///
+/// ```
+/// use ia_equations::EquationModel;
+/// use ia_models::Model;
+///
+/// let ball = EquationModel::from_json_str(r#"{
+///     "states": {"y": 1.0, "vy": 0.0},
+///     "params": {"g": 9.81, "e": 0.8},
+///     "modes": {"flight": {"flow": {"y": "vy", "vy": "-g"}}},
+///     "transitions": [{"name": "bounce", "from": "flight", "to": "flight",
+///                      "guard": "y", "direction": "falling",
+///                      "reset": {"vy": "-e * vy"}}],
+///     "initial_mode": "flight"}"#).unwrap();
+/// let system = ball.system();
+/// assert_eq!(system.state_names(), ["y", "vy"]);
+/// assert_eq!(ball.spec().default_params(), [9.81, 0.8]);
+///
+/// let err = EquationModel::from_json_str(r#"{"states": ["y", "vy"], "params": {"g": 9.81, "e": 0.8},
+///     "modes": {"flight": {"flow": {"y": "vy", "vy": "-g"}}},
+///     "transitions": [{"name": "bounce", "from": "flight", "to": "flight",
+///                      "guard": "y", "direction": "falling", "reset": {"vy": "-e * ee"}}]}"#)
+///     .unwrap_err();
+/// assert_eq!(err.to_string(), "transition \"bounce\", reset.vy, column 6: unknown name \"ee\"; \
+///     names are y, vy, g, e, t; closest is \"e\"");
+/// ```
+#[derive(Clone, Debug)]
+pub struct EquationModel {
+    form: EquationsForm,
+    states: Vec<String>,
+    params: Vec<String>,
+    let_names: Vec<String>,
+    lets: Vec<Expr>,
+    modes: Vec<String>,
+    flows: Vec<Vec<Expr>>,
+    transitions: Vec<ParsedTransition>,
+    initial_mode: usize,
+    compiled_flows: Vec<Arc<Program>>,
+    compiled_guards: Vec<Arc<Program>>,
+    compiled_resets: Vec<Arc<Program>>,
+}
+
+/// Names that no state, parameter or `let` may take.
+fn reserved(name: &str) -> Option<&'static str> {
+    if name == "t" {
+        Some("it is the time")
+    } else if Function::by_name(name).is_some() {
+        Some("it is a function")
+    } else {
+        None
+    }
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+fn quoted_list(names: &[String]) -> String {
+    names.join(", ")
+}
+
+impl EquationModel {
+    /// Reads and checks a model from its JSON text.
+    pub fn from_json_str(text: &str) -> Result<Self, EquationError> {
+        let form: EquationsForm =
+            serde_json::from_str(text).map_err(|e| EquationError::Json(e.to_string()))?;
+        Self::from_form(form)
+    }
+
+    /// Reads and checks a model from a JSON value (as found inside a
+    /// scenario). Objects of a `serde_json::Value` are sorted by key, so the
+    /// parameters and modes come in alphabetical order; a state given twice
+    /// in a flow cannot be seen there (JSON keeps the last).
+    pub fn from_value(value: &serde_json::Value) -> Result<Self, EquationError> {
+        let form = EquationsForm::deserialize_value(value)?;
+        Self::from_form(form)
+    }
+
+    /// Checks and compiles a form.
+    pub fn from_form(form: EquationsForm) -> Result<Self, EquationError> {
+        let states: Vec<String> = form.states.0.iter().map(|(n, _)| n.clone()).collect();
+        let params: Vec<String> = form.params.0.iter().map(|(n, _)| n.clone()).collect();
+        let let_names: Vec<String> = form.lets.0.iter().map(|(n, _)| n.clone()).collect();
+        if states.is_empty() {
+            return Err(EquationError::structure(
+                "states",
+                "a model needs at least one state",
+            ));
+        }
+        let mut seen: Vec<(&str, &str)> = Vec::new();
+        for (key, kind, list) in [
+            ("states", "state", &states),
+            ("params", "parameter", &params),
+            ("let", "let", &let_names),
+        ] {
+            for name in list.iter() {
+                let place = format!("{key}.{name}");
+                if !is_identifier(name) {
+                    return Err(EquationError::structure(
+                        place,
+                        format!("\"{name}\" is not a name (letters, digits and _, not starting with a digit)"),
+                    ));
+                }
+                if let Some(why) = reserved(name) {
+                    return Err(EquationError::structure(
+                        place,
+                        format!("\"{name}\" cannot name a {kind}: {why}"),
+                    ));
+                }
+                if let Some((_, other)) = seen.iter().find(|(n, _)| n == name) {
+                    return Err(EquationError::structure(
+                        place,
+                        format!("\"{name}\" is already a {other} name"),
+                    ));
+                }
+                seen.push((name, kind));
+            }
+        }
+        for (name, value) in form.states.0.iter().chain(&form.params.0) {
+            if !value.is_finite() {
+                return Err(EquationError::structure(
+                    name.clone(),
+                    format!("default value {value} is not finite"),
+                ));
+            }
+        }
+        let modes: Vec<String> = form.modes.0.iter().map(|(n, _)| n.clone()).collect();
+        if modes.is_empty() {
+            return Err(EquationError::structure(
+                "modes",
+                "a model needs at least one mode",
+            ));
+        }
+        if let Some(name) = modes
+            .iter()
+            .enumerate()
+            .find_map(|(i, m)| modes[..i].contains(m).then_some(m))
+        {
+            return Err(EquationError::structure(
+                format!("mode \"{name}\""),
+                "the mode is declared twice",
+            ));
+        }
+        let names = Names {
+            states: &states,
+            params: &params,
+            lets: &let_names,
+        };
+        let parse = |place: String, text: &str| {
+            expr::parse(text, &names).map_err(|e| EquationError::Expression {
+                place,
+                column: e.column,
+                message: e.message,
+            })
+        };
+
+        let lets = form
+            .lets
+            .0
+            .iter()
+            .map(|(name, text)| parse(format!("let \"{name}\""), text))
+            .collect::<Result<Vec<_>, _>>()?;
+        check_let_cycles(&let_names, &lets)?;
+
+        let mut flows = Vec::new();
+        for (mode, body) in &form.modes.0 {
+            let place = format!("mode \"{mode}\", flow");
+            let rows = assignments(&place, &body.flow, &states, &parse)?;
+            if let Some(missing) = (0..states.len()).find(|i| !rows.iter().any(|(j, _)| j == i)) {
+                return Err(EquationError::structure(
+                    place,
+                    format!(
+                        "no expression for state \"{}\"; a flow gives the rate of every state: {}",
+                        states[missing],
+                        quoted_list(&states)
+                    ),
+                ));
+            }
+            let mut ordered: Vec<(usize, Expr)> = rows;
+            ordered.sort_by_key(|(i, _)| *i);
+            flows.push(ordered.into_iter().map(|(_, e)| e).collect::<Vec<_>>());
+        }
+
+        let mut transitions: Vec<ParsedTransition> = Vec::new();
+        for t in &form.transitions {
+            let place = format!("transition \"{}\"", t.name);
+            if t.name.is_empty() {
+                return Err(EquationError::structure(
+                    "transitions",
+                    "a transition needs a non-empty name",
+                ));
+            }
+            if transitions.iter().any(|u| u.name == t.name) {
+                return Err(EquationError::structure(
+                    place,
+                    "two transitions have this name; names must be unique",
+                ));
+            }
+            let mode = |key: &str, name: &str| {
+                modes.iter().position(|m| m == name).ok_or_else(|| {
+                    EquationError::structure(
+                        format!("{place}, {key}"),
+                        expr::unknown("mode", name, &modes),
+                    )
+                })
+            };
+            let from = mode("from", &t.from)?;
+            let to = mode("to", &t.to)?;
+            let guard = parse(format!("{place}, guard"), &t.guard)?;
+            let reset = assignments(&format!("{place}, reset"), &t.reset, &states, &parse)?;
+            transitions.push(ParsedTransition {
+                name: t.name.clone(),
+                from,
+                to,
+                direction: t.direction,
+                guard,
+                reset,
+            });
+        }
+
+        let initial_mode = match &form.initial_mode {
+            None => 0,
+            Some(name) => modes.iter().position(|m| m == name).ok_or_else(|| {
+                EquationError::structure("initial_mode", expr::unknown("mode", name, &modes))
+            })?,
+        };
+        if let Some(t_end) = form.t_end {
+            if !(t_end.is_finite() && t_end > 0.0) {
+                return Err(EquationError::structure(
+                    "t_end",
+                    format!("{t_end} is not a positive run length"),
+                ));
+            }
+        }
+
+        let (n, np) = (states.len(), params.len());
+        let compile = |outputs: &mut dyn Iterator<Item = &Expr>| {
+            let mut c = Compiler::new(n, np, &lets);
+            outputs.for_each(|e| c.output(e));
+            Arc::new(c.finish())
+        };
+        let compiled_flows = flows.iter().map(|f| compile(&mut f.iter())).collect();
+        let compiled_guards = transitions
+            .iter()
+            .map(|t| compile(&mut std::iter::once(&t.guard)))
+            .collect();
+        let compiled_resets = transitions
+            .iter()
+            .map(|t| compile(&mut t.reset.iter().map(|(_, e)| e)))
+            .collect();
+        Ok(Self {
+            form,
+            states,
+            params,
+            let_names,
+            lets,
+            modes,
+            flows,
+            transitions,
+            initial_mode,
+            compiled_flows,
+            compiled_guards,
+            compiled_resets,
+        })
+    }
+
+    /// The form the model was read from.
+    pub fn form(&self) -> &EquationsForm {
+        &self.form
+    }
+
+    /// The model's name (`name` in the form, default `equations`).
+    pub fn model_name(&self) -> &str {
+        self.form.name.as_deref().unwrap_or("equations")
+    }
+
+    fn name_of(&self, n: Name) -> &str {
+        match n {
+            Name::Time => "t",
+            Name::State(i) => &self.states[i],
+            Name::Param(i) => &self.params[i],
+            Name::Let(i) => &self.let_names[i],
+        }
+    }
+
+    /// `e` printed back with this model's names.
+    fn print(&self, e: &Expr) -> String {
+        let names = |n: Name| self.name_of(n);
+        Printed {
+            expr: e,
+            names: &names,
+        }
+        .to_string()
+    }
+
+    /// How the model was understood: states, parameters, `let`
+    /// intermediates, modes with their flows and transitions with guard,
+    /// direction and reset, every expression printed back from its parsed
+    /// form (with the fewest parentheses that keep its meaning).
+    ///
+    /// ```
+    /// let m = ia_equations::EquationModel::from_json_str(r#"{"states": ["x"],
+    ///     "params": {"k": 2}, "modes": {"decay": {"flow": {"x": "-(k*x)"}}}}"#).unwrap();
+    /// assert!(m.describe().contains("x' = -(k * x)"));
+    /// ```
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let values = |list: &[(String, f64)]| {
+            list.iter()
+                .map(|(n, v)| format!("{n} = {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(out, "model {}", self.model_name());
+        let _ = writeln!(out, "states: {}", values(&self.form.states.0));
+        let _ = writeln!(out, "params: {}", values(&self.form.params.0));
+        if !self.lets.is_empty() {
+            let _ = writeln!(out, "let:");
+            for (name, e) in self.let_names.iter().zip(&self.lets) {
+                let _ = writeln!(out, "  {name} = {}", self.print(e));
+            }
+        }
+        let _ = writeln!(out, "initial mode: {}", self.modes[self.initial_mode]);
+        for (mode, flow) in self.modes.iter().zip(&self.flows) {
+            let _ = writeln!(out, "mode {mode}:");
+            for (state, e) in self.states.iter().zip(flow) {
+                let _ = writeln!(out, "  {state}' = {}", self.print(e));
+            }
+        }
+        for t in &self.transitions {
+            let _ = writeln!(
+                out,
+                "transition {}: {} -> {}, when {} crosses 0 {}",
+                t.name,
+                self.modes[t.from],
+                self.modes[t.to],
+                self.print(&t.guard),
+                format!("{:?}", t.direction).to_lowercase()
+            );
+            if t.reset.is_empty() {
+                let _ = writeln!(out, "  no state changes");
+            }
+            for (i, e) in &t.reset {
+                let _ = writeln!(out, "  {} <- {}", self.states[*i], self.print(e));
+            }
+        }
+        out
+    }
+
+    /// When `error` is a non-finite value found during a run of this model
+    /// with parameters `params`, the expressions of the mode the run was in
+    /// (its `let`s, its flow, the guards of its transitions) evaluated at the
+    /// last state recorded, and the first that is not finite named with its
+    /// value; `None` for another error or when every expression is finite
+    /// there.
+    pub fn explain_non_finite(&self, error: &HybridError, params: &[f64]) -> Option<String> {
+        let HybridError::NonFinite {
+            trajectory: Some(run),
+            ..
+        } = error
+        else {
+            return None;
+        };
+        let mode = self.modes.iter().position(|m| *m == run.final_mode)?;
+        let (t, x) = (run.final_time, run.final_state.as_slice());
+        if x.len() != self.states.len() || params.len() != self.params.len() {
+            return None;
+        }
+        let at = |e: &Expr| {
+            let mut c = Compiler::new(self.states.len(), self.params.len(), &self.lets);
+            c.output(e);
+            c.finish().eval_one(t, x, params)
+        };
+        let mut candidates: Vec<(String, &Expr)> = Vec::new();
+        for (name, e) in self.let_names.iter().zip(&self.lets) {
+            candidates.push((format!("let \"{name}\""), e));
+        }
+        for (state, e) in self.states.iter().zip(&self.flows[mode]) {
+            candidates.push((format!("mode \"{}\", flow.{state}", self.modes[mode]), e));
+        }
+        for tr in self.transitions.iter().filter(|tr| tr.from == mode) {
+            candidates.push((format!("transition \"{}\", guard", tr.name), &tr.guard));
+        }
+        candidates.into_iter().find_map(|(place, e)| {
+            let v = at(e);
+            (!v.is_finite()).then(|| {
+                format!(
+                    "{place} = {} is {v} at t = {}",
+                    self.print(e),
+                    ia_core::short_num(t)
+                )
+            })
+        })
+    }
+}
+
+impl EquationsForm {
+    fn deserialize_value(value: &serde_json::Value) -> Result<Self, EquationError> {
+        serde::Deserialize::deserialize(value).map_err(|e| EquationError::Json(e.to_string()))
+    }
+}
+
+/// The `(state index, expression)` rows of a flow or reset object, each
+/// state at most once.
+fn assignments(
+    place: &str,
+    rows: &Ordered<String>,
+    states: &[String],
+    parse: &dyn Fn(String, &str) -> Result<Expr, EquationError>,
+) -> Result<Vec<(usize, Expr)>, EquationError> {
+    let mut out: Vec<(usize, Expr)> = Vec::new();
+    for (state, text) in &rows.0 {
+        let key = format!("{place}.{state}");
+        let Some(i) = states.iter().position(|s| s == state) else {
+            return Err(EquationError::structure(
+                key,
+                expr::unknown("state", state, states),
+            ));
+        };
+        if out.iter().any(|(j, _)| *j == i) {
+            return Err(EquationError::structure(
+                key,
+                format!("state \"{state}\" is given twice"),
+            ));
+        }
+        out.push((i, parse(key, text)?));
+    }
+    Ok(out)
+}
+
+/// A `let` that reads itself, directly or through others, has no value.
+fn check_let_cycles(names: &[String], lets: &[Expr]) -> Result<(), EquationError> {
+    // 0 unvisited, 1 on the current path, 2 done.
+    fn visit(
+        i: usize,
+        lets: &[Expr],
+        state: &mut [u8],
+        path: &mut Vec<usize>,
+    ) -> Option<Vec<usize>> {
+        if state[i] == 2 {
+            return None;
+        }
+        if state[i] == 1 {
+            let start = path.iter().position(|&k| k == i).unwrap_or(0);
+            let mut cycle = path[start..].to_vec();
+            cycle.push(i);
+            return Some(cycle);
+        }
+        state[i] = 1;
+        path.push(i);
+        let mut reads = Vec::new();
+        visit_names(&lets[i], &mut |n| {
+            if let Name::Let(j) = n {
+                reads.push(j);
+            }
+        });
+        for j in reads {
+            if let Some(cycle) = visit(j, lets, state, path) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        state[i] = 2;
+        None
+    }
+    let mut state = vec![0u8; lets.len()];
+    for i in 0..lets.len() {
+        if let Some(cycle) = visit(i, lets, &mut state, &mut Vec::new()) {
+            let chain: Vec<&str> = cycle.iter().map(|&k| names[k].as_str()).collect();
+            return Err(EquationError::structure(
+                format!("let \"{}\"", names[cycle[0]]),
+                format!("it depends on itself: {}", chain.join(" -> ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The flow of one mode, compiled.
+#[derive(Clone, Debug)]
+pub struct EquationFlow(Arc<Program>);
+
+impl FlowFn for EquationFlow {
+    #[inline]
+    fn rate<S: Scalar>(&self, t: S, x: &[S], p: &[S], dxdt: &mut [S]) {
+        self.0.eval(t, x, p, |k, v| dxdt[k] = v);
+    }
+}
+
+/// The guard of one transition, compiled, with the entries it reads.
+#[derive(Clone, Debug)]
+pub struct EquationGuard {
+    program: Arc<Program>,
+    direction: Direction,
+    states: Vec<usize>,
+    params: Vec<usize>,
+}
+
+impl GuardFn for EquationGuard {
+    fn direction(&self) -> Direction {
+        self.direction
+    }
+
+    #[inline]
+    fn value<S: Scalar>(&self, t: S, x: &[S], p: &[S]) -> S {
+        self.program.eval_one(t, x, p)
+    }
+
+    fn support(&self) -> Option<Support<'_>> {
+        Some(Support {
+            states: &self.states,
+            params: &self.params,
+        })
+    }
+}
+
+/// The reset of one transition, compiled: the states it lists get their
+/// new values, the others carry over.
+#[derive(Clone, Debug)]
+pub struct EquationReset {
+    program: Arc<Program>,
+    targets: Vec<usize>,
+}
+
+impl ResetFn for EquationReset {
+    #[inline]
+    fn apply<S: Scalar>(&self, t: S, x: &[S], p: &[S], x_after: &mut [S]) {
+        x_after.copy_from_slice(x);
+        let targets = &self.targets;
+        self.program.eval(t, x, p, |k, v| x_after[targets[k]] = v);
+    }
+}
+
+impl EquationModel {
+    /// The entries (states, parameters) the expression `e` reads, through its
+    /// `let`s too, sorted.
+    fn support_of(&self, e: &Expr) -> (Vec<usize>, Vec<usize>) {
+        let (mut states, mut params) = (Vec::new(), Vec::new());
+        let mut pending = vec![e];
+        let mut lets_seen = vec![false; self.lets.len()];
+        while let Some(e) = pending.pop() {
+            visit_names(e, &mut |n| match n {
+                Name::State(i) => states.push(i),
+                Name::Param(i) => params.push(i),
+                Name::Let(i) if !lets_seen[i] => {
+                    lets_seen[i] = true;
+                    pending.push(&self.lets[i]);
+                }
+                _ => {}
+            });
+        }
+        for list in [&mut states, &mut params] {
+            list.sort_unstable();
+            list.dedup();
+        }
+        (states, params)
+    }
+}
+
+impl Model for EquationModel {
+    /// Always `"equations"`: the catalogue name of models given as data (the
+    /// model's own name is [`EquationModel::model_name`] and
+    /// [`ModelSpec::name`]).
+    fn name(&self) -> &'static str {
+        "equations"
+    }
+
+    fn spec(&self) -> ModelSpec {
+        let quantities = |list: &[(String, f64)]| {
+            list.iter()
+                .map(|(name, default)| Quantity {
+                    name: name.clone(),
+                    default: *default,
+                    unit: String::new(),
+                })
+                .collect()
+        };
+        ModelSpec {
+            name: self.model_name().to_string(),
+            description: self
+                .form
+                .description
+                .clone()
+                .unwrap_or_else(|| "A model written as equations.".to_string()),
+            states: quantities(&self.form.states.0),
+            params: quantities(&self.form.params.0),
+            modes: self.modes.clone(),
+            initial_mode: self.modes[self.initial_mode].clone(),
+            t_end: self.form.t_end.unwrap_or(1.0),
+            transitions: self
+                .transitions
+                .iter()
+                .map(|t| TransitionSpec {
+                    name: t.name.clone(),
+                    from: self.modes[t.from].clone(),
+                    to: self.modes[t.to].clone(),
+                    direction: t.direction,
+                })
+                .collect(),
+        }
+    }
+
+    fn system(&self) -> HybridSystem {
+        let states: Vec<&str> = self.states.iter().map(String::as_str).collect();
+        let params: Vec<&str> = self.params.iter().map(String::as_str).collect();
+        let mut builder = HybridSystem::builder(&states, &params);
+        for (mode, program) in self.modes.iter().zip(&self.compiled_flows) {
+            builder = builder.mode(mode, Autodiff(EquationFlow(program.clone())));
+        }
+        for (k, t) in self.transitions.iter().enumerate() {
+            let (support_states, support_params) = self.support_of(&t.guard);
+            let guard = EquationGuard {
+                program: self.compiled_guards[k].clone(),
+                direction: t.direction,
+                states: support_states,
+                params: support_params,
+            };
+            let reset = EquationReset {
+                program: self.compiled_resets[k].clone(),
+                targets: t.reset.iter().map(|(i, _)| *i).collect(),
+            };
+            builder = builder.transition(
+                &t.name,
+                FromMode(&self.modes[t.from]),
+                ToMode(&self.modes[t.to]),
+                Autodiff(guard),
+                Autodiff(reset),
+            );
+        }
+        builder
+            .build()
+            .expect("a checked equation model builds: names were validated when it was read")
+    }
+}
