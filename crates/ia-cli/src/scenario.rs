@@ -6,6 +6,7 @@ use crate::rules;
 use ia_adjoint::{LossTerms, Term};
 use ia_core::short_num;
 use ia_core::{HybridError, HybridSystem};
+use ia_equations::EquationModel;
 use ia_events::{EventOptions, EventRecording, OdeSolversMethod, Problem, SolverChoice};
 use ia_models::ModelSpec;
 use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
@@ -75,6 +76,9 @@ pub struct Scenario {
     pub loss: Option<LossTerms>,
     /// Options of the adjoint's reverse pass (`adjoint` key).
     pub adjoint: ia_adjoint::AdjointOptions,
+    /// The model, when the scenario writes it as equations (`model` an
+    /// object): it names the expression behind a non-finite value.
+    pub equations: Option<EquationModel>,
 }
 
 impl Scenario {
@@ -95,29 +99,19 @@ impl Scenario {
         })?;
         check_keys(obj, &SCENARIO_KEYS, "the scenario")?;
 
-        let model_name = match obj.get("model") {
+        let size = obj.get("size").map(|v| count(v, "size", "3")).transpose()?;
+        let (model, equations): (Box<dyn ia_models::Model>, _) = match obj.get("model") {
             None => return Err(missing("model", "the scenario")),
-            Some(Value::String(s)) => s.as_str(),
+            Some(Value::String(model_name)) => (catalogue_model(obj, model_name, size)?, None),
+            Some(form @ Value::Object(_)) => {
+                let equations = equation_model(obj, form)?;
+                (Box::new(equations.clone()), Some(equations))
+            }
             Some(other) => {
                 return Err(invalid(format!(
-                    "'model' must be a string (a model name), got {}",
+                    "'model' must be a string (a model name) or an object (a model written as \
+                     equations, see docs/equations.md), got {}",
                     type_name(other)
-                )))
-            }
-        };
-        let size = obj.get("size").map(|v| count(v, "size", "3")).transpose()?;
-        let model = match obj.get("connections") {
-            None => ia_models::sized(model_name, size)?,
-            Some(v) if model_name == "lif-network" => {
-                let size = size.unwrap_or_else(|| ia_models::LifNetwork::default().size());
-                Box::new(ia_models::LifNetwork::with_connections(
-                    size,
-                    connection_list(v)?,
-                )?)
-            }
-            Some(_) => {
-                return Err(invalid(format!(
-                    "'connections' applies to the lif-network model only, not to '{model_name}'"
                 )))
             }
         };
@@ -144,7 +138,11 @@ impl Scenario {
                 params[i] = number(x, &format!("params.{name}"))?;
             }
         }
-        rules::check_params(&spec.name, &spec.param_names(), &params)?;
+        // The value rules belong to the catalogue's models; the parameters of
+        // a model written as equations mean what its author says.
+        if equations.is_none() {
+            rules::check_params(&spec.name, &spec.param_names(), &params)?;
+        }
 
         let mut initial_state = spec.default_state();
         if let Some(v) = obj.get("initial_state") {
@@ -262,6 +260,7 @@ impl Scenario {
             observe,
             solver,
             events,
+            equations,
         })
     }
 
@@ -556,6 +555,42 @@ fn malformed(e: &serde_json::Error, source: &str) -> CliError {
     } else {
         CliError::MalformedJson(format!("malformed JSON in {source}: {text}"))
     }
+}
+
+/// The catalogue model `model_name` (with its `size` and `connections`).
+fn catalogue_model(
+    obj: &Map<String, Value>,
+    model_name: &str,
+    size: Option<usize>,
+) -> Result<Box<dyn ia_models::Model>, CliError> {
+    Ok(match obj.get("connections") {
+        None => ia_models::sized(model_name, size)?,
+        Some(v) if model_name == "lif-network" => {
+            let size = size.unwrap_or_else(|| ia_models::LifNetwork::default().size());
+            Box::new(ia_models::LifNetwork::with_connections(
+                size,
+                connection_list(v)?,
+            )?)
+        }
+        Some(_) => {
+            return Err(invalid(format!(
+                "'connections' applies to the lif-network model only, not to '{model_name}'"
+            )))
+        }
+    })
+}
+
+/// The model written as equations in the scenario's `model` object.
+fn equation_model(obj: &Map<String, Value>, equations: &Value) -> Result<EquationModel, CliError> {
+    if let Some(key) = ["size", "connections"]
+        .iter()
+        .find(|k| obj.contains_key(**k))
+    {
+        return Err(invalid(format!(
+            "'{key}' applies to the sized catalogue models, not to a model written as equations"
+        )));
+    }
+    EquationModel::from_value(equations).map_err(|e| invalid(format!("'model' (equations): {e}")))
 }
 
 fn invalid(message: String) -> CliError {
