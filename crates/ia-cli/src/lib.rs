@@ -254,6 +254,7 @@ pub use scenario::Scenario;
 use ia_adjoint::Method;
 use ia_core::{short_num, HybridError};
 use ia_events::{OdeSolversMethod, SolverChoice};
+use serde_json::Value;
 
 /// The sensitivity method of `gradient`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -459,6 +460,16 @@ pub fn adjoint_solver(solver: &SolverChoice) -> Result<SolverChoice, CliError> {
 /// `params` are the run's parameters (the scenario's own, or those given to
 /// [`Scenario::problem_from`]).
 pub fn explain(scenario: &Scenario, params: &[f64], error: HybridError) -> CliError {
+    if let Some(culprit) = scenario
+        .equations
+        .as_ref()
+        .and_then(|m| m.explain_non_finite(&error, params))
+    {
+        return CliError::Explained {
+            error,
+            hint: format!("in the model's equations, {culprit}"),
+        };
+    }
     let accumulating = matches!(
         error.kind(),
         "zeno" | "grazing" | "event_location" | "step_size_underflow"
@@ -492,6 +503,30 @@ pub fn explain(scenario: &Scenario, params: &[f64], error: HybridError) -> CliEr
         }
     );
     CliError::Explained { error, hint }
+}
+
+/// `impact-adjoint models --equations FILE`: how the model written as
+/// equations in `text` was understood (states, parameters, `let`s, modes
+/// with their flows, transitions with guard, direction and reset, each
+/// expression printed back). `text` is the model's JSON, or a scenario whose
+/// `model` is one; `source` names it in messages.
+///
+/// ```
+/// let text = r#"{"states": ["x"], "params": {"k": 2}, "modes": {"decay": {"flow": {"x": "-k*x"}}}}"#;
+/// let out = ia_cli::describe_equations(text, "decay.json").unwrap();
+/// assert!(out.contains("x' = -k * x"), "{out}");
+/// let err = ia_cli::describe_equations(r#"{"states": ["x"], "modes": {"m": {"flow": {"x": "-kk"}}}}"#, "bad.json");
+/// assert_eq!(err.unwrap_err().to_string(),
+///     "bad.json: mode \"m\", flow.x, column 2: unknown name \"kk\"; names are x, t");
+/// ```
+pub fn describe_equations(text: &str, source: &str) -> Result<String, CliError> {
+    let value = scenario::parse_json(text, source)?;
+    let model = match value.get("model") {
+        Some(form @ Value::Object(_)) => ia_equations::EquationModel::from_value(form),
+        _ => ia_equations::EquationModel::from_json_str(text),
+    }
+    .map_err(|e| CliError::InvalidScenario(format!("{source}: {e}")))?;
+    Ok(model.describe())
 }
 
 /// `impact-adjoint models --json`: every model's [`ia_models::ModelSpec`], as

@@ -28,6 +28,11 @@ enum Command {
         /// Print a JSON array of the model descriptions instead of a table.
         #[arg(long)]
         json: bool,
+        /// Instead, print how the model written as equations in FILE (the
+        /// model's JSON, or a scenario whose `model` is one; `-` reads
+        /// standard input) was understood, each expression printed back.
+        #[arg(long, value_name = "FILE", conflicts_with = "json")]
+        equations: Option<String>,
     },
     /// Run a scenario and print the trajectory as JSON.
     Simulate {
@@ -121,8 +126,15 @@ fn laid_out(document: String, compact: bool) -> String {
 
 fn execute(command: Command) -> Result<String, CliError> {
     match command {
-        Command::Models { json: true } => Ok(ia_cli::models_json()),
-        Command::Models { json: false } => Ok(ia_cli::models_table()),
+        Command::Models {
+            equations: Some(file),
+            ..
+        } => {
+            let (text, source) = read_scenario(&file)?;
+            ia_cli::describe_equations(&text, &source)
+        }
+        Command::Models { json: true, .. } => Ok(ia_cli::models_json()),
+        Command::Models { json: false, .. } => Ok(ia_cli::models_table()),
         Command::Simulate { file, compact } => {
             let (text, source) = read_scenario(&file)?;
             ia_cli::simulate(&text, &source).map(|out| laid_out(out, compact))

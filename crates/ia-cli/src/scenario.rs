@@ -6,6 +6,7 @@ use crate::rules;
 use ia_adjoint::{LossTerms, Term};
 use ia_core::short_num;
 use ia_core::{HybridError, HybridSystem};
+use ia_equations::EquationModel;
 use ia_events::{EventOptions, EventRecording, OdeSolversMethod, Problem, SolverChoice};
 use ia_models::{Model, ModelSpec};
 use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
@@ -186,6 +187,9 @@ pub struct Scenario {
     pub loss: Option<LossTerms>,
     /// Options of the adjoint's reverse pass (`adjoint` key).
     pub adjoint: ia_adjoint::AdjointOptions,
+    /// The model, when the scenario writes it as equations (`model` an
+    /// object): it names the expression behind a non-finite value.
+    pub equations: Option<EquationModel>,
 }
 
 impl Scenario {
@@ -198,8 +202,14 @@ impl Scenario {
 
     /// Checks a scenario already parsed as JSON.
     pub fn from_value(value: &Value) -> Result<Self, CliError> {
-        let model = model_of(value)?;
-        Self::for_model(model.as_ref(), value)
+        match chosen_model(value)? {
+            ChosenModel::Catalogue(model) => Self::for_model(model.as_ref(), value),
+            ChosenModel::Equations(model) => {
+                let mut scenario = Self::for_model(&model, value)?;
+                scenario.equations = Some(model);
+                Ok(scenario)
+            }
+        }
     }
 
     /// Checks a scenario of `model` already parsed as JSON: the scenario's
@@ -237,7 +247,11 @@ impl Scenario {
                 params[i] = number(x, &format!("params.{name}"))?;
             }
         }
-        rules::check_params(&spec.name, &spec.param_names(), &params)?;
+        // The value rules belong to the catalogue's models; the parameters of
+        // a model written as equations mean what its author says.
+        if ia_models::model_names().contains(&model.name()) {
+            rules::check_params(&spec.name, &spec.param_names(), &params)?;
+        }
 
         let mut initial_state = spec.default_state();
         if let Some(v) = obj.get("initial_state") {
@@ -355,6 +369,7 @@ impl Scenario {
             observe,
             solver,
             events,
+            equations: None,
         })
     }
 
@@ -392,6 +407,21 @@ impl Scenario {
 /// `connections` (the scenario's other keys are checked for their names
 /// only).
 pub fn model_of(value: &Value) -> Result<Box<dyn Model>, CliError> {
+    Ok(match chosen_model(value)? {
+        ChosenModel::Catalogue(model) => model,
+        ChosenModel::Equations(model) => Box::new(model),
+    })
+}
+
+/// The model a scenario names: a catalogue model, or one written as
+/// equations (kept as such: it names the expression behind a non-finite
+/// value).
+enum ChosenModel {
+    Catalogue(Box<dyn Model>),
+    Equations(EquationModel),
+}
+
+fn chosen_model(value: &Value) -> Result<ChosenModel, CliError> {
     let obj = value.as_object().ok_or_else(|| {
         invalid(format!(
             "a scenario must be a JSON object, got {}",
@@ -399,32 +429,19 @@ pub fn model_of(value: &Value) -> Result<Box<dyn Model>, CliError> {
         ))
     })?;
     check_keys(obj, &SCENARIO_KEYS, "the scenario")?;
-    let model_name = match obj.get("model") {
-        None => return Err(missing("model", "the scenario")),
-        Some(Value::String(s)) => s.as_str(),
-        Some(other) => {
-            return Err(invalid(format!(
-                "'model' must be a string (a model name), got {}",
-                type_name(other)
-            )))
-        }
-    };
     let size = obj.get("size").map(|v| count(v, "size", "3")).transpose()?;
-    Ok(match obj.get("connections") {
-        None => ia_models::sized(model_name, size)?,
-        Some(v) if model_name == "lif-network" => {
-            let size = size.unwrap_or_else(|| ia_models::LifNetwork::default().size());
-            Box::new(ia_models::LifNetwork::with_connections(
-                size,
-                connection_list(v)?,
-            )?)
-        }
-        Some(_) => {
-            return Err(invalid(format!(
-                "'connections' applies to the lif-network model only, not to '{model_name}'"
-            )))
-        }
-    })
+    match obj.get("model") {
+        None => Err(missing("model", "the scenario")),
+        Some(Value::String(model_name)) => Ok(ChosenModel::Catalogue(catalogue_model(
+            obj, model_name, size,
+        )?)),
+        Some(form @ Value::Object(_)) => Ok(ChosenModel::Equations(equation_model(obj, form)?)),
+        Some(other) => Err(invalid(format!(
+            "'model' must be a string (a model name) or an object (a model written as \
+             equations, see docs/equations.md), got {}",
+            type_name(other)
+        ))),
+    }
 }
 
 /// A count of at least 1 for the key `key` (`example` in the message): an
@@ -697,6 +714,42 @@ fn malformed(e: &serde_json::Error, source: &str) -> CliError {
     } else {
         CliError::MalformedJson(format!("malformed JSON in {source}: {text}"))
     }
+}
+
+/// The catalogue model `model_name` (with its `size` and `connections`).
+fn catalogue_model(
+    obj: &Map<String, Value>,
+    model_name: &str,
+    size: Option<usize>,
+) -> Result<Box<dyn ia_models::Model>, CliError> {
+    Ok(match obj.get("connections") {
+        None => ia_models::sized(model_name, size)?,
+        Some(v) if model_name == "lif-network" => {
+            let size = size.unwrap_or_else(|| ia_models::LifNetwork::default().size());
+            Box::new(ia_models::LifNetwork::with_connections(
+                size,
+                connection_list(v)?,
+            )?)
+        }
+        Some(_) => {
+            return Err(invalid(format!(
+                "'connections' applies to the lif-network model only, not to '{model_name}'"
+            )))
+        }
+    })
+}
+
+/// The model written as equations in the scenario's `model` object.
+fn equation_model(obj: &Map<String, Value>, equations: &Value) -> Result<EquationModel, CliError> {
+    if let Some(key) = ["size", "connections"]
+        .iter()
+        .find(|k| obj.contains_key(**k))
+    {
+        return Err(invalid(format!(
+            "'{key}' applies to the sized catalogue models, not to a model written as equations"
+        )));
+    }
+    EquationModel::from_value(equations).map_err(|e| invalid(format!("'model' (equations): {e}")))
 }
 
 fn invalid(message: String) -> CliError {

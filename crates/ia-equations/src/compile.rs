@@ -8,6 +8,7 @@
 //! writes a fresh register, so a `let` used twice is computed once).
 
 use crate::expr::{BinaryOp, Expr, Function, Name};
+use ia_core::num_dual::Dual64;
 use ia_core::Scalar;
 
 /// Registers kept on the stack before an evaluation falls back to the heap.
@@ -218,16 +219,16 @@ impl Program {
     /// Evaluates the program at `(t, x, p)` and hands output `k` to
     /// `store(k, value)`.
     #[inline]
-    pub fn eval<S: Scalar>(&self, t: S, x: &[S], p: &[S], mut store: impl FnMut(usize, S)) {
-        let len = self.registers();
-        let zero = S::from(0.0);
-        if len <= STACK_REGISTERS {
-            let mut registers = [zero; STACK_REGISTERS];
-            self.run(t, x, p, &mut registers[..len], &mut store);
-        } else {
-            let mut registers = vec![zero; len];
-            self.run(t, x, p, &mut registers, &mut store);
-        }
+    pub fn eval<S: Scalar>(&self, t: S, x: &[S], p: &[S], store: impl FnMut(usize, S)) {
+        let (n, np) = (self.n_states, self.n_params);
+        self.eval_loaded(
+            |r: &mut [S]| {
+                r[0] = t;
+                r[1..1 + n].copy_from_slice(&x[..n]);
+                r[1 + n..1 + n + np].copy_from_slice(&p[..np]);
+            },
+            store,
+        );
     }
 
     /// Evaluates a program of one output.
@@ -238,20 +239,56 @@ impl Program {
         out
     }
 
-    #[inline]
-    fn run<S: Scalar>(
-        &self,
-        t: S,
-        x: &[S],
-        p: &[S],
-        r: &mut [S],
-        store: &mut impl FnMut(usize, S),
-    ) {
+    /// The forward-sensitivity rate `f_x S + [0 | f_p]` of a flow program,
+    /// for the n x m sensitivity `s` (column-major: initial-state columns,
+    /// then parameter columns): one dual-number evaluation per column,
+    /// seeded with the column (and the column's parameter), without forming
+    /// the partials.
+    pub fn sensitivity_rate(&self, t: f64, x: &[f64], p: &[f64], s: &[f64], ds: &mut [f64]) {
         let (n, np) = (self.n_states, self.n_params);
-        r[0] = t;
-        r[1..1 + n].copy_from_slice(&x[..n]);
-        r[1 + n..1 + n + np].copy_from_slice(&p[..np]);
-        let base = 1 + n + np;
+        for (c, (column, rate)) in s.chunks_exact(n).zip(ds.chunks_exact_mut(n)).enumerate() {
+            let seeded_param = c.checked_sub(n);
+            self.eval_loaded(
+                |r: &mut [Dual64]| {
+                    r[0] = Dual64::from_re(t);
+                    for ((slot, &v), &dv) in r[1..1 + n].iter_mut().zip(x).zip(column) {
+                        *slot = Dual64::new(v, dv);
+                    }
+                    for (j, (slot, &v)) in r[1 + n..1 + n + np].iter_mut().zip(p).enumerate() {
+                        *slot = Dual64::new(v, if Some(j) == seeded_param { 1.0 } else { 0.0 });
+                    }
+                },
+                |k, v| rate[k] = v.eps,
+            );
+        }
+    }
+
+    /// Evaluates with the input registers (`t`, states, parameters) written
+    /// by `load`.
+    #[inline]
+    fn eval_loaded<S: Scalar>(&self, load: impl FnOnce(&mut [S]), mut store: impl FnMut(usize, S)) {
+        let len = self.registers();
+        let zero = S::from(0.0);
+        // Small models take a small array: filling 128 registers would cost
+        // more than evaluating a few instructions.
+        if len <= 16 {
+            let mut registers = [zero; 16];
+            load(&mut registers[..len]);
+            self.run(&mut registers[..len], &mut store);
+        } else if len <= STACK_REGISTERS {
+            let mut registers = [zero; STACK_REGISTERS];
+            load(&mut registers[..len]);
+            self.run(&mut registers[..len], &mut store);
+        } else {
+            let mut registers = vec![zero; len];
+            load(&mut registers);
+            self.run(&mut registers, &mut store);
+        }
+    }
+
+    #[inline]
+    fn run<S: Scalar>(&self, r: &mut [S], store: &mut impl FnMut(usize, S)) {
+        let base = self.input_len();
         for (slot, &c) in r[base..].iter_mut().zip(&self.constants) {
             *slot = S::from(c);
         }
@@ -463,6 +500,19 @@ mod tests {
         }
     }
 
+    /// Whether every subtree has a finite reference value and derivative.
+    fn finite_everywhere(e: &Expr) -> bool {
+        let (v, d) = reference(e);
+        v.is_finite()
+            && d.is_finite()
+            && match e {
+                Expr::Number(_) | Expr::Name(_) => true,
+                Expr::Neg(a) => finite_everywhere(a),
+                Expr::Binary(_, a, b) => finite_everywhere(a) && finite_everywhere(b),
+                Expr::Call(_, args) => args.iter().all(finite_everywhere),
+            }
+    }
+
     fn tree() -> impl Strategy<Value = Expr> {
         let leaf = prop_oneof![
             (0.1f64..3.0).prop_map(Expr::Number),
@@ -511,9 +561,10 @@ mod tests {
             let parsed = parse(&text, &Names).unwrap();
             prop_assert_eq!(&parsed, &e, "{}", text);
             let (value, derivative) = reference(&e);
-            // Outside the domain (log of a negative number, 0/0, overflow)
-            // the comparison says nothing.
-            prop_assume!(value.is_finite() && derivative.is_finite());
+            // Outside the domain (log of a negative number, 0/0, overflow,
+            // anywhere in the tree: min and max can hide an infinity) the
+            // comparison says nothing.
+            prop_assume!(finite_everywhere(&e));
             prop_assume!(value.abs() < 1e8 && derivative.abs() < 1e8);
             let mut c = Compiler::new(2, 1, &[]);
             c.output(&e);

@@ -4,8 +4,8 @@ use crate::compile::{Compiler, Program};
 use crate::expr::{self, visit_names, Expr, Function, Name, Printed, Scope};
 use crate::form::{EquationsForm, Ordered};
 use ia_core::{
-    Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridError, HybridSystem, ResetFn, Scalar,
-    Support, ToMode,
+    Autodiff, Direction, Flow, FlowFn, FlowPartials, FromMode, GuardFn, HybridError, HybridSystem,
+    ResetFn, Scalar, Support, Tangent, ToMode,
 };
 use ia_models::{Model, ModelSpec, Quantity, TransitionSpec};
 use std::fmt::Write as _;
@@ -574,7 +574,7 @@ fn check_let_cycles(names: &[String], lets: &[Expr]) -> Result<(), EquationError
     Ok(())
 }
 
-/// The flow of one mode, compiled.
+/// The flow of one mode, compiled; partials by dual numbers.
 #[derive(Clone, Debug)]
 pub struct EquationFlow(Arc<Program>);
 
@@ -582,6 +582,39 @@ impl FlowFn for EquationFlow {
     #[inline]
     fn rate<S: Scalar>(&self, t: S, x: &[S], p: &[S], dxdt: &mut [S]) {
         self.0.eval(t, x, p, |k, v| dxdt[k] = v);
+    }
+}
+
+/// [`Autodiff`] of an [`EquationFlow`], with the forward-sensitivity rate
+/// taken column by column ([`Program::sensitivity_rate`]) instead of
+/// through the dense partials and a matrix product.
+#[derive(Clone, Debug)]
+struct SensitiveFlow(Autodiff<EquationFlow>);
+
+impl Flow for SensitiveFlow {
+    #[inline]
+    fn rate(&self, t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
+        self.0.rate(t, x, p, dxdt);
+    }
+
+    fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
+        self.0.partials(t, x, p, out);
+    }
+
+    fn sensitivity_rate(&self, t: f64, x: &[f64], p: &[f64], s: &[f64], ds: &mut [f64]) -> bool {
+        self.0 .0 .0.sensitivity_rate(t, x, p, s, ds);
+        true
+    }
+
+    fn jacobian_vector_product(
+        &self,
+        t: f64,
+        x: &[f64],
+        p: &[f64],
+        tangent: Tangent<'_>,
+        out: &mut [f64],
+    ) -> bool {
+        self.0.jacobian_vector_product(t, x, p, tangent, out)
     }
 }
 
@@ -703,7 +736,7 @@ impl Model for EquationModel {
         let params: Vec<&str> = self.params.iter().map(String::as_str).collect();
         let mut builder = HybridSystem::builder(&states, &params);
         for (mode, program) in self.modes.iter().zip(&self.compiled_flows) {
-            builder = builder.mode(mode, Autodiff(EquationFlow(program.clone())));
+            builder = builder.mode(mode, SensitiveFlow(Autodiff(EquationFlow(program.clone()))));
         }
         for (k, t) in self.transitions.iter().enumerate() {
             let (support_states, support_params) = self.support_of(&t.guard);

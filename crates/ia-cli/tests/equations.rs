@@ -1,0 +1,194 @@
+//! The binary on scenarios whose model is written as equations.
+//!
+//! Reference: the ready model `ball1d` run by the same binary; its equation
+//! form (crates/ia-equations/tests/data/ball1d.json) must give the same
+//! trajectory, Jacobians and loss gradient.
+
+use rstest::rstest;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_impact-adjoint");
+
+fn run_stdin(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the binary");
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+fn ball1d_equations() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../ia-equations/tests/data/ball1d.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON")
+}
+
+fn scenario(model: Value) -> String {
+    json!({
+        "model": model,
+        "params": {"e": 0.7},
+        "initial_state": {"h": 1.5},
+        "t_end": 2.0,
+        "observe": [0.5],
+        "solver": {"method": "dopri5", "rtol": 1e-12, "atol": 1e-12},
+        "loss": [{"of": "final.h", "weight": 1.0}, {"of": "event.-1.time", "weight": 2.0}]
+    })
+    .to_string()
+}
+
+fn document(args: &[&str], stdin: &str) -> Value {
+    let out = run_stdin(args, stdin);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+/// Every number in `a` within 1e-12 relative of the same place in `b`
+/// (objects compared by key, so the order of names does not matter).
+fn same_numbers(a: &Value, b: &Value, at: &str) {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            let scale = x.abs().max(y.abs()).max(1e-300);
+            assert!((x - y).abs() <= 1e-12 * scale.max(1e-3), "{at}: {x} vs {y}");
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            let mut kx: Vec<_> = x.keys().collect();
+            let mut ky: Vec<_> = y.keys().collect();
+            kx.sort();
+            ky.sort();
+            assert_eq!(kx, ky, "{at}");
+            for (k, v) in x {
+                same_numbers(v, &y[k], &format!("{at}.{k}"));
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            assert_eq!(x.len(), y.len(), "{at}");
+            for (k, (u, v)) in x.iter().zip(y).enumerate() {
+                same_numbers(u, v, &format!("{at}[{k}]"));
+            }
+        }
+        _ => assert_eq!(a, b, "{at}"),
+    }
+}
+
+#[rstest]
+#[case::simulate(&["simulate", "-"])]
+#[case::forward(&["gradient", "-", "--method", "forward"])]
+#[case::adjoint(&["gradient", "-", "--method", "adjoint"])]
+#[case::adjoint_jacobian(&["gradient", "-", "--method", "adjoint", "--jacobian"])]
+fn inline_equations_give_the_ready_model_output(#[case] args: &[&str]) {
+    let equations = document(args, &scenario(ball1d_equations()));
+    let ready = document(args, &scenario(json!("ball1d")));
+    for key in ["final_state", "events", "observations", "jacobian", "loss"] {
+        assert_eq!(
+            equations.get(key).is_some(),
+            ready.get(key).is_some(),
+            "{key}"
+        );
+        if let (Some(a), Some(b)) = (equations.get(key), ready.get(key)) {
+            same_numbers(a, b, key);
+        }
+    }
+    // The overrides took effect: e = 0.7 from h = 1.5.
+    let events = ready["events"].as_array().unwrap();
+    let t1 = (2.0f64 * 1.5 / 9.81).sqrt();
+    assert!((events[0]["time"].as_f64().unwrap() - t1).abs() < 1e-9);
+}
+
+#[test]
+fn models_equations_prints_the_model_as_understood() {
+    let out = run_stdin(
+        &["models", "--equations", "-"],
+        r#"{"name": "ball", "states": ["y", "vy"], "params": {"g": 9.81, "e": 0.8},
+            "let": {"speed": "abs(vy)"},
+            "modes": {"flight": {"flow": {"y": "(vy)", "vy": "-(g)"}}},
+            "transitions": [{"name": "bounce", "from": "flight", "to": "flight",
+                             "guard": "y", "direction": "falling",
+                             "reset": {"vy": "-e*vy"}}]}"#,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "model ball\n\
+         states: y = 0, vy = 0\n\
+         params: g = 9.81, e = 0.8\n\
+         let:\n  speed = abs(vy)\n\
+         initial mode: flight\n\
+         mode flight:\n  y' = vy\n  vy' = -g\n\
+         transition bounce: flight -> flight, when y crosses 0 falling\n  vy <- -e * vy\n"
+    );
+}
+
+#[rstest]
+#[case::unknown_name(
+    json!({"states": ["y", "vy"], "params": {"g": 9.81, "e": 0.8},
+           "modes": {"flight": {"flow": {"y": "vy", "vy": "-g"}}},
+           "transitions": [{"name": "bounce", "from": "flight", "to": "flight", "guard": "y",
+                            "direction": "falling", "reset": {"vy": "-e * ee"}}]}),
+    r#"error: invalid_scenario: 'model' (equations): transition "bounce", reset.vy, column 6: unknown name "ee"; names are y, vy, e, g, t; closest is "e""#
+)]
+#[case::flow_missing_a_state(
+    json!({"states": ["y", "vy"], "modes": {"flight": {"flow": {"y": "vy"}}}}),
+    r#"error: invalid_scenario: 'model' (equations): mode "flight", flow: no expression for state "vy"; a flow gives the rate of every state: y, vy"#
+)]
+#[case::not_an_object_form(
+    json!({"states": ["y"], "modes": []}),
+    "error: invalid_scenario: 'model' (equations): invalid type: sequence, expected an object"
+)]
+fn bad_equations_are_scenario_errors(#[case] model: Value, #[case] expected: &str) {
+    let text = json!({"model": model, "t_end": 1.0}).to_string();
+    let out = run_stdin(&["simulate", "-"], &text);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim_end(), expected);
+}
+
+#[test]
+fn a_non_finite_rate_names_its_expression() {
+    let text = json!({"model": {"states": {"x": 0.0}, "params": {"k": 2.0},
+                                "modes": {"m": {"flow": {"x": "-k / x"}}}},
+                      "t_end": 1.0})
+    .to_string();
+    let out = run_stdin(&["simulate", "-"], &text);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error: non_finite: "), "{stderr}");
+    assert!(
+        stderr
+            .trim_end()
+            .ends_with("; in the model's equations, mode \"m\", flow.x = -k / x is -inf at t = 0"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn size_does_not_apply_to_equations() {
+    let text = json!({"model": {"states": ["x"], "modes": {"m": {"flow": {"x": "1"}}}},
+                      "size": 3, "t_end": 1.0})
+    .to_string();
+    let out = run_stdin(&["simulate", "-"], &text);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "error: invalid_scenario: 'size' applies to the sized catalogue models, not to a model written as equations"
+    );
+}
