@@ -1,0 +1,1 @@
+//! # ia-fit: fitting parameters of a hybrid system to data (in progress)
