@@ -12,6 +12,7 @@
 //! impact-adjoint models [--json]
 //! impact-adjoint simulate FILE [--compact]
 //! impact-adjoint gradient FILE [--method forward|adjoint] [--jacobian] [--compact]
+//! impact-adjoint batch FILE [--jobs N]
 //! ```
 //!
 //! The output is indented JSON; `--compact` prints the same document on one
@@ -40,6 +41,11 @@
 //!   [Loss](#loss)), `--method adjoint` computes the loss gradient in one
 //!   backward pass and prints the per-output Jacobians only with
 //!   `--jacobian` (which costs one backward pass per output row).
+//!
+//! * `batch FILE` reads JSON Lines, one command and its scenario a line,
+//!   runs them on `--jobs N` threads (default: one per core) and prints
+//!   JSON Lines in input order: each line's compact document, or an error
+//!   object for a line that failed (see [`mod@batch`] for the format).
 //!
 //! `FILE` `-` reads the scenario from standard input. A scenario larger
 //! than 16 MiB (say `/dev/zero`) is refused (kind `io`).
@@ -205,11 +211,13 @@
 
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod error;
 pub mod report;
 pub mod rules;
 pub mod scenario;
 
+pub use batch::batch;
 pub use error::CliError;
 pub use scenario::Scenario;
 
