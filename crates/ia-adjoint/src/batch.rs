@@ -57,7 +57,11 @@ impl Batch {
     }
 
     /// `run` over every item, in parallel, results in input order.
-    pub fn map<T: Sync, R: Send>(&self, items: &[T], run: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
+    pub fn map<T: Sync, R: Send>(
+        &self,
+        items: &[T],
+        run: impl Fn(&T) -> R + Sync + Send,
+    ) -> Vec<R> {
         self.pool
             .install(|| items.par_iter().with_min_len(1).map(run).collect())
     }
@@ -192,7 +196,10 @@ mod tests {
                 assert_eq!(r.unwrap(), jacobian(p, method).unwrap());
             }
         }
-        for (p, r) in problems.iter().zip(batch.gradient(&problems, &FinalComponent(1))) {
+        for (p, r) in problems
+            .iter()
+            .zip(batch.gradient(&problems, &FinalComponent(1)))
+        {
             assert_eq!(r.unwrap(), gradient(p, &FinalComponent(1)).unwrap());
         }
         let losses: Vec<FinalComponent> = (0..8).map(|i| FinalComponent(i % 2)).collect();

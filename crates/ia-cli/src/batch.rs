@@ -10,7 +10,7 @@
 //!
 //! | key | required | meaning |
 //! |---|---|---|
-//! | `command` | yes | `simulate` or `gradient` |
+//! | `command` | yes | `simulate`, `gradient` or `fit` |
 //! | `scenario` | yes | the scenario object, as in a scenario file |
 //! | `method` | no | `gradient` only: `forward` (default) or `adjoint`, as `--method` |
 //! | `jacobian` | no | `gradient` only: `true` is `--jacobian` |
@@ -35,7 +35,7 @@ use serde_json::{json, Map, Value};
 const LINE_KEYS: [&str; 4] = ["command", "scenario", "method", "jacobian"];
 
 /// The commands a batch line may name.
-const COMMANDS: [&str; 2] = ["simulate", "gradient"];
+const COMMANDS: [&str; 3] = ["simulate", "gradient", "fit"];
 
 /// `impact-adjoint batch`: the JSON Lines output for the JSON Lines `text`
 /// (`source` names it in error messages), run on `jobs` threads (`0`: one
@@ -107,7 +107,10 @@ fn run_line(line: &str, source: &str) -> Result<String, CliError> {
         }
     };
     if command != "gradient" {
-        if let Some(key) = ["method", "jacobian"].iter().find(|k| obj.contains_key(**k)) {
+        if let Some(key) = ["method", "jacobian"]
+            .iter()
+            .find(|k| obj.contains_key(**k))
+        {
             return Err(CliError::InvalidScenario(format!(
                 "'{key}' in {source} applies to the gradient command only, not to {command}"
             )));
@@ -116,7 +119,13 @@ fn run_line(line: &str, source: &str) -> Result<String, CliError> {
     let scenario = scenario_text(obj, source)?;
     let document = match command {
         "simulate" => crate::simulate(&scenario, source)?,
-        _ => crate::gradient_with(&scenario, source, method(obj, source)?, jacobian(obj, source)?)?,
+        "fit" => crate::fit(&scenario, source)?,
+        _ => crate::gradient_with(
+            &scenario,
+            source,
+            method(obj, source)?,
+            jacobian(obj, source)?,
+        )?,
     };
     Ok(compact_json(&document))
 }

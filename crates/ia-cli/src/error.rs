@@ -32,6 +32,10 @@ pub enum CliError {
         /// The likely cause, in the scenario's words.
         hint: String,
     },
+    /// A failure of a fit (its kind: the run's, `optimizer` or
+    /// `not_identifiable`).
+    #[error("{0}")]
+    Fit(ia_fit::FitError),
 }
 
 impl CliError {
@@ -47,6 +51,7 @@ impl CliError {
             CliError::InvalidScenario(_) => "invalid_scenario",
             CliError::Io(_) => "io",
             CliError::Library(e) | CliError::Explained { error: e, .. } => e.kind(),
+            CliError::Fit(e) => e.kind(),
         }
     }
 }

@@ -53,6 +53,15 @@ enum Command {
         #[arg(long)]
         compact: bool,
     },
+    /// Fit the scenario's free variables to its data (its `fit` key) and
+    /// print the fitted values and their standard errors as JSON.
+    Fit {
+        /// Scenario file (JSON); `-` reads standard input.
+        file: String,
+        /// Print the JSON on one line instead of indented.
+        #[arg(long)]
+        compact: bool,
+    },
     /// Run many scenarios in parallel: JSON Lines in (a command and its
     /// scenario a line), JSON Lines out in input order.
     Batch {
@@ -150,6 +159,10 @@ fn execute(command: Command) -> Result<String, CliError> {
             ia_cli::gradient_with(&text, &source, method, jacobian)
                 .map(|out| laid_out(out, compact))
         }
+        Command::Fit { file, compact } => {
+            let (text, source) = read_scenario(&file)?;
+            ia_cli::fit(&text, &source).map(|out| laid_out(out, compact))
+        }
         Command::Batch { file, jobs } => {
             let (text, source) = read_input(&file, "JSON Lines", MAX_BATCH_BYTES)?;
             ia_cli::batch(&text, &source, jobs)
@@ -169,7 +182,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let message = if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                "no command given; commands: models, simulate, gradient, batch; see impact-adjoint --help"
+                "no command given; commands: models, simulate, gradient, fit, batch; see impact-adjoint --help"
                     .to_string()
             } else {
                 usage_line(&e.to_string())

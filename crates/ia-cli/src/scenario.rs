@@ -12,7 +12,7 @@ use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// The keys a scenario may have.
-pub const SCENARIO_KEYS: [&str; 14] = [
+pub const SCENARIO_KEYS: [&str; 15] = [
     "model",
     "size",
     "connections",
@@ -27,6 +27,7 @@ pub const SCENARIO_KEYS: [&str; 14] = [
     "loss",
     "adjoint",
     "record",
+    "fit",
 ];
 
 /// The solver method names a scenario may give, the default first.
@@ -75,6 +76,8 @@ pub struct Scenario {
     pub loss: Option<LossTerms>,
     /// Options of the adjoint's reverse pass (`adjoint` key).
     pub adjoint: ia_adjoint::AdjointOptions,
+    /// The fit (`fit` key), checked against the model.
+    pub fit: Option<crate::fit::FitSpec>,
 }
 
 impl Scenario {
@@ -250,7 +253,13 @@ impl Scenario {
             }
         }
 
+        let fit = obj
+            .get("fit")
+            .map(|v| crate::fit::FitSpec::from_value(v, &system, t_end))
+            .transpose()?;
+
         Ok(Scenario {
+            fit,
             loss,
             adjoint,
             spec,

@@ -48,7 +48,8 @@ fn single_error_kind(out: &Output) -> String {
 }
 
 const BALL: &str = r#"{"model": "ball2d-flat", "t_end": 1.5, "params": {"e": 0.7}}"#;
-const LOSS: &str = r#"{"model": "ball1d", "t_end": 1, "loss": [{"of": "event.0.time", "weight": 1.0}]}"#;
+const LOSS: &str =
+    r#"{"model": "ball1d", "t_end": 1, "loss": [{"of": "event.0.time", "weight": 1.0}]}"#;
 const BAD_MODEL: &str = r#"{"model": "ball3d", "t_end": 1}"#;
 
 /// The input lines: (the batch line, the single command's arguments and
@@ -66,7 +67,11 @@ fn cases() -> Vec<(String, Vec<&'static str>, &'static str)> {
             LOSS,
         ),
         (
-            line("gradient", r#", "method": "adjoint", "jacobian": true"#, LOSS),
+            line(
+                "gradient",
+                r#", "method": "adjoint", "jacobian": true"#,
+                LOSS,
+            ),
             vec!["gradient", "--method", "adjoint", "--jacobian"],
             LOSS,
         ),
@@ -102,7 +107,10 @@ fn each_line_is_the_single_commands_compact_output_in_input_order() {
             assert_eq!(doc["line"], k + 2, "{got}");
             assert_eq!(doc["error"]["kind"], single_error_kind(&single), "{got}");
             let message = doc["error"]["message"].as_str().unwrap();
-            assert!(message.contains("ball3d") && message.contains("ball2d-flat"), "{message}");
+            assert!(
+                message.contains("ball3d") && message.contains("ball2d-flat"),
+                "{message}"
+            );
         }
     }
 }
@@ -127,14 +135,46 @@ fn one_worker_and_two_give_the_same_output() {
 fn bad_lines_are_errors_of_their_own_and_the_others_run() {
     let ok = r#"{"command": "simulate", "scenario": {"model": "ball1d", "t_end": 0.3}}"#;
     let bad = [
-        (r#"{"command": "simulate", "scenario": "#, "malformed_json", "line 2"),
-        (r#"{"scenario": {"model": "ball1d", "t_end": 1}}"#, "invalid_scenario", "'command'"),
-        (r#"{"command": "bounce", "scenario": {}}"#, "invalid_scenario", "simulate, gradient"),
-        (r#"{"command": "simulate", "method": "adjoint", "scenario": {}}"#, "invalid_scenario", "gradient command only"),
-        (r#"{"command": "gradient", "method": "backward", "scenario": {}}"#, "invalid_scenario", "\"forward\" or \"adjoint\""),
-        (r#"{"command": "simulate", "scenario": {}, "speed": 2}"#, "invalid_scenario", "valid keys: command, scenario"),
-        (r#"{"command": "simulate", "scenario": [1]}"#, "invalid_scenario", "scenario object"),
-        (r#"{"command": "simulate", "scenario": {"model": "ball1d", "t_end": -1}}"#, "invalid_option", "t_end"),
+        (
+            r#"{"command": "simulate", "scenario": "#,
+            "malformed_json",
+            "line 2",
+        ),
+        (
+            r#"{"scenario": {"model": "ball1d", "t_end": 1}}"#,
+            "invalid_scenario",
+            "'command'",
+        ),
+        (
+            r#"{"command": "bounce", "scenario": {}}"#,
+            "invalid_scenario",
+            "simulate, gradient",
+        ),
+        (
+            r#"{"command": "simulate", "method": "adjoint", "scenario": {}}"#,
+            "invalid_scenario",
+            "gradient command only",
+        ),
+        (
+            r#"{"command": "gradient", "method": "backward", "scenario": {}}"#,
+            "invalid_scenario",
+            "\"forward\" or \"adjoint\"",
+        ),
+        (
+            r#"{"command": "simulate", "scenario": {}, "speed": 2}"#,
+            "invalid_scenario",
+            "valid keys: command, scenario",
+        ),
+        (
+            r#"{"command": "simulate", "scenario": [1]}"#,
+            "invalid_scenario",
+            "scenario object",
+        ),
+        (
+            r#"{"command": "simulate", "scenario": {"model": "ball1d", "t_end": -1}}"#,
+            "invalid_option",
+            "t_end",
+        ),
         (r#"[1, 2]"#, "invalid_scenario", "JSON object"),
     ];
     let mut input = String::new();
@@ -145,7 +185,10 @@ fn bad_lines_are_errors_of_their_own_and_the_others_run() {
         input.push('\n');
     }
     let out = stdout(&run_stdin(&["batch", "-"], &input));
-    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 2 * bad.len());
     for (k, (_, kind, needle)) in bad.iter().enumerate() {
         assert_eq!(lines[2 * k]["model"], "ball1d");
@@ -162,5 +205,140 @@ fn an_unreadable_file_is_an_io_error() {
     let out = run_stdin(&["batch", "no/such/file.jsonl"], "");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.starts_with("error: io: cannot read the JSON Lines file"), "{err}");
+    assert!(
+        err.starts_with("error: io: cannot read the JSON Lines file"),
+        "{err}"
+    );
+}
+
+/// `fit` through the binary: data of `h(t) = 1 - g t^2 / 2` (before the
+/// impact at `sqrt(2 / g)`, closed form) made with g = 9.81, and of the
+/// bounce, made by `simulate` with e = 0.8; the fit from g = 9, e = 0.6
+/// recovers both to 1e-6.
+#[test]
+fn fit_recovers_the_values_the_data_were_made_with() {
+    let times = [0.1, 0.2, 0.3, 0.5, 0.7, 0.9];
+    let observe: Vec<String> = times.iter().map(|t| t.to_string()).collect();
+    let truth = format!(
+        r#"{{"model": "ball1d", "t_end": 1, "params": {{"g": 9.81, "e": 0.8}}, "observe": [{}], "solver": {{"method": "dopri5", "rtol": 1e-12, "atol": 1e-12}}}}"#,
+        observe.join(", ")
+    );
+    let run: Value = serde_json::from_str(&stdout(&run_stdin(&["simulate", "-"], &truth))).unwrap();
+    let data: Vec<String> = run["observations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            format!(
+                r#"{{"time": {}, "state": {{"h": {}}}}}"#,
+                o["time"], o["state"]["h"]
+            )
+        })
+        .collect();
+    let scenario = format!(
+        r#"{{"model": "ball1d", "t_end": 1, "params": {{"g": 9, "e": 0.6}}, "solver": {{"method": "dopri5", "rtol": 1e-12, "atol": 1e-12}},
+            "fit": {{"free": ["param.g", "param.e"], "bounds": {{"param.e": [0, 1]}}, "data": [{}]}}}}"#,
+        data.join(", ")
+    );
+    let out = stdout(&run_stdin(&["fit", "-"], &scenario));
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        (doc["values"]["param.g"].as_f64().unwrap() - 9.81).abs() < 1e-6,
+        "{out}"
+    );
+    assert!(
+        (doc["values"]["param.e"].as_f64().unwrap() - 0.8).abs() < 1e-6,
+        "{out}"
+    );
+    assert_eq!(doc["data"], 6);
+    for key in ["loss", "gradient_norm"] {
+        assert!(doc[key].as_f64().unwrap() < 1e-6, "{out}");
+    }
+    assert!(doc["standard_errors"]["param.g"].is_number(), "{out}");
+    assert!(
+        doc["termination"].is_string() && doc["iterations"].is_number(),
+        "{out}"
+    );
+    // In a batch, the same document on one line.
+    let line = format!(
+        r#"{{"command": "fit", "scenario": {}}}"#,
+        scenario.replace('\n', " ")
+    );
+    let batch = stdout(&run_stdin(&["batch", "-"], &line));
+    let compact = stdout(&run_stdin(&["fit", "-", "--compact"], &scenario));
+    assert_eq!(batch, compact);
+}
+
+#[test]
+fn bad_fit_keys_are_clear_errors() {
+    let with = |fit: &str| format!(r#"{{"model": "ball1d", "t_end": 1, "fit": {fit}}}"#);
+    let data = r#"[{"time": 0.1, "state": {"h": 0.95}}, {"time": 0.2, "state": {"h": 0.8}}, {"time": 0.3, "state": {"h": 0.56}}]"#;
+    let cases = [
+        (
+            with(&format!(r#"{{"free": ["param.k"], "data": {data}}}"#)),
+            "unknown_name",
+            "param.g, param.e",
+        ),
+        (
+            with(&format!(
+                r#"{{"free": ["param.e"], "bounds": {{"param.e": [0.9, 1]}}, "data": {data}}}"#
+            )),
+            "invalid_option",
+            "starting value 0.8",
+        ),
+        (
+            with(&format!(
+                r#"{{"free": ["param.e"], "bounds": {{"param.g": [0, 20]}}, "data": {data}}}"#
+            )),
+            "unknown_name",
+            "fit.bounds",
+        ),
+        (
+            with(r#"{"free": ["param.g"], "data": [{"time": 1.5, "state": {"h": 0.9}}]}"#),
+            "invalid_option",
+            "fit.data[0].time",
+        ),
+        (
+            with(r#"{"free": ["param.g"], "data": [{"time": 0, "state": {"h": 0.9}}]}"#),
+            "invalid_option",
+            "(0, t_end]",
+        ),
+        (
+            with(r#"{"free": ["param.g"], "data": [{"time": 0.5, "state": {"y": 0.9}}]}"#),
+            "unknown_name",
+            "valid",
+        ),
+        (
+            with(
+                r#"{"free": ["param.g", "param.e"], "data": [{"time": 0.5, "state": {"h": 0.9}}]}"#,
+            ),
+            "invalid_option",
+            "more data values",
+        ),
+        (
+            with(r#"{"free": [], "data": []}"#),
+            "invalid_scenario",
+            "fit.free",
+        ),
+        (
+            with(r#"{"free": ["param.g"], "speed": 1}"#),
+            "invalid_scenario",
+            "valid keys: free, bounds, data",
+        ),
+        (
+            r#"{"model": "ball1d", "t_end": 1}"#.to_string(),
+            "invalid_scenario",
+            "no 'fit'",
+        ),
+    ];
+    for (scenario, kind, needle) in cases {
+        let out = run_stdin(&["fit", "-"], &scenario);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{scenario}: {err}");
+        assert!(
+            err.starts_with(&format!("error: {kind}: ")),
+            "{scenario}: {err}"
+        );
+        assert!(err.contains(needle), "{needle:?} not in {err}");
+    }
 }
