@@ -164,8 +164,11 @@ pub struct FitProblem<'a> {
     /// The last point evaluated: `u`, the loss and `dL/du` (argmin asks for
     /// the cost and the gradient at the same point separately; one adjoint
     /// pass gives both).
-    last: Mutex<Option<(Vec<f64>, f64, Vec<f64>)>>,
+    last: Mutex<Option<Evaluation>>,
 }
+
+/// A point `u`, the loss there and `dL/du`.
+type Evaluation = (Vec<f64>, f64, Vec<f64>);
 
 /// Options of [`FitProblem::fit`] (L-BFGS with a More-Thuente line search).
 #[derive(Clone, Debug, PartialEq)]
@@ -309,7 +312,7 @@ impl<'a> FitProblem<'a> {
                     "must be a finite number",
                 ));
             }
-            if !names.iter().any(|n| *n == d.state) {
+            if !names.contains(&d.state) {
                 return Err(HybridError::UnknownName {
                     kind: format!("state in data[{i}]"),
                     name: d.state.clone(),
@@ -502,13 +505,8 @@ impl<'a> FitProblem<'a> {
         let mut jac = DMatrix::zeros(self.data.len(), names.len());
         for (i, (d, &(k, s))) in self.data.iter().zip(&self.reads).enumerate() {
             r.push(obs[k].state[s] - d.value);
-            jac.row_mut(i).copy_from_slice(
-                &sens.observation_jacobians[k]
-                    .row(s)
-                    .clone_owned()
-                    .as_slice()
-                    .to_vec(),
-            );
+            jac.row_mut(i)
+                .copy_from(&sens.observation_jacobians[k].row(s));
         }
         Ok((r, jac))
     }
