@@ -70,11 +70,13 @@
 #![deny(missing_docs)]
 
 pub mod adjoint;
+pub mod batch;
 pub mod forward;
 pub mod loss;
 pub mod saltation;
 
 pub use adjoint::{AdjointOptions, LossSeeds, AUTOMATIC_CHECKPOINT_FLOATS};
+pub use batch::{gradient_batch, gradient_batch_each, jacobian_batch, simulate_batch, Batch};
 pub use loss::{LossTerms, Term};
 pub use saltation::{Saltation, SaltationWorkspace};
 

@@ -36,6 +36,10 @@ pub enum CliError {
         /// The likely cause, in the scenario's words.
         hint: String,
     },
+    /// A failure of a fit (its kind: the run's, `optimizer` or
+    /// `not_identifiable`).
+    #[error("{0}")]
+    Fit(ia_fit::FitError),
 }
 
 impl CliError {
@@ -52,6 +56,7 @@ impl CliError {
             CliError::Io(_) => "io",
             CliError::Library(e) | CliError::Explained { error: e, .. } => e.kind(),
             CliError::Orbit(e) => e.kind(),
+            CliError::Fit(e) => e.kind(),
         }
     }
 }

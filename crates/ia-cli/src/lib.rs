@@ -13,6 +13,8 @@
 //! impact-adjoint simulate FILE [--compact]
 //! impact-adjoint gradient FILE [--method forward|adjoint] [--jacobian] [--compact]
 //! impact-adjoint periodic FILE [--compact]
+//! impact-adjoint fit FILE [--compact]
+//! impact-adjoint batch FILE [--jobs N]
 //! ```
 //!
 //! The output is indented JSON; `--compact` prints the same document on one
@@ -41,6 +43,15 @@
 //!   [Loss](#loss)), `--method adjoint` computes the loss gradient in one
 //!   backward pass and prints the per-output Jacobians only with
 //!   `--jacobian` (which costs one backward pass per output row).
+//!
+//! * `fit FILE` fits the scenario's free variables to its data (the
+//!   scenario's `fit` key; see [`mod@fit`]) and prints the fitted values,
+//!   their standard errors, the final loss and gradient norm, the
+//!   iterations and why the optimiser stopped.
+//! * `batch FILE` reads JSON Lines, one command and its scenario a line,
+//!   runs them on `--jobs N` threads (default: one per core) and prints
+//!   JSON Lines in input order: each line's compact document, or an error
+//!   object for a line that failed (see [`mod@batch`] for the format).
 //!
 //! `FILE` `-` reads the scenario from standard input. A scenario larger
 //! than 16 MiB (say `/dev/zero`) is refused (kind `io`).
@@ -74,6 +85,7 @@
 //! | `max_events` | no | an integer of at least 1 (a whole-valued number like `1000.0` counts); more events than this is reported as Zeno; default 10000 |
 //! | `max_steps` | no | an integer of at least 1 (a whole-valued number counts); a run that needs more accepted steps ends in an error (kind `step_limit`) saying how far it got; default 10000000 (10^7, which bounds the adjoint's memory: it holds `(n + 4) x 8` bytes a step for `n` states) |
 //! | `loss` | no | a scalar loss whose gradient `gradient` prints, below; `simulate` checks it and ignores it |
+//! | `fit` | no | the free variables, bounds and data of `fit` (see [`mod@fit`]); the other commands check it and ignore it |
 //! | `adjoint` | no | `{"checkpoints": K}`: the loss's backward pass under `--method adjoint` keeps the start states of about K to 2K steps and replays the others (the same gradient to the last bit, memory bounded; one more evaluation of every step's stages); default: every step's state kept |
 //!
 //! Solvers (`solver.method`, then that method's keys; every key but `method`
@@ -243,12 +255,16 @@
 
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod error;
+pub mod fit;
 pub mod report;
 pub mod rules;
 pub mod scenario;
 
+pub use batch::batch;
 pub use error::CliError;
+pub use fit::fit;
 pub use scenario::Scenario;
 
 use ia_adjoint::Method;

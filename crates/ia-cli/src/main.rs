@@ -68,6 +68,24 @@ enum Command {
         #[arg(long)]
         compact: bool,
     },
+    /// Fit the scenario's free variables to its data (its `fit` key) and
+    /// print the fitted values and their standard errors as JSON.
+    Fit {
+        /// Scenario file (JSON); `-` reads standard input.
+        file: String,
+        /// Print the JSON on one line instead of indented.
+        #[arg(long)]
+        compact: bool,
+    },
+    /// Run many scenarios in parallel: JSON Lines in (a command and its
+    /// scenario a line), JSON Lines out in input order.
+    Batch {
+        /// JSON Lines file; `-` reads standard input.
+        file: String,
+        /// Worker threads (default: one per core).
+        #[arg(long, default_value_t = 0, hide_default_value = true)]
+        jobs: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -82,16 +100,19 @@ enum MethodArg {
 /// and `/dev/zero` must not be read forever.
 const MAX_SCENARIO_BYTES: u64 = 16 * 1024 * 1024;
 
-fn read_limited(reader: impl Read, what: &str) -> Result<String, CliError> {
+/// The largest batch input read, in bytes (about a million scenarios).
+const MAX_BATCH_BYTES: u64 = 1024 * 1024 * 1024;
+
+fn read_limited(reader: impl Read, what: &str, limit: u64) -> Result<String, CliError> {
     let mut bytes = Vec::new();
     reader
-        .take(MAX_SCENARIO_BYTES + 1)
+        .take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| CliError::Io(format!("cannot read {what}: {e}")))?;
-    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+    if bytes.len() as u64 > limit {
         return Err(CliError::Io(format!(
             "{what} is larger than {} MiB: a scenario is a small JSON object (is this the right file?)",
-            MAX_SCENARIO_BYTES / (1024 * 1024)
+            limit / (1024 * 1024)
         )));
     }
     String::from_utf8(bytes).map_err(|e| {
@@ -103,14 +124,21 @@ fn read_limited(reader: impl Read, what: &str) -> Result<String, CliError> {
 }
 
 fn read_scenario(file: &str) -> Result<(String, String), CliError> {
+    read_input(file, "scenario", MAX_SCENARIO_BYTES)
+}
+
+/// The text of `file` (`-`: standard input), at most `limit` bytes, and its
+/// name for messages; `kind` names the contents (`scenario`).
+fn read_input(file: &str, kind: &str, limit: u64) -> Result<(String, String), CliError> {
     if file == "-" {
-        let text = read_limited(std::io::stdin().lock(), "the scenario from standard input")?;
+        let what = format!("the {kind} from standard input");
+        let text = read_limited(std::io::stdin().lock(), &what, limit)?;
         Ok((text, "standard input".to_string()))
     } else {
-        let what = format!("the scenario file '{file}'");
+        let what = format!("the {kind} file '{file}'");
         let handle = std::fs::File::open(file)
             .map_err(|e| CliError::Io(format!("cannot read {what}: {e}")))?;
-        let text = read_limited(handle, &what)?;
+        let text = read_limited(handle, &what, limit)?;
         Ok((text, format!("'{file}'")))
     }
 }
@@ -157,6 +185,14 @@ fn execute(command: Command) -> Result<String, CliError> {
             ia_cli::gradient_with(&text, &source, method, jacobian)
                 .map(|out| laid_out(out, compact))
         }
+        Command::Fit { file, compact } => {
+            let (text, source) = read_scenario(&file)?;
+            ia_cli::fit(&text, &source).map(|out| laid_out(out, compact))
+        }
+        Command::Batch { file, jobs } => {
+            let (text, source) = read_input(&file, "JSON Lines", MAX_BATCH_BYTES)?;
+            ia_cli::batch(&text, &source, jobs)
+        }
     }
 }
 
@@ -172,7 +208,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let message = if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                "no command given; commands: models, simulate, gradient, periodic; see impact-adjoint --help"
+                "no command given; commands: models, simulate, gradient, periodic, fit, batch; see impact-adjoint --help"
                     .to_string()
             } else {
                 usage_line(&e.to_string())
@@ -181,7 +217,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let progress = (!cli.quiet && std::io::stderr().is_terminal()).then(ProgressLine::install);
+    // A batch's runs are many and parallel: no progress line for one of them.
+    let batch = matches!(cli.command, Command::Batch { .. });
+    let progress =
+        (!cli.quiet && !batch && std::io::stderr().is_terminal()).then(ProgressLine::install);
     let result = execute(cli.command);
     if let Some(line) = progress {
         line.clear();

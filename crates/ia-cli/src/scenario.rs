@@ -13,7 +13,7 @@ use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// The keys a scenario may have.
-pub const SCENARIO_KEYS: [&str; 14] = [
+pub const SCENARIO_KEYS: [&str; 15] = [
     "model",
     "size",
     "connections",
@@ -28,6 +28,7 @@ pub const SCENARIO_KEYS: [&str; 14] = [
     "loss",
     "adjoint",
     "record",
+    "fit",
 ];
 
 /// The keys `impact-adjoint periodic` adds to a scenario (it refuses
@@ -190,6 +191,8 @@ pub struct Scenario {
     /// The model, when the scenario writes it as equations (`model` an
     /// object): it names the expression behind a non-finite value.
     pub equations: Option<EquationModel>,
+    /// The fit (`fit` key), checked against the model.
+    pub fit: Option<crate::fit::FitSpec>,
 }
 
 impl Scenario {
@@ -357,7 +360,13 @@ impl Scenario {
             }
         }
 
+        let fit = obj
+            .get("fit")
+            .map(|v| crate::fit::FitSpec::from_value(v, &system, t_end))
+            .transpose()?;
+
         Ok(Scenario {
+            fit,
             loss,
             adjoint,
             spec,

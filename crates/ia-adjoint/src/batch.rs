@@ -1,0 +1,252 @@
+//! Ensembles: many independent runs in parallel.
+//!
+//! [`simulate_batch`], [`jacobian_batch`], [`gradient_batch`] and
+//! [`gradient_batch_each`] run the single-run functions ([`ia_events::simulate`],
+//! [`jacobian`], [`gradient`]) over a slice of problems on a [`Batch`]'s
+//! worker threads (a local rayon thread pool, never the global one). The
+//! results come back in input order, one per problem: a failed problem gives
+//! its own error and the others run on. Each run is the single call, so a
+//! batch result equals it to the last bit.
+//!
+//! ```
+//! use ia_adjoint::batch::Batch;
+//! use ia_adjoint::prelude::*;
+//!
+//! let model = ia_models::by_name("ball1d").unwrap();
+//! let system = model.system();
+//! let problems: Vec<Problem> = [0.7, 0.8, 0.9]
+//!     .iter()
+//!     .map(|&e| Problem::new(&system, vec![1.0, 0.0], vec![9.81, e, 0.0], 1.0))
+//!     .collect();
+//! let batch = Batch::with_threads(2).unwrap();
+//! let grads = batch.gradient(&problems, &FinalComponent(0));
+//! for (problem, grad) in problems.iter().zip(&grads) {
+//!     let single = gradient(problem, &FinalComponent(0)).unwrap();
+//!     assert_eq!(grad.as_ref().unwrap().concatenated(), single.concatenated());
+//! }
+//! ```
+
+use crate::{gradient, jacobian, Gradient, Loss, Method, Sensitivities};
+use ia_core::{HybridError, Trajectory};
+use ia_events::Problem;
+use rayon::prelude::*;
+
+/// A pool of worker threads for batch runs.
+#[derive(Debug)]
+pub struct Batch {
+    pool: rayon::ThreadPool,
+}
+
+impl Batch {
+    /// A pool of `threads` workers (`0` means one per core, as rayon counts
+    /// them).
+    pub fn with_threads(threads: usize) -> Result<Self, HybridError> {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("ia-batch-{i}"))
+            .build()
+            .map(|pool| Batch { pool })
+            .map_err(|e| {
+                HybridError::Unsupported(format!("cannot start {threads} worker threads: {e}"))
+            })
+    }
+
+    /// The number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    /// `run` over every item, in parallel, results in input order.
+    pub fn map<T: Sync, R: Send>(
+        &self,
+        items: &[T],
+        run: impl Fn(&T) -> R + Sync + Send,
+    ) -> Vec<R> {
+        self.pool
+            .install(|| items.par_iter().with_min_len(1).map(run).collect())
+    }
+
+    /// [`ia_events::simulate`] of every problem.
+    pub fn simulate(&self, problems: &[Problem<'_>]) -> Vec<Result<Trajectory, HybridError>> {
+        self.map(problems, ia_events::simulate)
+    }
+
+    /// [`jacobian`] of every problem by `method`.
+    pub fn jacobian(
+        &self,
+        problems: &[Problem<'_>],
+        method: Method,
+    ) -> Vec<Result<Sensitivities, HybridError>> {
+        self.map(problems, |p| jacobian(p, method))
+    }
+
+    /// [`gradient`] of the same `loss` for every problem.
+    pub fn gradient(
+        &self,
+        problems: &[Problem<'_>],
+        loss: &(dyn Loss + Sync),
+    ) -> Vec<Result<Gradient, HybridError>> {
+        self.map(problems, |p| gradient(p, loss))
+    }
+
+    /// [`gradient`] of its own loss for every problem (a fit to each
+    /// problem's own data, say): `losses[i]` goes with `problems[i]`; a
+    /// problem without a loss (the slices differ in length) is a
+    /// `dimension_mismatch` error of that item.
+    pub fn gradient_each<L: Loss + Sync>(
+        &self,
+        problems: &[Problem<'_>],
+        losses: &[L],
+    ) -> Vec<Result<Gradient, HybridError>> {
+        let indices: Vec<usize> = (0..problems.len()).collect();
+        self.map(&indices, |&i| match losses.get(i) {
+            Some(loss) => gradient(&problems[i], loss),
+            None => Err(HybridError::DimensionMismatch {
+                what: "losses for the batch's problems".into(),
+                expected: problems.len(),
+                found: losses.len(),
+            }),
+        })
+    }
+}
+
+/// A pool of one worker per core; the default pool of the free functions.
+fn default_batch() -> Result<Batch, HybridError> {
+    Batch::with_threads(0)
+}
+
+fn on_default<R>(
+    n: usize,
+    run: impl FnOnce(&Batch) -> Vec<Result<R, HybridError>>,
+) -> Vec<Result<R, HybridError>> {
+    match default_batch() {
+        Ok(batch) => run(&batch),
+        Err(e) => (0..n)
+            .map(|_| Err(HybridError::Unsupported(e.to_string())))
+            .collect(),
+    }
+}
+
+/// [`Batch::simulate`] on one worker per core.
+pub fn simulate_batch(problems: &[Problem<'_>]) -> Vec<Result<Trajectory, HybridError>> {
+    on_default(problems.len(), |b| b.simulate(problems))
+}
+
+/// [`Batch::jacobian`] on one worker per core.
+pub fn jacobian_batch(
+    problems: &[Problem<'_>],
+    method: Method,
+) -> Vec<Result<Sensitivities, HybridError>> {
+    on_default(problems.len(), |b| b.jacobian(problems, method))
+}
+
+/// [`Batch::gradient`] on one worker per core.
+pub fn gradient_batch(
+    problems: &[Problem<'_>],
+    loss: &(dyn Loss + Sync),
+) -> Vec<Result<Gradient, HybridError>> {
+    on_default(problems.len(), |b| b.gradient(problems, loss))
+}
+
+/// [`Batch::gradient_each`] on one worker per core.
+pub fn gradient_batch_each<L: Loss + Sync>(
+    problems: &[Problem<'_>],
+    losses: &[L],
+) -> Vec<Result<Gradient, HybridError>> {
+    on_default(problems.len(), |b| b.gradient_each(problems, losses))
+}
+
+#[cfg(test)]
+mod tests {
+    //! References: the single calls themselves, which each batch item must
+    //! equal bit for bit; and an item made to fail (a tolerance outside
+    //! `[1e-15, 1)`) whose error must be the single call's.
+    use super::*;
+    use crate::tests::{ball, problem};
+    use crate::{FinalComponent, LossSeeds};
+    use ia_events::SolverChoice;
+
+    /// Eight runs of the ball with different restitutions and heights; the
+    /// item at `bad` has an invalid tolerance.
+    fn problems(system: &ia_core::HybridSystem, bad: Option<usize>) -> Vec<Problem<'_>> {
+        (0..8)
+            .map(|i| {
+                let mut p = problem(system);
+                p.params[1] = 0.5 + 0.05 * i as f64;
+                p.initial_state[0] = 1.0 + 0.1 * i as f64;
+                if Some(i) == bad {
+                    p = p.with_solver(SolverChoice::dopri5(2.0));
+                }
+                p
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batch_results_equal_single_calls_bit_for_bit() {
+        let system = ball();
+        let problems = problems(&system, None);
+        let batch = Batch::with_threads(2).unwrap();
+        assert_eq!(batch.threads(), 2);
+        for (p, r) in problems.iter().zip(batch.simulate(&problems)) {
+            assert_eq!(r.unwrap(), ia_events::simulate(p).unwrap());
+        }
+        for method in [Method::Forward, Method::Adjoint] {
+            for (p, r) in problems.iter().zip(batch.jacobian(&problems, method)) {
+                assert_eq!(r.unwrap(), jacobian(p, method).unwrap());
+            }
+        }
+        for (p, r) in problems
+            .iter()
+            .zip(batch.gradient(&problems, &FinalComponent(1)))
+        {
+            assert_eq!(r.unwrap(), gradient(p, &FinalComponent(1)).unwrap());
+        }
+        let losses: Vec<FinalComponent> = (0..8).map(|i| FinalComponent(i % 2)).collect();
+        let each = gradient_batch_each(&problems, &losses);
+        for ((p, l), r) in problems.iter().zip(&losses).zip(each) {
+            assert_eq!(r.unwrap(), gradient(p, l).unwrap());
+        }
+    }
+
+    fn unit<T>(v: Vec<Result<T, HybridError>>) -> Vec<Result<(), HybridError>> {
+        v.into_iter().map(|r| r.map(|_| ())).collect()
+    }
+
+    #[test]
+    fn a_failed_item_has_its_own_error_and_the_others_succeed() {
+        let system = ball();
+        let problems = problems(&system, Some(3));
+        let check = |kinds: Vec<Result<(), HybridError>>| {
+            for (i, r) in kinds.into_iter().enumerate() {
+                match (i, r) {
+                    (3, Err(e)) => {
+                        assert_eq!(e.kind(), "invalid_option");
+                        assert!(e.to_string().contains("rtol"), "{e}");
+                    }
+                    (3, Ok(())) => panic!("item 3 must fail"),
+                    (_, r) => r.unwrap(),
+                }
+            }
+        };
+        check(unit(simulate_batch(&problems)));
+        check(unit(jacobian_batch(&problems, Method::Adjoint)));
+        let last_time = |tr: &Trajectory, _: &mut LossSeeds| tr.final_time;
+        check(unit(gradient_batch(&problems, &last_time)));
+    }
+
+    #[test]
+    fn too_few_losses_is_an_error_per_item() {
+        let system = ball();
+        let problems = problems(&system, None);
+        let r = gradient_batch_each(&problems, &[FinalComponent(0)]);
+        assert!(r[0].is_ok());
+        assert_eq!(r[1].as_ref().unwrap_err().kind(), "dimension_mismatch");
+    }
+
+    #[test]
+    fn problems_cross_threads() {
+        fn sync<T: Sync + Send>() {}
+        sync::<Problem<'_>>();
+    }
+}

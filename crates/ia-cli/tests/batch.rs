@@ -1,0 +1,344 @@
+//! Tests of `impact-adjoint batch` through the binary. The reference of
+//! every output line is the single command run on its own (`simulate` or
+//! `gradient ... --compact` on the same scenario): the batch line must be
+//! the same text, and a failed line's kind the single command's kind.
+
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_impact-adjoint");
+
+fn run_stdin(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {BIN}: {e}"));
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+fn stdout(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("UTF-8 output")
+}
+
+/// The single command's kind from its `error: <kind>: <message>` line.
+fn single_error_kind(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.trim()
+        .strip_prefix("error: ")
+        .and_then(|e| e.split(':').next())
+        .unwrap_or_else(|| panic!("not an error line: {err}"))
+        .to_string()
+}
+
+const BALL: &str = r#"{"model": "ball2d-flat", "t_end": 1.5, "params": {"e": 0.7}}"#;
+const LOSS: &str =
+    r#"{"model": "ball1d", "t_end": 1, "loss": [{"of": "event.0.time", "weight": 1.0}]}"#;
+const BAD_MODEL: &str = r#"{"model": "ball3d", "t_end": 1}"#;
+
+/// The input lines: (the batch line, the single command's arguments and
+/// scenario).
+fn cases() -> Vec<(String, Vec<&'static str>, &'static str)> {
+    let line = |command: &str, extra: &str, scenario: &str| {
+        format!(r#"{{"command": "{command}"{extra}, "scenario": {scenario}}}"#)
+    };
+    vec![
+        (line("simulate", "", BALL), vec!["simulate"], BALL),
+        (line("gradient", "", BALL), vec!["gradient"], BALL),
+        (
+            line("gradient", r#", "method": "adjoint""#, LOSS),
+            vec!["gradient", "--method", "adjoint"],
+            LOSS,
+        ),
+        (
+            line(
+                "gradient",
+                r#", "method": "adjoint", "jacobian": true"#,
+                LOSS,
+            ),
+            vec!["gradient", "--method", "adjoint", "--jacobian"],
+            LOSS,
+        ),
+        (line("simulate", "", BAD_MODEL), vec!["simulate"], BAD_MODEL),
+    ]
+}
+
+#[test]
+fn each_line_is_the_single_commands_compact_output_in_input_order() {
+    let cases = cases();
+    // A blank line between the first two lines: skipped, but counted.
+    let mut input = String::new();
+    for (k, (line, _, _)) in cases.iter().enumerate() {
+        input.push_str(line);
+        input.push('\n');
+        if k == 0 {
+            input.push_str("   \n");
+        }
+    }
+    let out = stdout(&run_stdin(&["batch", "-", "--jobs", "2"], &input));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), cases.len(), "{out}");
+    for (k, ((_, args, scenario), got)) in cases.iter().zip(&lines).enumerate() {
+        let mut single_args = args.clone();
+        single_args.extend(["-", "--compact"]);
+        let single = run_stdin(&single_args, scenario);
+        if single.status.code() == Some(0) {
+            assert_eq!(*got, stdout(&single).trim_end(), "line {}", k + 1);
+        } else {
+            let doc: Value = serde_json::from_str(got).unwrap();
+            // Line numbers count the blank line: case k sits on line k + 2
+            // after the first.
+            assert_eq!(doc["line"], k + 2, "{got}");
+            assert_eq!(doc["error"]["kind"], single_error_kind(&single), "{got}");
+            let message = doc["error"]["message"].as_str().unwrap();
+            assert!(
+                message.contains("ball3d") && message.contains("ball2d-flat"),
+                "{message}"
+            );
+        }
+    }
+}
+
+#[test]
+fn one_worker_and_two_give_the_same_output() {
+    let input: String = (0..6)
+        .map(|i| {
+            format!(
+                "{{\"command\": \"gradient\", \"scenario\": {{\"model\": \"ball1d\", \"t_end\": 1, \"params\": {{\"e\": {}}}}}}}\n",
+                0.5 + 0.05 * f64::from(i)
+            )
+        })
+        .collect();
+    let one = stdout(&run_stdin(&["batch", "-", "--jobs", "1"], &input));
+    let two = stdout(&run_stdin(&["batch", "-", "--jobs", "2"], &input));
+    assert_eq!(one.lines().count(), 6);
+    assert_eq!(one, two);
+}
+
+#[test]
+fn bad_lines_are_errors_of_their_own_and_the_others_run() {
+    let ok = r#"{"command": "simulate", "scenario": {"model": "ball1d", "t_end": 0.3}}"#;
+    let bad = [
+        (
+            r#"{"command": "simulate", "scenario": "#,
+            "malformed_json",
+            "line 2",
+        ),
+        (
+            r#"{"scenario": {"model": "ball1d", "t_end": 1}}"#,
+            "invalid_scenario",
+            "'command'",
+        ),
+        (
+            r#"{"command": "bounce", "scenario": {}}"#,
+            "invalid_scenario",
+            "simulate, gradient",
+        ),
+        (
+            r#"{"command": "simulate", "method": "adjoint", "scenario": {}}"#,
+            "invalid_scenario",
+            "gradient command only",
+        ),
+        (
+            r#"{"command": "gradient", "method": "backward", "scenario": {}}"#,
+            "invalid_scenario",
+            "\"forward\" or \"adjoint\"",
+        ),
+        (
+            r#"{"command": "simulate", "scenario": {}, "speed": 2}"#,
+            "invalid_scenario",
+            "valid keys: command, scenario",
+        ),
+        (
+            r#"{"command": "simulate", "scenario": [1]}"#,
+            "invalid_scenario",
+            "scenario object",
+        ),
+        (
+            r#"{"command": "simulate", "scenario": {"model": "ball1d", "t_end": -1}}"#,
+            "invalid_option",
+            "t_end",
+        ),
+        (r#"[1, 2]"#, "invalid_scenario", "JSON object"),
+    ];
+    let mut input = String::new();
+    for (line, _, _) in &bad {
+        input.push_str(ok);
+        input.push('\n');
+        input.push_str(line);
+        input.push('\n');
+    }
+    let out = stdout(&run_stdin(&["batch", "-"], &input));
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2 * bad.len());
+    for (k, (_, kind, needle)) in bad.iter().enumerate() {
+        assert_eq!(lines[2 * k]["model"], "ball1d");
+        let err = &lines[2 * k + 1];
+        assert_eq!(err["line"], 2 * k + 2, "{err}");
+        assert_eq!(err["error"]["kind"], *kind, "{err}");
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(message.contains(needle), "{needle:?} not in {message}");
+    }
+}
+
+#[test]
+fn an_unreadable_file_is_an_io_error() {
+    let out = run_stdin(&["batch", "no/such/file.jsonl"], "");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: io: cannot read the JSON Lines file"),
+        "{err}"
+    );
+}
+
+/// `fit` through the binary: data of `h(t) = 1 - g t^2 / 2` (before the
+/// impact at `sqrt(2 / g)`, closed form) made with g = 9.81, and of the
+/// bounce, made by `simulate` with e = 0.8; the fit from g = 9, e = 0.6
+/// recovers both to 1e-6.
+#[test]
+fn fit_recovers_the_values_the_data_were_made_with() {
+    let times = [0.1, 0.2, 0.3, 0.5, 0.7, 0.9];
+    let observe: Vec<String> = times.iter().map(|t| t.to_string()).collect();
+    let truth = format!(
+        r#"{{"model": "ball1d", "t_end": 1, "params": {{"g": 9.81, "e": 0.8}}, "observe": [{}], "solver": {{"method": "dopri5", "rtol": 1e-12, "atol": 1e-12}}}}"#,
+        observe.join(", ")
+    );
+    let run: Value = serde_json::from_str(&stdout(&run_stdin(&["simulate", "-"], &truth))).unwrap();
+    let data: Vec<String> = run["observations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            format!(
+                r#"{{"time": {}, "state": {{"h": {}}}}}"#,
+                o["time"], o["state"]["h"]
+            )
+        })
+        .collect();
+    let scenario = format!(
+        r#"{{"model": "ball1d", "t_end": 1, "params": {{"g": 9, "e": 0.6}}, "solver": {{"method": "dopri5", "rtol": 1e-12, "atol": 1e-12}},
+            "fit": {{"free": ["param.g", "param.e"], "bounds": {{"param.e": [0, 1]}}, "data": [{}]}}}}"#,
+        data.join(", ")
+    );
+    let out = stdout(&run_stdin(&["fit", "-"], &scenario));
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        (doc["values"]["param.g"].as_f64().unwrap() - 9.81).abs() < 1e-6,
+        "{out}"
+    );
+    assert!(
+        (doc["values"]["param.e"].as_f64().unwrap() - 0.8).abs() < 1e-6,
+        "{out}"
+    );
+    assert_eq!(doc["data"], 6);
+    for key in ["loss", "gradient_norm"] {
+        assert!(doc[key].as_f64().unwrap() < 1e-6, "{out}");
+    }
+    assert!(doc["standard_errors"]["param.g"].is_number(), "{out}");
+    assert!(
+        doc["termination"].is_string() && doc["iterations"].is_number(),
+        "{out}"
+    );
+    // In a batch, the same document on one line.
+    let line = format!(
+        r#"{{"command": "fit", "scenario": {}}}"#,
+        scenario.replace('\n', " ")
+    );
+    let batch = stdout(&run_stdin(&["batch", "-"], &line));
+    let compact = stdout(&run_stdin(&["fit", "-", "--compact"], &scenario));
+    assert_eq!(batch, compact);
+}
+
+#[test]
+fn bad_fit_keys_are_clear_errors() {
+    let with = |fit: &str| format!(r#"{{"model": "ball1d", "t_end": 1, "fit": {fit}}}"#);
+    let data = r#"[{"time": 0.1, "state": {"h": 0.95}}, {"time": 0.2, "state": {"h": 0.8}}, {"time": 0.3, "state": {"h": 0.56}}]"#;
+    let cases = [
+        (
+            with(&format!(r#"{{"free": ["param.k"], "data": {data}}}"#)),
+            "unknown_name",
+            "param.g, param.e",
+        ),
+        (
+            with(&format!(
+                r#"{{"free": ["param.e"], "bounds": {{"param.e": [0.9, 1]}}, "data": {data}}}"#
+            )),
+            "invalid_option",
+            "starting value 0.8",
+        ),
+        (
+            with(&format!(
+                r#"{{"free": ["param.e"], "bounds": {{"param.g": [0, 20]}}, "data": {data}}}"#
+            )),
+            "unknown_name",
+            "fit.bounds",
+        ),
+        (
+            with(r#"{"free": ["param.g"], "data": [{"time": 1.5, "state": {"h": 0.9}}]}"#),
+            "invalid_option",
+            "fit.data[0].time",
+        ),
+        (
+            with(r#"{"free": ["param.g"], "data": [{"time": 0, "state": {"h": 0.9}}]}"#),
+            "invalid_option",
+            "(0, t_end]",
+        ),
+        (
+            with(r#"{"free": ["param.g"], "data": [{"time": 0.5, "state": {"y": 0.9}}]}"#),
+            "unknown_name",
+            "valid",
+        ),
+        (
+            with(
+                r#"{"free": ["param.g", "param.e"], "data": [{"time": 0.5, "state": {"h": 0.9}}]}"#,
+            ),
+            "invalid_option",
+            "more data values",
+        ),
+        (
+            with(r#"{"free": [], "data": []}"#),
+            "invalid_scenario",
+            "fit.free",
+        ),
+        (
+            with(r#"{"free": ["param.g"], "speed": 1}"#),
+            "invalid_scenario",
+            "valid keys: free, bounds, data",
+        ),
+        (
+            r#"{"model": "ball1d", "t_end": 1}"#.to_string(),
+            "invalid_scenario",
+            "no 'fit'",
+        ),
+    ];
+    for (scenario, kind, needle) in cases {
+        let out = run_stdin(&["fit", "-"], &scenario);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{scenario}: {err}");
+        assert!(
+            err.starts_with(&format!("error: {kind}: ")),
+            "{scenario}: {err}"
+        );
+        assert!(err.contains(needle), "{needle:?} not in {err}");
+    }
+}
