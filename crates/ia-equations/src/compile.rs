@@ -292,8 +292,8 @@ impl Program {
         for (slot, &c) in r[base..].iter_mut().zip(&self.constants) {
             *slot = S::from(c);
         }
-        let mut out = base + self.constants.len();
-        for op in &self.code {
+        let first = base + self.constants.len();
+        for (out, op) in (first..).zip(&self.code) {
             let g = |k: u32| r[k as usize];
             let v = match *op {
                 Op::Add(a, b) => g(a) + g(b),
@@ -308,7 +308,6 @@ impl Program {
                 Op::Binary(f, a, b) => binary(f, g(a), g(b)),
             };
             r[out] = v;
-            out += 1;
         }
         for (k, &o) in self.outputs.iter().enumerate() {
             store(k, r[o as usize]);
