@@ -763,3 +763,43 @@ impl Model for EquationModel {
             .expect("a checked equation model builds: names were validated when it was read")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The column-by-column sensitivity rate equals `f_x S + [0 | f_p]`
+    /// formed from the dense partials (dual numbers, one direction at a
+    /// time), on a nonlinear flow with a `let`, time and every parameter.
+    #[test]
+    fn sensitivity_rate_equals_the_partials_product() {
+        let model = EquationModel::from_json_str(
+            r#"{"states": ["a", "w"], "params": {"g": 9.81, "c": 0.3},
+                "let": {"drag": "c * w * abs(w)"},
+                "modes": {"swing": {"flow": {"a": "w", "w": "-g * sin(a) - drag + 0.1 * cos(t)"}}}}"#,
+        )
+        .unwrap();
+        let system = model.system();
+        let flow = &system.modes()[0].flow;
+        let (t, x, p) = (0.4, [0.7, -1.2], [9.81, 0.3]);
+        let (n, m) = (2, 4);
+        let s: Vec<f64> = (0..n * m).map(|k| 0.3 * k as f64 - 1.0).collect();
+        let mut ds = vec![0.0; n * m];
+        assert!(flow.sensitivity_rate(t, &x, &p, &s, &mut ds));
+        let mut d = FlowPartials::zeros(n, 2);
+        flow.partials(t, &x, &p, &mut d);
+        // The partials themselves, by hand: f_w = -2 c |w| (w < 0: -2 c (-w)).
+        assert!((d.x[(1, 0)] + 9.81 * 0.7f64.cos()).abs() < 1e-15);
+        assert!((d.x[(1, 1)] + 2.0 * 0.3 * 1.2).abs() < 1e-15);
+        assert!((d.p[(1, 1)] + (-1.2) * 1.2).abs() < 1e-15);
+        for c in 0..m {
+            for i in 0..n {
+                let mut expected: f64 = (0..n).map(|k| d.x[(i, k)] * s[c * n + k]).sum();
+                if c >= n {
+                    expected += d.p[(i, c - n)];
+                }
+                assert!((ds[c * n + i] - expected).abs() < 1e-14, "({i}, {c})");
+            }
+        }
+    }
+}
