@@ -27,7 +27,10 @@
 //!   table for people by default, with `--json` a JSON array of the
 //!   [`ia_models::ModelSpec`] records (`name`, `description`, `states`,
 //!   `params`, `modes`, `initial_mode`, `t_end`, `transitions`; each state and
-//!   parameter is `{"name", "default", "unit"}`).
+//!   parameter is `{"name", "default", "unit"}`). `models --equations FILE`
+//!   instead prints how the model written as equations in `FILE` (its JSON,
+//!   or a scenario whose `model` is one) was understood, each expression
+//!   printed back ([`describe_equations`]).
 //! * `simulate FILE` runs the scenario in `FILE` and prints the run.
 //! * `gradient FILE` runs it with sensitivities and prints the run with the
 //!   Jacobians. `--method forward` (the default) uses forward sensitivities
@@ -73,7 +76,7 @@
 //!
 //! | key | required | meaning |
 //! |---|---|---|
-//! | `model` | yes | a model name (see `impact-adjoint models`) |
+//! | `model` | yes | a model name (see `impact-adjoint models`), or an object: a model written as equations (docs/equations.md); `params` and `initial_state` then override its defaults, `size` and `connections` do not apply, and a non-finite value names the expression behind it |
 //! | `t_end` | yes | end time, `> 0`; the run starts at `t = 0` |
 //! | `size` | no | the number of elements of a sized model (`lif-network`: neurons, `particle-chain`: balls; default 3); the state, parameter and transition names follow from it |
 //! | `connections` | no | `lif-network` only: the synapses as `[from, to]` neuron pairs, replacing the default pattern; each gets a weight parameter `w<to>_<from>` |

@@ -263,6 +263,132 @@ impl Program {
         }
     }
 
+    /// The adjoint products of a program: writes `f_x^T v` into `x_bar` and
+    /// adds `f_p^T v` to `p_bar`, by one evaluation and one reverse sweep
+    /// over the instructions (each instruction hands its adjoint to its
+    /// operands by the derivative of its operation, the same rules as the
+    /// dual numbers of [`Program::eval`]; the tests hold the two together).
+    pub fn vector_jacobian_product(
+        &self,
+        t: f64,
+        x: &[f64],
+        p: &[f64],
+        v: &[f64],
+        x_bar: &mut [f64],
+        p_bar: &mut [f64],
+    ) {
+        let len = self.registers();
+        if 2 * len <= STACK_REGISTERS {
+            let mut registers = [0.0; STACK_REGISTERS];
+            let (values, adjoints) = registers.split_at_mut(len);
+            self.sweep(t, x, p, v, values, &mut adjoints[..len], x_bar, p_bar);
+        } else {
+            let (mut values, mut adjoints) = (vec![0.0; len], vec![0.0; len]);
+            self.sweep(t, x, p, v, &mut values, &mut adjoints, x_bar, p_bar);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn sweep(
+        &self,
+        t: f64,
+        x: &[f64],
+        p: &[f64],
+        v: &[f64],
+        r: &mut [f64],
+        bar: &mut [f64],
+        x_bar: &mut [f64],
+        p_bar: &mut [f64],
+    ) {
+        let (n, np) = (self.n_states, self.n_params);
+        r[0] = t;
+        r[1..1 + n].copy_from_slice(&x[..n]);
+        r[1 + n..1 + n + np].copy_from_slice(&p[..np]);
+        self.run(r, &mut |_, _| {});
+        for (&o, &w) in self.outputs.iter().zip(v) {
+            bar[o as usize] += w;
+        }
+        let first = self.input_len() + self.constants.len();
+        for (out, op) in (first..first + self.code.len()).zip(&self.code).rev() {
+            let w = bar[out];
+            if w == 0.0 {
+                continue;
+            }
+            let value = r[out];
+            let g = |k: u32| r[k as usize];
+            let mut give = |k: u32, d: f64| bar[k as usize] += w * d;
+            match *op {
+                Op::Add(a, b) => {
+                    give(a, 1.0);
+                    give(b, 1.0);
+                }
+                Op::Sub(a, b) => {
+                    give(a, 1.0);
+                    give(b, -1.0);
+                }
+                Op::Mul(a, b) => {
+                    give(a, g(b));
+                    give(b, g(a));
+                }
+                Op::Div(a, b) => {
+                    give(a, 1.0 / g(b));
+                    give(b, -value / g(b));
+                }
+                Op::Neg(a) => give(a, -1.0),
+                Op::PowInt(a, k) => give(a, f64::from(k) * g(a).powi(k - 1)),
+                Op::PowConst(a, c) => give(a, c * g(a).powf(c - 1.0)),
+                Op::Pow(a, b) => {
+                    give(a, g(b) * g(a).powf(g(b) - 1.0));
+                    if g(a) > 0.0 {
+                        give(b, value * g(a).ln());
+                    }
+                }
+                Op::Unary(f, a) => {
+                    let u = g(a);
+                    give(
+                        a,
+                        match f {
+                            Function::Sin => u.cos(),
+                            Function::Cos => -u.sin(),
+                            Function::Tan => 1.0 / (u.cos() * u.cos()),
+                            Function::Exp => value,
+                            Function::Log => 1.0 / u,
+                            Function::Sqrt => 0.5 / value,
+                            Function::Abs => {
+                                if u < 0.0 {
+                                    -1.0
+                                } else {
+                                    1.0
+                                }
+                            }
+                            Function::Tanh => 1.0 - value * value,
+                            Function::Atan2 | Function::Min | Function::Max => {
+                                unreachable!("binary functions")
+                            }
+                        },
+                    );
+                }
+                Op::Binary(f, a, b) => {
+                    let (u, q) = (g(a), g(b));
+                    match f {
+                        Function::Atan2 => {
+                            let norm = u * u + q * q;
+                            give(a, q / norm);
+                            give(b, -u / norm);
+                        }
+                        Function::Min => give(if q < u { b } else { a }, 1.0),
+                        Function::Max => give(if q > u { b } else { a }, 1.0),
+                        _ => unreachable!("unary functions"),
+                    }
+                }
+            }
+        }
+        x_bar[..n].copy_from_slice(&bar[1..1 + n]);
+        for (pb, &b) in p_bar.iter_mut().zip(&bar[1 + n..1 + n + np]) {
+            *pb += b;
+        }
+    }
+
     /// Evaluates with the input registers (`t`, states, parameters) written
     /// by `load`.
     #[inline]
@@ -292,8 +418,8 @@ impl Program {
         for (slot, &c) in r[base..].iter_mut().zip(&self.constants) {
             *slot = S::from(c);
         }
-        let mut out = base + self.constants.len();
-        for op in &self.code {
+        let first = base + self.constants.len();
+        for (out, op) in (first..).zip(&self.code) {
             let g = |k: u32| r[k as usize];
             let v = match *op {
                 Op::Add(a, b) => g(a) + g(b),
@@ -308,7 +434,6 @@ impl Program {
                 Op::Binary(f, a, b) => binary(f, g(a), g(b)),
             };
             r[out] = v;
-            out += 1;
         }
         for (k, &o) in self.outputs.iter().enumerate() {
             store(k, r[o as usize]);
@@ -333,7 +458,11 @@ fn unary<S: Scalar>(f: Function, a: S) -> S {
                 a
             }
         }
-        Function::Tanh => a.tanh(),
+        // (num-dual 0.15 forms tanh as sinh / cosh: NaN beyond about 710.)
+        Function::Tanh => {
+            let v = a.re().tanh();
+            chain(a, v, 1.0 - v * v)
+        }
         Function::Atan2 | Function::Min | Function::Max => unreachable!("binary functions"),
     }
 }
@@ -362,10 +491,18 @@ fn pow_const<S: Scalar>(a: S, c: f64) -> S {
     let x = a.re();
     let slope = c * x.powf(c - 1.0);
     if slope.is_finite() {
-        (a - S::from(x)) * slope + S::from(x.powf(c))
+        chain(a, x.powf(c), slope)
     } else {
         a.powf(c)
     }
+}
+
+/// `g(a)` from its value `g(a.re)` and finite slope `g'(a.re)`: the value
+/// exact (for `f64` the first term is `0 * slope = 0`), the derivative
+/// parts of `a` times the slope.
+#[inline]
+fn chain<S: Scalar>(a: S, value: f64, slope: f64) -> S {
+    (a - S::from(a.re())) * slope + S::from(value)
 }
 
 /// `atan2(a, b)` with the derivative `(b da - a db) / (a^2 + b^2)`
@@ -576,6 +713,15 @@ mod tests {
             let d = program.eval_one(Dual64::from_re(t), &xd, &[Dual64::from_re(p[0])]);
             prop_assert!(close(d.re, value), "{}: {} vs {}", text, d.re, value);
             prop_assert!(close(d.eps, derivative), "{}: d/dx {} vs {}", text, d.eps, derivative);
+            let (mut x_bar, mut p_bar) = ([0.0; 2], [0.5]);
+            program.vector_jacobian_product(t, &x, &p, &[1.0], &mut x_bar, &mut p_bar);
+            prop_assert!(close(x_bar[0], derivative), "{}: adjoint d/dx {} vs {}", text, x_bar[0], derivative);
+            let kd = [Dual64::from_re(p[0]) + Dual64::new(0.0, 1.0)];
+            let xs = [Dual64::from_re(x[0]), Dual64::from_re(x[1])];
+            let dk = program.eval_one(Dual64::from_re(t), &xs, &kd).eps;
+            if dk.is_finite() {
+                prop_assert!(close(p_bar[0] - 0.5, dk), "{}: adjoint d/dk {} vs dual {}", text, p_bar[0] - 0.5, dk);
+            }
         }
 
         /// Garbage of expression characters never panics the parser.

@@ -13,6 +13,15 @@
 //! The grammar of expressions is in [`expr`]; the JSON form in
 //! [`EquationsForm`]; docs/equations.md has both with a worked example.
 //!
+//! Entry points for front ends (the CLI, Python bindings):
+//! [`EquationModel::from_json_str`] (document order kept) and
+//! [`EquationModel::from_value`] (a `serde_json::Value`, whose objects are
+//! sorted unless serde_json's `preserve_order` is on), both
+//! `Result<EquationModel, EquationError>`; the error's `Display` is one line
+//! naming the mode or transition, the key and the column.
+//! [`EquationModel`] implements [`ia_models::Model`] (`spec`, `system`), and
+//! [`EquationModel::describe`] prints how the model was understood.
+//!
 //! ```
 //! use ia_equations::EquationModel;
 //! use ia_models::Model;

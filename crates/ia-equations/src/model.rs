@@ -586,8 +586,9 @@ impl FlowFn for EquationFlow {
 }
 
 /// [`Autodiff`] of an [`EquationFlow`], with the forward-sensitivity rate
-/// taken column by column ([`Program::sensitivity_rate`]) instead of
-/// through the dense partials and a matrix product.
+/// taken column by column ([`Program::sensitivity_rate`]) and the adjoint's
+/// products by a reverse sweep ([`Program::vector_jacobian_product`]),
+/// instead of through the dense partials and a matrix product.
 #[derive(Clone, Debug)]
 struct SensitiveFlow(Autodiff<EquationFlow>);
 
@@ -603,6 +604,22 @@ impl Flow for SensitiveFlow {
 
     fn sensitivity_rate(&self, t: f64, x: &[f64], p: &[f64], s: &[f64], ds: &mut [f64]) -> bool {
         self.0 .0 .0.sensitivity_rate(t, x, p, s, ds);
+        true
+    }
+
+    fn vector_jacobian_product(
+        &self,
+        t: f64,
+        x: &[f64],
+        p: &[f64],
+        v: &[f64],
+        x_bar: &mut [f64],
+        p_bar: &mut [f64],
+    ) -> bool {
+        self.0
+             .0
+             .0
+            .vector_jacobian_product(t, x, p, v, x_bar, p_bar);
         true
     }
 
@@ -761,5 +778,71 @@ impl Model for EquationModel {
         builder
             .build()
             .expect("a checked equation model builds: names were validated when it was read")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The column-by-column sensitivity rate equals `f_x S + [0 | f_p]`
+    /// formed from the dense partials (dual numbers, one direction at a
+    /// time), on a nonlinear flow with a `let`, time and every parameter.
+    #[test]
+    fn sensitivity_rate_equals_the_partials_product() {
+        let model = EquationModel::from_json_str(
+            r#"{"states": ["a", "w"], "params": {"g": 9.81, "c": 0.3},
+                "let": {"drag": "c * w * abs(w)"},
+                "modes": {"swing": {"flow": {"a": "w", "w": "-g * sin(a) - drag + 0.1 * cos(t)"}}}}"#,
+        )
+        .unwrap();
+        let system = model.system();
+        let flow = &system.modes()[0].flow;
+        let (t, x, p) = (0.4, [0.7, -1.2], [9.81, 0.3]);
+        let (n, m) = (2, 4);
+        let s: Vec<f64> = (0..n * m).map(|k| 0.3 * k as f64 - 1.0).collect();
+        let mut ds = vec![0.0; n * m];
+        assert!(flow.sensitivity_rate(t, &x, &p, &s, &mut ds));
+        let mut d = FlowPartials::zeros(n, 2);
+        flow.partials(t, &x, &p, &mut d);
+        // The partials themselves, by hand: f_w = -2 c |w| (w < 0: -2 c (-w)).
+        assert!((d.x[(1, 0)] + 9.81 * 0.7f64.cos()).abs() < 1e-15);
+        assert!((d.x[(1, 1)] + 2.0 * 0.3 * 1.2).abs() < 1e-15);
+        assert!((d.p[(1, 1)] + (-1.2) * 1.2).abs() < 1e-15);
+        for c in 0..m {
+            for i in 0..n {
+                let mut expected: f64 = (0..n).map(|k| d.x[(i, k)] * s[c * n + k]).sum();
+                if c >= n {
+                    expected += d.p[(i, c - n)];
+                }
+                assert!((ds[c * n + i] - expected).abs() < 1e-14, "({i}, {c})");
+            }
+        }
+    }
+
+    /// The reverse sweep's products equal `f_x^T v` and `f_p^T v` formed
+    /// from the same dense partials.
+    #[test]
+    fn vector_jacobian_product_equals_the_partials_transposed() {
+        let model = EquationModel::from_json_str(
+            r#"{"states": ["a", "w"], "params": {"g": 9.81, "c": 0.3},
+                "let": {"drag": "c * w * abs(w)"},
+                "modes": {"swing": {"flow": {"a": "w / sqrt(1 + a^2)", "w": "-g * sin(a) - drag + atan2(a, w) * tanh(c)"}}}}"#,
+        )
+        .unwrap();
+        let system = model.system();
+        let flow = &system.modes()[0].flow;
+        let (t, x, p, v) = (0.4, [0.7, -1.2], [9.81, 0.3], [0.8, -1.7]);
+        let (mut x_bar, mut p_bar) = ([0.0; 2], [1.0, 2.0]);
+        assert!(flow.vector_jacobian_product(t, &x, &p, &v, &mut x_bar, &mut p_bar));
+        let mut d = FlowPartials::zeros(2, 2);
+        flow.partials(t, &x, &p, &mut d);
+        for j in 0..2 {
+            let fx: f64 = (0..2).map(|i| d.x[(i, j)] * v[i]).sum();
+            let fp: f64 = (0..2).map(|i| d.p[(i, j)] * v[i]).sum();
+            assert!((x_bar[j] - fx).abs() < 1e-14, "x {j}: {} vs {fx}", x_bar[j]);
+            let before = [1.0, 2.0][j];
+            assert!((p_bar[j] - before - fp).abs() < 1e-14, "p {j}");
+        }
     }
 }
