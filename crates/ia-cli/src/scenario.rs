@@ -208,8 +208,8 @@ impl Scenario {
         match chosen_model(value)? {
             ChosenModel::Catalogue(model) => Self::for_model(model.as_ref(), value),
             ChosenModel::Equations(model) => {
-                let mut scenario = Self::for_model(&model, value)?;
-                scenario.equations = Some(model);
+                let mut scenario = Self::for_model(model.as_ref(), value)?;
+                scenario.equations = Some(*model);
                 Ok(scenario)
             }
         }
@@ -418,7 +418,7 @@ impl Scenario {
 pub fn model_of(value: &Value) -> Result<Box<dyn Model>, CliError> {
     Ok(match chosen_model(value)? {
         ChosenModel::Catalogue(model) => model,
-        ChosenModel::Equations(model) => Box::new(model),
+        ChosenModel::Equations(model) => model,
     })
 }
 
@@ -427,7 +427,7 @@ pub fn model_of(value: &Value) -> Result<Box<dyn Model>, CliError> {
 /// value).
 enum ChosenModel {
     Catalogue(Box<dyn Model>),
-    Equations(EquationModel),
+    Equations(Box<EquationModel>),
 }
 
 fn chosen_model(value: &Value) -> Result<ChosenModel, CliError> {
@@ -444,7 +444,9 @@ fn chosen_model(value: &Value) -> Result<ChosenModel, CliError> {
         Some(Value::String(model_name)) => Ok(ChosenModel::Catalogue(catalogue_model(
             obj, model_name, size,
         )?)),
-        Some(form @ Value::Object(_)) => Ok(ChosenModel::Equations(equation_model(obj, form)?)),
+        Some(form @ Value::Object(_)) => {
+            Ok(ChosenModel::Equations(Box::new(equation_model(obj, form)?)))
+        }
         Some(other) => Err(invalid(format!(
             "'model' must be a string (a model name) or an object (a model written as \
              equations, see docs/equations.md), got {}",
