@@ -48,7 +48,8 @@ impl CliError {
     /// command line), or the library's [`HybridError::kind`]
     /// (`unknown_name`, `invalid_option`, `zeno`, `grazing`,
     /// `step_size_underflow`, `step_limit`, `guard_violated_at_start`, `event_location`,
-    /// `non_finite`, `unsupported`, ...).
+    /// `non_finite`, `unsupported`, ...), or the periodic-orbit solver's
+    /// `no_convergence` and `no_return`.
     pub fn kind(&self) -> &'static str {
         match self {
             CliError::MalformedJson(_) => "malformed_json",

@@ -1600,6 +1600,61 @@ mod tests {
         assert!((trajectory.final_state[1] - E * G * t1()).abs() < 1e-9);
     }
 
+    /// Reference: the ball from rest at h0 = 1 lands at t1 = sqrt(2 h0 / g),
+    /// then bounces every 2 e g t1 / g = 2 e t1.
+    #[test]
+    fn a_run_stops_after_the_chosen_firing_or_at_t_end() {
+        let system = ball(false);
+        let run = |t_end: f64, firings: usize| {
+            let problem = Problem::new(&system, vec![1.0, 0.0], vec![G, E], t_end)
+                .with_solver(SolverChoice::dopri5(1e-12))
+                .with_stop_after("bounce", firings)
+                .unwrap();
+            simulate(&problem).unwrap()
+        };
+        let trajectory = run(5.0, 2);
+        assert_eq!(trajectory.events.len(), 2);
+        assert!(!trajectory.events[1].terminal);
+        let t2 = t1() * (1.0 + 2.0 * E);
+        assert!((trajectory.final_time - t2).abs() < 1e-10);
+        assert_eq!(trajectory.final_state, trajectory.events[1].state_after);
+        // Not reached by t_end: the run ends at t_end as usual.
+        let trajectory = run(1.2 * t1(), 2);
+        assert_eq!(trajectory.events.len(), 1);
+        assert_eq!(trajectory.final_time, 1.2 * t1());
+        let e = Problem::new(&system, vec![1.0, 0.0], vec![G, E], 1.0)
+            .with_stop_after("land", 1)
+            .unwrap_err();
+        assert!(e.to_string().contains("bounce"), "{e}");
+    }
+
+    #[test]
+    fn a_start_on_a_guard_takes_the_side_of_its_rate_within_the_start_band() {
+        let system = ball(false);
+        // 1e-9 below the floor, moving up: inside the band, it starts.
+        let up = Problem::new(&system, vec![-1e-9, 3.0], vec![G, E], 1.0)
+            .with_solver(SolverChoice::dopri5(1e-12));
+        assert!(matches!(
+            simulate(&up),
+            Err(HybridError::GuardViolatedAtStart { .. })
+        ));
+        let trajectory = simulate(&up.clone().with_start_band(1e-6)).unwrap();
+        assert!((trajectory.events[0].time - 6.0 / G).abs() < 1e-8);
+        // Beyond the band, or heading into the floor: refused.
+        for (h, v) in [(-1e-3, 3.0), (0.0, -3.0)] {
+            let problem = Problem::new(&system, vec![h, v], vec![G, E], 1.0).with_start_band(1e-6);
+            assert!(matches!(
+                simulate(&problem),
+                Err(HybridError::GuardViolatedAtStart { .. })
+            ));
+        }
+        let bad = Problem::new(&system, vec![1.0, 0.0], vec![G, E], 1.0).with_start_band(-1.0);
+        assert!(simulate(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("start_band"));
+    }
+
     /// Counts what the integrator shows an observer.
     #[derive(Default)]
     struct Counter {

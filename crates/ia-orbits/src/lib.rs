@@ -82,8 +82,9 @@
 //! for every `p`: its derivative is exactly 0.
 //!
 //! The derivatives are not defined when the orbit is not isolated (`I - DP`
-//! singular) or a multiplier is not simple; then
-//! [`PeriodicOrbit::sensitivities`] is `None` and
+//! singular) or a multiplier is not simple, and cannot be formed when a run
+//! of the finite difference fails (an orbit at the edge of its existence);
+//! then [`PeriodicOrbit::sensitivities`] is `None` and
 //! [`PeriodicOrbit::sensitivities_unavailable`] says why.
 //!
 //! The system must be autonomous (flows, guards and resets independent of
@@ -249,7 +250,7 @@ pub struct OrbitSensitivities {
     /// The finite-difference step `h` of each parameter used for the
     /// derivative of the return map's Jacobian (see the [crate
     /// documentation](crate)).
-    pub monodromy_steps: Vec<f64>,
+    pub return_map_steps: Vec<f64>,
 }
 
 /// A periodic orbit through the section of one transition.
@@ -471,15 +472,15 @@ impl Shooting<'_> {
         ret: &Return,
         triples: &[EigenTriple],
         trivial: Option<usize>,
-    ) -> Result<Result<OrbitSensitivities, String>, OrbitError> {
+    ) -> Result<OrbitSensitivities, String> {
         let n = x.len();
         let a = DMatrix::identity(n, n) - ret.return_jacobian();
         let svd = a.clone().svd(false, false);
         let (smax, smin) = (svd.singular_values.max(), svd.singular_values.min());
         if smin <= 1e-8 * smax {
-            return Ok(Err(format!(
+            return Err(format!(
                 "the orbit is not isolated: I - DP is singular (smallest singular value {smin:e} of {smax:e}), so a nontrivial multiplier is 1 (a family of orbits, from a conserved quantity or a symmetry) and the fixed point does not depend on the parameters alone"
-            )));
+            ));
         }
         // The nontrivial multipliers are also the eigenvalues of DP, whose
         // eigenvectors are far better conditioned than M's (M is strongly
@@ -507,10 +508,10 @@ impl Shooting<'_> {
             match same {
                 Some(r) if !close && r.condition().norm() >= 1e-8 => on_return_map.push(Some(r)),
                 _ => {
-                    return Ok(Err(format!(
+                    return Err(format!(
                         "multiplier {i} ({:.6} {:+.6} i) is not simple, so its derivative is not defined",
                         t.value.re, t.value.im
-                    )))
+                    ))
                 }
             }
         }
@@ -525,19 +526,26 @@ impl Shooting<'_> {
         let steps: Vec<f64> = p.iter().map(|v| 1e-4 * v.abs().max(1.0)).collect();
         let mut multipliers = vec![Vec::with_capacity(p.len()); triples.len()];
         for (j, &h) in steps.iter().enumerate() {
-            let d_return =
-                self.return_jacobian_derivative(x, p, &dx_dp.column(j).into_owned(), j, h)?;
+            let d_return = self
+                .return_jacobian_derivative(x, p, &dx_dp.column(j).into_owned(), j, h)
+                .map_err(|e| {
+                    format!(
+                        "the multipliers' derivatives need runs from the orbit moved along its family by +-h and +-2h in parameter '{}' (h = {}), and one failed: {e}",
+                        self.system.param_names()[j],
+                        ia_core::short_num(h)
+                    )
+                })?;
             for (i, r) in on_return_map.iter().enumerate() {
                 let d = r.map_or(Complex::new(0.0, 0.0), |r| r.derivative(&d_return));
                 multipliers[i].push(ComplexDerivative { re: d.re, im: d.im });
             }
         }
-        Ok(Ok(OrbitSensitivities {
+        Ok(OrbitSensitivities {
             fixed_point: dx_dp,
             period,
             multipliers,
-            monodromy_steps: steps,
-        }))
+            return_map_steps: steps,
+        })
     }
 }
 
@@ -637,9 +645,7 @@ pub fn periodic_orbit(
             trivial: Some(i) == trivial,
         })
         .collect();
-    let sensitivities = shooting
-        .sensitivities(&x, params, &ret, &triples, trivial)
-        .map_err(|e| during(e, "near the orbit, for the derivative of its return map"))?;
+    let sensitivities = shooting.sensitivities(&x, params, &ret, &triples, trivial);
     Ok(PeriodicOrbit {
         state_names: system.state_names().to_vec(),
         param_names: system.param_names().to_vec(),
