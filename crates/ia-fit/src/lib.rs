@@ -36,6 +36,11 @@
 //! take `u` (equal to `theta` for an unbounded variable);
 //! [`FitProblem::values`] maps `u` to `theta`.
 //!
+//! A run that fails at a point the solver tries (a ball whose bounces
+//! accumulate before `t_end` once `e` is small enough, say) ends the fit
+//! with that run's error: start near plausible values, bound the
+//! variables, or end the run earlier.
+//!
 //! ## Standard errors
 //!
 //! With the residuals `r_i = x_{s_i}(t_i) - y_i` at the fit, their
