@@ -744,6 +744,40 @@ mod tests {
         }
     }
 
+    /// Before the first impact `h(t) = h0 - g t^2 / 2` is linear in `g`:
+    /// the least-squares `g` and its standard error have closed forms,
+    /// `g = -sum a_i (y_i - h0) / sum a_i^2` with `a_i = t_i^2 / 2`, and
+    /// `se = sqrt(SSR / (m - 1) / sum a_i^2)`.
+    #[test]
+    fn a_linear_fit_matches_the_closed_form_and_its_standard_error() {
+        let system = ball();
+        let mut noise = GaussianNoise::new(5, 0.01);
+        let times = [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4];
+        let data: Vec<Datum> = times
+            .iter()
+            .map(|&t| Datum::new(t, "h", 1.0 - TRUTH[0] * t * t / 2.0 + noise.sample()))
+            .collect();
+        let a: Vec<f64> = times.iter().map(|t| t * t / 2.0).collect();
+        let saa: f64 = a.iter().map(|a| a * a).sum();
+        let g = -a
+            .iter()
+            .zip(&data)
+            .map(|(a, d)| a * (d.value - 1.0))
+            .sum::<f64>()
+            / saa;
+        let ssr: f64 = a
+            .iter()
+            .zip(&data)
+            .map(|(a, d)| (1.0 - g * a - d.value).powi(2))
+            .sum();
+        let se = (ssr / (times.len() - 1) as f64 / saa).sqrt();
+        let fit = FitProblem::new(problem(&system, 9.0, 0.8), &["param.g"], data).unwrap();
+        let result = fit.fit(&FitOptions::default()).unwrap();
+        assert!((result.values[0] - g).abs() < 1e-8, "{result:?} vs {g}");
+        let rel = (result.standard_errors[0] - se).abs() / se;
+        assert!(rel < 1e-6, "{result:?} vs {se}");
+    }
+
     #[test]
     fn another_argmin_solver_can_run_it() {
         use argmin::solver::gradientdescent::SteepestDescent;
