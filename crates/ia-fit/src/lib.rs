@@ -778,6 +778,33 @@ mod tests {
         assert!(rel < 1e-6, "{result:?} vs {se}");
     }
 
+    proptest::proptest! {
+        /// The bound transforms: `theta(u)` lies strictly inside the
+        /// bounds, `u(theta(u)) = u`, and `dtheta/du` matches a central
+        /// difference (the reference).
+        #[test]
+        fn bound_transforms_invert_and_differentiate(
+            u in -8.0f64..8.0,
+            a in -5.0f64..5.0,
+            width in 0.1f64..10.0,
+            sides in 0usize..4,
+        ) {
+            let (lower, upper) = match sides {
+                0 => (None, None),
+                1 => (Some(a), Some(a + width)),
+                2 => (Some(a), None),
+                _ => (None, Some(a)),
+            };
+            let free = Free { name: "x".into(), column: 0, lower, upper };
+            let (theta, slope) = free.value(u);
+            proptest::prop_assert!(lower.is_none_or(|a| theta > a) && upper.is_none_or(|b| theta < b));
+            proptest::prop_assert!((free.coordinate(theta) - u).abs() < 1e-8 * u.abs().max(1.0));
+            let h = 1e-6;
+            let fd = (free.value(u + h).0 - free.value(u - h).0) / (2.0 * h);
+            proptest::prop_assert!((slope - fd).abs() < 1e-6 * fd.abs().max(1.0), "{} vs {}", slope, fd);
+        }
+    }
+
     #[test]
     fn another_argmin_solver_can_run_it() {
         use argmin::solver::gradientdescent::SteepestDescent;
