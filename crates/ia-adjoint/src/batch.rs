@@ -62,8 +62,7 @@ impl Batch {
         items: &[T],
         run: impl Fn(&T) -> R + Sync + Send,
     ) -> Vec<R> {
-        self.pool
-            .install(|| items.par_iter().with_min_len(1).map(run).collect())
+        self.pool.install(|| items.par_iter().map(run).collect())
     }
 
     /// [`ia_events::simulate`] of every problem.

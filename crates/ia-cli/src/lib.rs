@@ -241,7 +241,8 @@
 //! the solver (`zeno`, `grazing`, `step_size_underflow`, `step_limit`,
 //! `guard_violated_at_start`, `event_location`, `non_finite`), a request the
 //! method cannot serve (`unsupported`), a periodic orbit not found
-//! (`no_convergence`, `no_return`), and usage errors (kind `usage`: no
+//! (`no_convergence`, `no_return`), a fit that fails (`optimizer`,
+//! `not_identifiable`), and usage errors (kind `usage`: no
 //! subcommand, an unknown subcommand or flag, a missing argument; clap's
 //! message on one line, then `see impact-adjoint --help`). `--help` and
 //! `--version` print to standard output and exit 0. Numbers in messages

@@ -3,6 +3,7 @@
 //! `gradient ... --compact` on the same scenario): the batch line must be
 //! the same text, and a failed line's kind the single command's kind.
 
+use rstest::rstest;
 use serde_json::Value;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -269,76 +270,77 @@ fn fit_recovers_the_values_the_data_were_made_with() {
     assert_eq!(batch, compact);
 }
 
+const FIT_DATA: &str = r#"[{"time": 0.1, "state": {"h": 0.95}}, {"time": 0.2, "state": {"h": 0.8}}, {"time": 0.3, "state": {"h": 0.56}}]"#;
+
+/// A bad `fit` key gives its kind and a message naming what is wrong.
+#[rstest]
+#[case::unknown_free(
+    r#"{"free": ["param.k"], "data": DATA}"#,
+    "unknown_name",
+    "param.g, param.e"
+)]
+#[case::bounds_exclude_start(
+    r#"{"free": ["param.e"], "bounds": {"param.e": [0.9, 1]}, "data": DATA}"#,
+    "invalid_option",
+    "starting value 0.8"
+)]
+#[case::bounds_of_a_fixed_name(
+    r#"{"free": ["param.e"], "bounds": {"param.g": [0, 20]}, "data": DATA}"#,
+    "unknown_name",
+    "fit.bounds"
+)]
+#[case::bounds_not_a_pair(
+    r#"{"free": ["param.e"], "bounds": {"param.e": [0]}, "data": DATA}"#,
+    "invalid_scenario",
+    "[low, high]"
+)]
+#[case::time_after_t_end(
+    r#"{"free": ["param.g"], "data": [{"time": 1.5, "state": {"h": 0.9}}]}"#,
+    "invalid_option",
+    "fit.data[0].time"
+)]
+#[case::time_zero(
+    r#"{"free": ["param.g"], "data": [{"time": 0, "state": {"h": 0.9}}]}"#,
+    "invalid_option",
+    "(0, t_end]"
+)]
+#[case::unknown_state(
+    r#"{"free": ["param.g"], "data": [{"time": 0.5, "state": {"y": 0.9}}]}"#,
+    "unknown_name",
+    "valid"
+)]
+#[case::too_few_data(
+    r#"{"free": ["param.g", "param.e"], "data": [{"time": 0.5, "state": {"h": 0.9}}]}"#,
+    "invalid_option",
+    "more data values"
+)]
+#[case::no_free(r#"{"free": [], "data": []}"#, "invalid_scenario", "fit.free")]
+#[case::unknown_key(
+    r#"{"free": ["param.g"], "speed": 1}"#,
+    "invalid_scenario",
+    "valid keys: free, bounds, data"
+)]
+fn bad_fit_keys_are_clear_errors(#[case] fit: &str, #[case] kind: &str, #[case] needle: &str) {
+    let scenario = format!(
+        r#"{{"model": "ball1d", "t_end": 1, "fit": {}}}"#,
+        fit.replace("DATA", FIT_DATA)
+    );
+    let out = run_stdin(&["fit", "-"], &scenario);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{scenario}: {err}");
+    assert!(
+        err.starts_with(&format!("error: {kind}: ")),
+        "{scenario}: {err}"
+    );
+    assert!(err.contains(needle), "{needle:?} not in {err}");
+}
+
 #[test]
-fn bad_fit_keys_are_clear_errors() {
-    let with = |fit: &str| format!(r#"{{"model": "ball1d", "t_end": 1, "fit": {fit}}}"#);
-    let data = r#"[{"time": 0.1, "state": {"h": 0.95}}, {"time": 0.2, "state": {"h": 0.8}}, {"time": 0.3, "state": {"h": 0.56}}]"#;
-    let cases = [
-        (
-            with(&format!(r#"{{"free": ["param.k"], "data": {data}}}"#)),
-            "unknown_name",
-            "param.g, param.e",
-        ),
-        (
-            with(&format!(
-                r#"{{"free": ["param.e"], "bounds": {{"param.e": [0.9, 1]}}, "data": {data}}}"#
-            )),
-            "invalid_option",
-            "starting value 0.8",
-        ),
-        (
-            with(&format!(
-                r#"{{"free": ["param.e"], "bounds": {{"param.g": [0, 20]}}, "data": {data}}}"#
-            )),
-            "unknown_name",
-            "fit.bounds",
-        ),
-        (
-            with(r#"{"free": ["param.g"], "data": [{"time": 1.5, "state": {"h": 0.9}}]}"#),
-            "invalid_option",
-            "fit.data[0].time",
-        ),
-        (
-            with(r#"{"free": ["param.g"], "data": [{"time": 0, "state": {"h": 0.9}}]}"#),
-            "invalid_option",
-            "(0, t_end]",
-        ),
-        (
-            with(r#"{"free": ["param.g"], "data": [{"time": 0.5, "state": {"y": 0.9}}]}"#),
-            "unknown_name",
-            "valid",
-        ),
-        (
-            with(
-                r#"{"free": ["param.g", "param.e"], "data": [{"time": 0.5, "state": {"h": 0.9}}]}"#,
-            ),
-            "invalid_option",
-            "more data values",
-        ),
-        (
-            with(r#"{"free": [], "data": []}"#),
-            "invalid_scenario",
-            "fit.free",
-        ),
-        (
-            with(r#"{"free": ["param.g"], "speed": 1}"#),
-            "invalid_scenario",
-            "valid keys: free, bounds, data",
-        ),
-        (
-            r#"{"model": "ball1d", "t_end": 1}"#.to_string(),
-            "invalid_scenario",
-            "no 'fit'",
-        ),
-    ];
-    for (scenario, kind, needle) in cases {
-        let out = run_stdin(&["fit", "-"], &scenario);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{scenario}: {err}");
-        assert!(
-            err.starts_with(&format!("error: {kind}: ")),
-            "{scenario}: {err}"
-        );
-        assert!(err.contains(needle), "{needle:?} not in {err}");
-    }
+fn fit_without_a_fit_key_says_what_it_needs() {
+    let out = run_stdin(&["fit", "-"], r#"{"model": "ball1d", "t_end": 1}"#);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: invalid_scenario: ") && err.contains("no 'fit'"),
+        "{err}"
+    );
 }

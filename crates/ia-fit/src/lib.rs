@@ -36,6 +36,11 @@
 //! take `u` (equal to `theta` for an unbounded variable);
 //! [`FitProblem::values`] maps `u` to `theta`.
 //!
+//! A run that fails at a point the solver tries (a ball whose bounces
+//! accumulate before `t_end` once `e` is small enough, say) ends the fit
+//! with that run's error: start near plausible values, bound the
+//! variables, or end the run earlier.
+//!
 //! ## Standard errors
 //!
 //! With the residuals `r_i = x_{s_i}(t_i) - y_i` at the fit, their
@@ -736,6 +741,67 @@ mod tests {
                     jac[(i, j)]
                 );
             }
+        }
+    }
+
+    /// Before the first impact `h(t) = h0 - g t^2 / 2` is linear in `g`:
+    /// the least-squares `g` and its standard error have closed forms,
+    /// `g = -sum a_i (y_i - h0) / sum a_i^2` with `a_i = t_i^2 / 2`, and
+    /// `se = sqrt(SSR / (m - 1) / sum a_i^2)`.
+    #[test]
+    fn a_linear_fit_matches_the_closed_form_and_its_standard_error() {
+        let system = ball();
+        let mut noise = GaussianNoise::new(5, 0.01);
+        let times = [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4];
+        let data: Vec<Datum> = times
+            .iter()
+            .map(|&t| Datum::new(t, "h", 1.0 - TRUTH[0] * t * t / 2.0 + noise.sample()))
+            .collect();
+        let a: Vec<f64> = times.iter().map(|t| t * t / 2.0).collect();
+        let saa: f64 = a.iter().map(|a| a * a).sum();
+        let g = -a
+            .iter()
+            .zip(&data)
+            .map(|(a, d)| a * (d.value - 1.0))
+            .sum::<f64>()
+            / saa;
+        let ssr: f64 = a
+            .iter()
+            .zip(&data)
+            .map(|(a, d)| (1.0 - g * a - d.value).powi(2))
+            .sum();
+        let se = (ssr / (times.len() - 1) as f64 / saa).sqrt();
+        let fit = FitProblem::new(problem(&system, 9.0, 0.8), &["param.g"], data).unwrap();
+        let result = fit.fit(&FitOptions::default()).unwrap();
+        assert!((result.values[0] - g).abs() < 1e-8, "{result:?} vs {g}");
+        let rel = (result.standard_errors[0] - se).abs() / se;
+        assert!(rel < 1e-6, "{result:?} vs {se}");
+    }
+
+    proptest::proptest! {
+        /// The bound transforms: `theta(u)` lies strictly inside the
+        /// bounds, `u(theta(u)) = u`, and `dtheta/du` matches a central
+        /// difference (the reference).
+        #[test]
+        fn bound_transforms_invert_and_differentiate(
+            u in -8.0f64..8.0,
+            a in -5.0f64..5.0,
+            width in 0.1f64..10.0,
+            sides in 0usize..4,
+        ) {
+            let (lower, upper) = match sides {
+                0 => (None, None),
+                1 => (Some(a), Some(a + width)),
+                2 => (Some(a), None),
+                _ => (None, Some(a)),
+            };
+            let free = Free { name: "x".into(), column: 0, lower, upper };
+            let (theta, slope) = free.value(u);
+            proptest::prop_assert!(lower.is_none_or(|a| theta > a) && upper.is_none_or(|b| theta < b));
+            proptest::prop_assert!((free.coordinate(theta) - u).abs() < 1e-8 * u.abs().max(1.0));
+            let h = 1e-6;
+            let fd = (free.value(u + h).0 - free.value(u - h).0) / (2.0 * h);
+            proptest::prop_assert!((slope - fd).abs() < 1e-6 * fd.abs().max(1.0), "{} vs {}", slope, fd);
         }
     }
 
