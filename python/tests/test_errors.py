@@ -15,6 +15,9 @@ BALL1D = ia.Model.ready("ball1d")
 BALL2D = ia.Model.ready("ball2d-flat")
 LIF = ia.Model.ready("lif")
 
+# A model written as equations whose flow reads a name that does not exist.
+BAD_EQUATIONS = {"states": {"y": 1.0}, "params": {}, "modes": {"f": {"flow": {"y": "z"}}}, "transitions": []}
+
 # (exception class, the Python call, the same scenario for the command line
 # and its subcommand)
 SAME_AS_CLI = [
@@ -53,6 +56,12 @@ SAME_AS_CLI = [
         lambda: BALL2D.gradient(t_end=1.0, loss=[{"of": "event.5.time", "weight": 1.0}]),
         {"model": "ball2d-flat", "t_end": 1, "loss": [{"of": "event.5.time", "weight": 1.0}]},
         ["gradient", "--method", "adjoint"],
+    ),
+    (
+        ia.InvalidScenarioError,
+        lambda: ia.Model.from_equations(BAD_EQUATIONS),
+        {"model": BAD_EQUATIONS, "t_end": 1},
+        ["simulate"],
     ),
     (
         ia.GuardViolatedAtStartError,
@@ -168,19 +177,13 @@ PYTHON_ONLY = [
 ]
 
 
-# A model written as equations: the equations crate's messages.
+# A model written as equations: text that is not JSON (the command line
+# names its own source, here "the equations"), and a dict that is no model.
 PYTHON_ONLY += [
     (
         ia.MalformedJsonError,
         lambda: ia.Model.from_equations('{"states": '),
-        "EOF while parsing a value at line 1 column 11",
-    ),
-    (
-        ia.InvalidScenarioError,
-        lambda: ia.Model.from_equations(
-            {"states": {"y": 1.0}, "params": {}, "modes": {"f": {"flow": {"y": "z"}}}, "transitions": []}
-        ),
-        'mode "f", flow.y, column 1: unknown name "z"; names are y, t; closest is "y"',
+        "malformed JSON in the equations: EOF while parsing a value at line 1 column 11",
     ),
     (
         ia.InvalidScenarioError,

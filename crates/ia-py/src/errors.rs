@@ -34,16 +34,6 @@ pub fn library(error: HybridError) -> PyErr {
     to_py(CliError::Library(error))
 }
 
-/// A mistake in a model written as equations: text that is not JSON of the
-/// model's form is kind `malformed_json`, a wrong expression or structure
-/// `invalid_scenario` (the model is bad input like a bad scenario).
-pub fn equations(error: ia_equations::EquationError) -> PyErr {
-    match error {
-        ia_equations::EquationError::Json(message) => to_py(CliError::MalformedJson(message)),
-        other => to_py(CliError::InvalidScenario(other.to_string())),
-    }
-}
-
 /// An error of kind `invalid_scenario` (a value of the wrong type or
 /// shape), with `message`.
 pub fn invalid(message: String) -> PyErr {

@@ -4,7 +4,7 @@
 //! messages); the initial state and the parameters are checked by the run.
 
 use crate::convert::{by_name, from_json, to_json};
-use crate::errors::{self, invalid, library, to_py};
+use crate::errors::{invalid, library, to_py};
 use crate::results;
 use ia_adjoint::{LossTerms, Method};
 use ia_cli::{CliError, GradientMethod, Scenario};
@@ -149,17 +149,21 @@ impl Model {
     /// Every partial derivative follows from the expressions (dual numbers).
     #[staticmethod]
     fn from_equations(equations: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let model = if let Ok(text) = equations.cast::<PyString>() {
-            ia_equations::EquationModel::from_json_str(&text.extract::<String>()?)
+        // As the command line's `model` key: the same checks and messages.
+        let form = if let Ok(text) = equations.cast::<PyString>() {
+            ia_cli::scenario::parse_json(&text.extract::<String>()?, "the equations")
+                .map_err(to_py)?
         } else if equations.is_instance_of::<PyDict>() {
-            ia_equations::EquationModel::from_value(&to_json(equations, "equations")?)
+            to_json(equations, "model")?
         } else {
             return Err(invalid(format!(
                 "'equations' must be a dict or the JSON text of a model written as equations, got {}",
                 crate::convert::describe(equations)
             )));
         };
-        Ok(Self::new(Box::new(model.map_err(errors::equations)?)))
+        let model =
+            ia_cli::scenario::model_of(&serde_json::json!({ "model": form })).map_err(to_py)?;
+        Ok(Self::new(model))
     }
 
     /// The model's name.
