@@ -189,27 +189,6 @@ impl JaxSolver {
     }
 }
 
-/// The runs of a batch, one after the other.
-// TODO(lead): `ia_adjoint::batch::simulate_batch(problems)` once the batch
-// module is merged (the same results, on one worker per core).
-fn simulate_batch(problems: &[Problem<'_>]) -> Vec<Result<Trajectory, HybridError>> {
-    problems.iter().map(ia_events::simulate).collect()
-}
-
-/// The gradients of a batch, one loss per run, one after the other.
-// TODO(lead): `ia_adjoint::batch::gradient_batch_each(problems, losses)` once
-// the batch module is merged.
-fn gradient_batch_each(
-    problems: &[Problem<'_>],
-    losses: &[Cotangents<'_>],
-) -> Vec<Result<Gradient, HybridError>> {
-    problems
-        .iter()
-        .zip(losses)
-        .map(|(problem, loss)| ia_adjoint::gradient(problem, loss))
-        .collect()
-}
-
 /// The rows of a `B x width` array, checked.
 fn rows<'a>(array: &'a PyReadonlyArray2<'_, f64>, width: usize, what: &str) -> PyResult<&'a [f64]> {
     let shape = array.shape();
@@ -301,7 +280,7 @@ impl JaxSolver {
         let runs = py
             .detach(|| {
                 let problems = self.problems(batch, x0s, ps)?;
-                let runs = simulate_batch(&problems);
+                let runs = ia_adjoint::batch::simulate_batch(&problems);
                 problems
                     .iter()
                     .zip(runs)
@@ -386,7 +365,7 @@ impl JaxSolver {
                         observations: &go[b * n_obs * n..(b + 1) * n_obs * n],
                     })
                     .collect();
-                let runs = gradient_batch_each(&problems, &losses);
+                let runs = ia_adjoint::batch::gradient_batch_each(&problems, &losses);
                 problems
                     .iter()
                     .zip(runs)
