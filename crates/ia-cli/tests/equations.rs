@@ -152,7 +152,7 @@ fn models_equations_prints_the_model_as_understood() {
            "modes": {"flight": {"flow": {"y": "vy", "vy": "-g"}}},
            "transitions": [{"name": "bounce", "from": "flight", "to": "flight", "guard": "y",
                             "direction": "falling", "reset": {"vy": "-e * ee"}}]}),
-    r#"error: invalid_scenario: 'model' (equations): transition "bounce", reset.vy, column 6: unknown name "ee"; names are y, vy, e, g, t; closest is "e""#
+    r#"error: invalid_scenario: 'model' (equations): transition "bounce", reset.vy, column 6: unknown name "ee"; names are y, vy, g, e, t; closest is "e""#
 )]
 #[case::flow_missing_a_state(
     json!({"states": ["y", "vy"], "modes": {"flight": {"flow": {"y": "vy"}}}}),
@@ -274,4 +274,33 @@ fn fit_and_batch_on_equations() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(printed, [gradient, fitted]);
+}
+
+/// An inline model keeps its document's order of states and parameters
+/// (reference: the order written in the scenario, not alphabetical).
+#[test]
+fn inline_equations_keep_the_document_order() {
+    let model = json!({
+        "states": {"y": 1.0, "vy": 0.0},
+        "params": {"g": 9.81, "e": 0.8},
+        "modes": {"flight": {"flow": {"y": "vy", "vy": "-g"}}},
+        "transitions": [{"name": "bounce", "from": "flight", "to": "flight",
+                         "guard": "y", "direction": "falling", "reset": {"vy": "-e * vy"}}],
+        "initial_mode": "flight"
+    });
+    let out = run_stdin(
+        &["gradient", "--compact", "-"],
+        &json!({"model": model, "t_end": 0.1}).to_string(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(r#""final_state":{"y":"#), "{text}");
+    assert!(
+        text.contains(r#"["initial.y","initial.vy","param.g","param.e"]"#),
+        "{text}"
+    );
 }

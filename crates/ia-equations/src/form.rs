@@ -10,7 +10,8 @@ use std::fmt;
 /// checks can report a state given twice instead of keeping the last).
 ///
 /// Read from text, the order is the document's; read from a
-/// `serde_json::Value` (whose objects are sorted), it is alphabetical.
+/// `serde_json::Value`, it is the value's (the document's, as the workspace
+/// builds serde_json with `preserve_order`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Ordered<V>(pub Vec<(String, V)>);
 

@@ -15,8 +15,9 @@
 //!
 //! Entry points for front ends (the CLI, Python bindings):
 //! [`EquationModel::from_json_str`] (document order kept) and
-//! [`EquationModel::from_value`] (a `serde_json::Value`, whose objects are
-//! sorted unless serde_json's `preserve_order` is on), both
+//! [`EquationModel::from_value`] (a `serde_json::Value`, in its keys' order:
+//! the document's, with serde_json's `preserve_order`, which the workspace
+//! turns on), both
 //! `Result<EquationModel, EquationError>`; the error's `Display` is one line
 //! naming the mode or transition, the key and the column.
 //! [`EquationModel`] implements [`ia_models::Model`] (`spec`, `system`), and

@@ -166,9 +166,9 @@ impl EquationModel {
     }
 
     /// Reads and checks a model from a JSON value (as found inside a
-    /// scenario). Objects of a `serde_json::Value` are sorted by key, so the
-    /// parameters and modes come in alphabetical order; a state given twice
-    /// in a flow cannot be seen there (JSON keeps the last).
+    /// scenario), in the order of its objects' keys (the document's, with
+    /// serde_json's `preserve_order`, which the workspace turns on); a state
+    /// given twice in a flow cannot be seen there (JSON keeps the last).
     pub fn from_value(value: &serde_json::Value) -> Result<Self, EquationError> {
         let form = EquationsForm::deserialize_value(value)?;
         Self::from_form(form)
