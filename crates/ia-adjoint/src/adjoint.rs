@@ -509,7 +509,7 @@ impl<'a> Backward<'a> {
     ) -> Result<(Vec<f64>, Vec<f64>), HybridError> {
         let (end, mut step) = (end.position.min(tape.entries.len()), end.steps);
         let mut mode = tape.mode_before(self.system, end);
-        let first_recorded = trajectory.stats.events - trajectory.events.len();
+        let first_recorded = trajectory.first_recorded_event();
         let mut lambda = seeds.final_state.clone();
         let mut param_bar = vec![0.0; self.system.param_dim()];
         // dL/dt* of the located event that started the cascade being walked

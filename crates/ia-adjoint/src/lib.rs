@@ -557,7 +557,7 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
             }
             // One row per recorded event: the last ones of the run when not
             // all are kept.
-            let first_recorded = trajectory.stats.events - trajectory.events.len();
+            let first_recorded = trajectory.first_recorded_event();
             let mut event_time_gradients = Vec::with_capacity(trajectory.events.len());
             for k in 0..trajectory.events.len() {
                 seeds.event_times[k] = 1.0;

@@ -100,8 +100,7 @@ fn resolve(index: i64, len: usize) -> Option<usize> {
 /// the events `trajectory` records (the last ones of the run when not all
 /// are kept, [`ia_events::EventRecording`]).
 fn resolve_event(index: i64, trajectory: &Trajectory) -> Option<usize> {
-    let first_recorded = trajectory.stats.events - trajectory.events.len();
-    resolve(index, trajectory.stats.events)?.checked_sub(first_recorded)
+    resolve(index, trajectory.stats.events)?.checked_sub(trajectory.first_recorded_event())
 }
 
 impl LossTerms {

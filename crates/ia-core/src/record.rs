@@ -105,6 +105,13 @@ impl Trajectory {
         self.events.iter().map(|e| e.time).collect()
     }
 
+    /// The run-wide index of the first recorded event: the record keeps the
+    /// last `events.len()` of the run's `stats.events` events (all of them
+    /// unless the run was told to keep fewer).
+    pub fn first_recorded_event(&self) -> usize {
+        self.stats.events - self.events.len()
+    }
+
     /// The final state entry named `name`, if there is one.
     pub fn final_value(&self, name: &str) -> Option<f64> {
         let i = self.state_names.iter().position(|s| s == name)?;

@@ -212,13 +212,7 @@ impl Model {
     /// `param.<name>`.
     #[getter]
     fn wrt_names(&self) -> Vec<String> {
-        let states = self
-            .spec
-            .states
-            .iter()
-            .map(|q| format!("initial.{}", q.name));
-        let params = self.spec.params.iter().map(|q| format!("param.{}", q.name));
-        states.chain(params).collect()
+        self.model.system().wrt_names().to_vec()
     }
 
     /// The default initial state.
