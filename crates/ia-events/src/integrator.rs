@@ -991,17 +991,25 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             noise,
             max_iterations: 200,
         };
-        // Brent's method starts by evaluating both ends, whose values are
-        // known here.
-        let (g_lo, g_hi) = (lo_value, hi_value);
+        // `find_root_brent` evaluates both ends first, whose values are known
+        // here, and then every iteration evaluates the new point and again
+        // one end of the bracket, which was evaluated (or looked up) on the
+        // iteration before: a few recent values answer those repeats.
+        let mut recent = [
+            (lo, lo_value),
+            (hi, hi_value),
+            (f64::NAN, 0.0),
+            (f64::NAN, 0.0),
+        ];
+        let mut oldest = 2;
         let mut g_cached = |t: f64| {
-            if t == lo {
-                g_lo
-            } else if t == hi {
-                g_hi
-            } else {
-                g_at(t)
+            if let Some(&(_, g)) = recent.iter().find(|(at, _)| *at == t) {
+                return g;
             }
+            let g = g_at(t);
+            recent[oldest] = (t, g);
+            oldest = (oldest + 1) % recent.len();
+            g
         };
         let located = find_root_brent(lo, hi, &mut g_cached, &mut convergence);
         self.trajectory.stats.root_iterations += evaluations;

@@ -5,7 +5,7 @@
 //! adaptive Dormand-Prince 5(4) (its fourth-order continuous extension). The
 //! ode_solvers adapter lives in [`crate::ode_solvers_adapter`].
 
-use crate::tableau::{ButcherTableau, DenseOutput, DOPRI5, RK4};
+use crate::tableau::{weighted_sum, ButcherTableau, DenseOutput, DOPRI5, RK4};
 use ia_core::HybridError;
 
 /// A right-hand side `y' = F(t, y)` as a stepper sees it.
@@ -254,18 +254,10 @@ impl RkStepper {
     fn error_norm(&mut self, h: f64, rtol: f64, atol: f64, controlled: usize) -> f64 {
         let n = self.dim;
         let weights = self.tableau.error.unwrap_or(&[]);
-        // The embedded error estimate, accumulated stage by stage (contiguous
-        // slices) into the stage buffer, free between steps.
+        // The embedded error estimate `sum_j e_j K_j` into the stage buffer,
+        // free between steps.
         let estimate = &mut self.stage[..controlled];
-        estimate.fill(0.0);
-        for (j, &w) in weights.iter().enumerate() {
-            if w != 0.0 {
-                let stage = &self.k[j * n..j * n + controlled];
-                for (e, &k) in estimate.iter_mut().zip(stage) {
-                    *e += w * k;
-                }
-            }
-        }
+        weighted_sum(1.0, None, weights, &self.k, n, estimate);
         let sum: f64 = estimate
             .iter()
             .zip(self.y.iter().zip(&self.y_new))
@@ -394,8 +386,10 @@ impl RkStepper {
     fn accept(&mut self, h: f64) {
         self.h_taken = h;
         self.dense_ready = 0;
+        // The start becomes the previous state and the new state the
+        // current one; the buffers rotate, nothing is copied.
         std::mem::swap(&mut self.y_prev, &mut self.y);
-        self.y.copy_from_slice(&self.y_new);
+        std::mem::swap(&mut self.y, &mut self.y_new);
         self.t_prev = self.t;
         self.t += h;
     }
