@@ -118,11 +118,15 @@ impl PackedEntry {
     }
 }
 
-/// What the backward pass needs of one event; its states are in
-/// [`Tape::event_states`].
+/// What the backward pass needs of one event, with its state before the
+/// reset and its time shift in [`Tape::event_states`] and the guard's
+/// partials in [`Tape::guard_terms`]: the event's geometry as the integrator
+/// formed it, kept, not formed again.
 #[derive(Clone, Copy, Debug)]
 struct TapeEvent {
     time: f64,
+    /// `gdot = g_x f- + g_t`.
+    guard_rate: f64,
     transition: u32,
     /// The located event that started its cascade, or [`TapeEvent::LOCATED`].
     cascade_of: u32,
@@ -171,9 +175,13 @@ pub(crate) struct Tape {
     /// Every event of the run, by index, whatever its trajectory records
     /// ([`ia_events::EventRecording`]): what the backward pass transposes.
     events: Vec<TapeEvent>,
-    /// The states before and after each event's reset, `2 n` floats an
-    /// event.
+    /// Each event's state before the reset and time shift
+    /// `w = f+ - r_x f- - r_t`, `2 n` floats an event.
     event_states: Vec<f64>,
+    /// Each located event's guard partials `g_x`, `g_p` over what the guard
+    /// reads ([`guard_term_count`] floats; none for an event of a cascade,
+    /// whose guard plays no part).
+    guard_terms: Vec<f64>,
     /// Where each event's entry is in `entries`, by event index.
     event_positions: Vec<usize>,
     /// Where each observation's entry is in `entries`, and the steps before
@@ -203,13 +211,21 @@ impl Observer for Tape {
         }
     }
 
-    fn event(&mut self, _run: RunContext<'_>, jump: &EventJump<'_>) -> Result<(), HybridError> {
+    fn wants_event_geometry(&self) -> bool {
+        true
+    }
+
+    fn event(&mut self, run: RunContext<'_>, jump: &EventJump<'_>) -> Result<(), HybridError> {
         debug_assert_eq!(jump.index, self.events.len(), "events arrive in order");
+        let geometry = jump
+            .geometry
+            .expect("the integrator forms the geometry the tape asks for");
         self.event_positions.push(self.entries.len());
         self.entries
             .push(PackedEntry::pack(TapeEntry::Event { index: jump.index }));
         self.events.push(TapeEvent {
             time: jump.time,
+            guard_rate: geometry.guard_rate,
             transition: narrow(jump.transition, "transition")?,
             cascade_of: match jump.cascade_of {
                 Some(root) => narrow(root, "event")?,
@@ -218,7 +234,21 @@ impl Observer for Tape {
             steps_before: self.steps as u64,
         });
         self.event_states.extend_from_slice(jump.state_before);
-        self.event_states.extend_from_slice(jump.state_after);
+        self.event_states
+            .extend_from_slice(geometry.time_shift.as_slice());
+        if jump.cascade_of.is_none() {
+            let (gx, gp) = (&geometry.guard.x, &geometry.guard.p);
+            match run.system.transitions()[jump.transition].guard.support() {
+                Some(read) => {
+                    self.guard_terms.extend(read.states.iter().map(|&i| gx[i]));
+                    self.guard_terms.extend(read.params.iter().map(|&j| gp[j]));
+                }
+                None => {
+                    self.guard_terms.extend_from_slice(gx.as_slice());
+                    self.guard_terms.extend_from_slice(gp.as_slice());
+                }
+            }
+        }
         Ok(())
     }
 
@@ -245,6 +275,7 @@ impl Tape {
             first_mode: 0,
             events: Vec::new(),
             event_states: Vec::new(),
+            guard_terms: Vec::new(),
             event_positions: Vec::new(),
             observation_cursors: Vec::new(),
         }
@@ -279,21 +310,43 @@ impl Tape {
 
     /// Number of floats held (the memory of the reverse pass).
     pub(crate) fn stored_floats(&self) -> usize {
-        self.states.len() + 2 * self.entries.len() + self.event_states.len() + 3 * self.events.len()
+        self.states.len()
+            + 2 * self.entries.len()
+            + self.event_states.len()
+            + self.guard_terms.len()
+            + 4 * self.events.len()
     }
 
-    /// Event `index` as the saltation layer reads it.
-    fn event(&self, index: usize) -> EventAt<'_> {
+    /// Event `index` of a system with `n` states, its guard partials at
+    /// `guard_terms[guard_start..]`.
+    fn event(&self, index: usize, n: usize, guard_start: usize) -> TapedEvent<'_> {
         let e = self.events[index];
-        let n = self.event_states.len() / (2 * self.events.len());
-        let states = &self.event_states[2 * n * index..2 * n * (index + 1)];
-        EventAt {
+        let data = &self.event_states[2 * n * index..2 * n * (index + 1)];
+        let cascade_of = (e.cascade_of != TapeEvent::LOCATED).then_some(e.cascade_of as usize);
+        TapedEvent {
             transition: e.transition as usize,
             time: e.time,
-            state_before: &states[..n],
-            state_after: &states[n..],
-            cascade_of: (e.cascade_of != TapeEvent::LOCATED).then_some(e.cascade_of as usize),
+            state_before: &data[..n],
+            time_shift: &data[n..],
+            guard_rate: e.guard_rate,
+            guard_terms: &self.guard_terms[guard_start..],
+            cascade_of,
         }
+    }
+
+    /// Number of guard-partial floats kept for event `index`.
+    fn guard_term_count(&self, system: &HybridSystem, index: usize) -> usize {
+        let e = self.events[index];
+        if e.cascade_of != TapeEvent::LOCATED {
+            return 0;
+        }
+        guard_term_count(system, e.transition as usize)
+    }
+
+    /// Where the guard partials of the events before tape `position` end.
+    fn guard_terms_before(&self, system: &HybridSystem, position: usize) -> usize {
+        let events = self.event_positions.partition_point(|&p| p < position);
+        (0..events).map(|k| self.guard_term_count(system, k)).sum()
     }
 
     /// The mode of the steps just before tape `position`: the target of the
@@ -333,6 +386,43 @@ impl Tape {
             position: self.entries.len(),
             steps: self.steps,
         }
+    }
+}
+
+/// A taped event as the backward pass reads it.
+#[derive(Clone, Copy, Debug)]
+struct TapedEvent<'t> {
+    transition: usize,
+    time: f64,
+    state_before: &'t [f64],
+    time_shift: &'t [f64],
+    guard_rate: f64,
+    /// From the event's guard partials on (over the guard's support, states
+    /// then parameters; or all of `g_x` then all of `g_p`).
+    guard_terms: &'t [f64],
+    cascade_of: Option<usize>,
+}
+
+impl<'t> TapedEvent<'t> {
+    /// The event for the reset's products, which read its transition, time
+    /// and state before.
+    fn at(&self) -> EventAt<'t> {
+        EventAt {
+            transition: self.transition,
+            time: self.time,
+            state_before: self.state_before,
+            state_after: &[],
+            cascade_of: self.cascade_of,
+        }
+    }
+}
+
+/// Floats of a located event's guard partials on the tape: those the guard
+/// reads, or every one.
+fn guard_term_count(system: &HybridSystem, transition: usize) -> usize {
+    match system.transitions()[transition].guard.support() {
+        Some(read) => read.states.len() + read.params.len(),
+        None => system.state_dim() + system.param_dim(),
     }
 }
 
@@ -470,9 +560,13 @@ impl<'a> Backward<'a> {
                 }
                 TapeEntry::Event { index } => {
                     self.replay.resize(self.replay.len() + width, 0.0);
-                    let event = tape.event(index);
-                    y.copy_from_slice(event.state_after);
-                    mode = self.system.transitions()[event.transition].to;
+                    // The state after the reset, formed as the integrator
+                    // formed it (the same function of the same state).
+                    let event = tape.events[index];
+                    let transition = &self.system.transitions()[event.transition as usize];
+                    let before = &tape.event_states[2 * n * index..2 * n * index + n];
+                    transition.reset.apply(event.time, before, params, &mut y);
+                    mode = transition.to;
                 }
                 TapeEntry::Observation { .. } => {
                     self.replay.resize(self.replay.len() + width, 0.0);
@@ -515,6 +609,9 @@ impl<'a> Backward<'a> {
         // dL/dt* of the located event that started the cascade being walked
         // back through, gathered from the events of that cascade.
         let mut cascade_time_bar = 0.0;
+        // Where the guard partials of the events met so far end (walking
+        // back, each event's begin where the next one's end).
+        let mut guard_end = tape.guard_terms_before(self.system, end);
         self.replay.clear();
         self.replay_from = usize::MAX;
         for position in (0..end).rev() {
@@ -538,7 +635,8 @@ impl<'a> Backward<'a> {
                         .and_then(|k| seeds.event_times.get(k))
                         .copied()
                         .unwrap_or(0.0);
-                    let event = tape.event(index);
+                    guard_end -= tape.guard_term_count(self.system, index);
+                    let event = tape.event(index, self.n, guard_end);
                     self.event(
                         event,
                         time_seed,
@@ -581,14 +679,13 @@ impl<'a> Backward<'a> {
     /// `cascade_time_bar`; the located event adds it to its own time seed.
     fn event(
         &mut self,
-        at: EventAt<'_>,
+        event: TapedEvent<'_>,
         time_seed: f64,
         cascade_time_bar: &mut f64,
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
-        let geometry = self.saltation.geometry(self.system, self.params, at);
-        let w_lambda: f64 = geometry
+        let w_lambda: f64 = event
             .time_shift
             .iter()
             .zip(lambda.iter())
@@ -598,30 +695,31 @@ impl<'a> Backward<'a> {
         // with c = (w . lambda+ - dL/dt*) / gdot for a crossing; an event of
         // a cascade passes dL/dt* - w . lambda+ on to the event that started
         // it instead.
-        let coefficient = if geometry.cascade_of.is_some() {
+        let coefficient = if event.cascade_of.is_some() {
             *cascade_time_bar += time_seed - w_lambda;
             0.0
         } else {
             let time_seed = time_seed + std::mem::take(cascade_time_bar);
-            (w_lambda - time_seed) / geometry.guard_rate
+            (w_lambda - time_seed) / event.guard_rate
         };
         // g_x c and g_p c over what the guard reads (its support, or every
-        // entry).
-        let support = self.system.transitions()[at.transition].guard.support();
+        // entry), as the tape keeps them.
         self.guard_terms.clear();
         if coefficient != 0.0 {
-            let (gx, gp) = (&geometry.guard.x, &geometry.guard.p);
-            match support {
+            let terms = event.guard_terms;
+            match self.system.transitions()[event.transition].guard.support() {
                 Some(read) => {
+                    let (gx, gp) = terms.split_at(read.states.len());
                     self.guard_terms
-                        .extend(read.states.iter().map(|&i| (i, gx[i])));
-                    for &j in read.params {
-                        param_bar[j] += coefficient * gp[j];
+                        .extend(read.states.iter().copied().zip(gx.iter().copied()));
+                    for (&j, g) in read.params.iter().zip(gp) {
+                        param_bar[j] += coefficient * g;
                     }
                 }
                 None => {
+                    let (gx, gp) = terms.split_at(self.n);
                     self.guard_terms.extend(gx.iter().copied().enumerate());
-                    for (pb, g) in param_bar.iter_mut().zip(gp.iter()) {
+                    for (pb, g) in param_bar.iter_mut().zip(gp) {
                         *pb += coefficient * g;
                     }
                 }
@@ -630,7 +728,7 @@ impl<'a> Backward<'a> {
         self.saltation.reset_transpose(
             self.system,
             self.params,
-            at,
+            event.at(),
             lambda,
             &mut self.scratch,
             param_bar,

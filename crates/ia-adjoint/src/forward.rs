@@ -258,7 +258,10 @@ impl ForwardSensitivity {
         let n = self.n;
         let chosen = self.chosen.take().expect("chosen columns");
         let at: EventAt<'_> = jump.into();
-        let geometry = self.saltation.geometry(run.system, run.params, at);
+        let geometry = match jump.geometry {
+            Some(geometry) => geometry,
+            None => self.saltation.geometry(run.system, run.params, at),
+        };
         self.time_shift
             .copy_from_slice(geometry.time_shift.as_slice());
         let gradient: Vec<f64> = match jump.cascade_of {
@@ -344,6 +347,10 @@ impl ExtraState for ForwardSensitivity {
             .zip_apply(&partials.p, |d, fp| *d += fp);
     }
 
+    fn wants_event_geometry(&self) -> bool {
+        true
+    }
+
     fn jump(
         &mut self,
         run: RunContext<'_>,
@@ -357,8 +364,16 @@ impl ExtraState for ForwardSensitivity {
             return Ok(());
         }
         let (n, m) = (self.n, self.columns());
-        self.saltation
-            .compute_for(run.system, run.params, jump.into());
+        let at: EventAt<'_> = jump.into();
+        match jump.geometry {
+            Some(geometry) => self
+                .saltation
+                .saltation_of(run.system, run.params, at, geometry),
+            None => self.saltation.compute_for(run.system, run.params, at),
+        };
+        if !self.apply_saltation {
+            self.saltation.reset_partials(run.system, run.params, at);
+        }
         let sal = self.saltation.saltation().expect("formed above");
         let s_minus = DMatrixView::from_slice(before, n, m);
         let mut s_plus = DMatrixViewMut::from_slice(after, n, m);
@@ -367,8 +382,8 @@ impl ExtraState for ForwardSensitivity {
         } else {
             let reset = self
                 .saltation
-                .reset_partials()
-                .expect("compute_for forms the reset's partials");
+                .formed_reset_partials()
+                .expect("formed above");
             (&reset.x, &reset.p)
         };
         s_plus.gemm(1.0, jump_x, &s_minus, 0.0);

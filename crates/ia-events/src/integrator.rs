@@ -48,6 +48,7 @@
 //!   one step is still not seen; bound the step with `max_step` where that
 //!   can happen.
 
+use crate::geometry::{guard_rate, EventAt, EventGeometry, GeometryWorkspace};
 use crate::problem::{Problem, Progress, PROGRESS_EVERY_STEPS};
 use crate::stepper::{OdeRhs, StepFailure, Stepper};
 use ia_core::{
@@ -79,6 +80,12 @@ pub struct EventJump<'a> {
     /// reset at the same instant), the index of the located event that
     /// started it: see [`EventRecord::cascade_of`].
     pub cascade_of: Option<usize>,
+    /// The event's geometry (flows on both sides, the guard's partials and
+    /// rate, the time shift), formed once by the integrator when the extra
+    /// state or the observer asks for it
+    /// ([`ExtraState::wants_event_geometry`],
+    /// [`Observer::wants_event_geometry`]); `None` otherwise.
+    pub geometry: Option<&'a EventGeometry>,
 }
 
 /// What every callback of a run is told about it: the system being run and
@@ -118,6 +125,12 @@ pub trait ExtraState {
         extra: &[f64],
         rate: &mut [f64],
     );
+    /// Whether [`ExtraState::jump`] reads the event's geometry
+    /// ([`EventJump::geometry`]); the integrator then forms it once per
+    /// event for every consumer.
+    fn wants_event_geometry(&self) -> bool {
+        false
+    }
     /// Maps the extra components across an event.
     fn jump(
         &mut self,
@@ -169,6 +182,11 @@ pub trait Observer {
     fn event(&mut self, _run: RunContext<'_>, _jump: &EventJump<'_>) -> Result<(), HybridError> {
         Ok(())
     }
+    /// Whether [`Observer::event`] reads the event's geometry
+    /// ([`EventJump::geometry`]).
+    fn wants_event_geometry(&self) -> bool {
+        false
+    }
     /// The state at observation `index`.
     fn observed(&mut self, _run: RunContext<'_>, _index: usize, _time: f64, _y: &[f64]) {}
     /// The final state.
@@ -189,6 +207,9 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn event(&mut self, run: RunContext<'_>, jump: &EventJump<'_>) -> Result<(), HybridError> {
         self.0.event(run, jump)?;
         self.1.event(run, jump)
+    }
+    fn wants_event_geometry(&self) -> bool {
+        self.0.wants_event_geometry() || self.1.wants_event_geometry()
     }
     fn observed(&mut self, run: RunContext<'_>, index: usize, time: f64, y: &[f64]) {
         self.0.observed(run, index, time, y);
@@ -283,9 +304,9 @@ fn take_side(
 }
 
 /// The guard's rate `gdot = g_x . f + g_t` at `(t, x)` with the state's rate
-/// `f`, `|g_x|` and `g_t`, from its partials formed in `partials` (all zero
-/// on entry, and again on return: only the guard's support is written and
-/// cleared, so the cost is what the guard reads).
+/// `f`, from its partials formed in `partials` (all zero on entry, and again
+/// on return: only the guard's support is written and cleared, so the cost
+/// is what the guard reads).
 fn guard_rate_at(
     guard: &dyn Guard,
     t: f64,
@@ -293,22 +314,12 @@ fn guard_rate_at(
     p: &[f64],
     f: &[f64],
     partials: &mut GuardPartials,
-) -> (f64, f64, f64) {
+) -> f64 {
     guard.partials(t, x, p, partials);
     let support = guard.support();
-    let (rate, norm2) = match support {
-        Some(read) => read.states.iter().fold((0.0, 0.0), |(r, n), &i| {
-            (r + partials.x[i] * f[i], n + partials.x[i] * partials.x[i])
-        }),
-        None => partials
-            .x
-            .iter()
-            .zip(f)
-            .fold((0.0, 0.0), |(r, n), (g, v)| (r + g * v, n + g * g)),
-    };
-    let gt = partials.t;
+    let (rate, _) = guard_rate(partials, f, support);
     partials.clear_support(support);
-    (rate + gt, norm2.sqrt(), gt)
+    rate
 }
 
 /// Time tolerance as a `roots` convergence criterion: stop when the guard
@@ -384,6 +395,10 @@ struct Run<'p, 's, E, O> {
     /// States at the start and end of a step, for the same search.
     dip_states: Vec<f64>,
     guard_partials: GuardPartials,
+    /// The geometry of the event being fired...
+    geometry: GeometryWorkspace,
+    /// ...completed after the reset when a consumer reads it.
+    wants_geometry: bool,
     trajectory: Trajectory,
     segment_start: f64,
     segment_steps: usize,
@@ -416,6 +431,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         };
         extra.initial(context, &mut y[n..]);
         let transitions = system.transitions().len();
+        let wants_geometry = extra.wants_event_geometry() || observer.wants_event_geometry();
         let trajectory = Trajectory {
             state_names: system.state_names().to_vec(),
             initial_time: problem.t0,
@@ -456,6 +472,8 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             dip_rates: vec![0.0; 2 * n],
             dip_states: vec![0.0; 2 * n],
             guard_partials: GuardPartials::zeros(n, system.param_dim()),
+            geometry: GeometryWorkspace::new(n, system.param_dim()),
+            wants_geometry,
             trajectory,
             segment_start: problem.t0,
             segment_steps: 0,
@@ -617,7 +635,6 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     &self.rate,
                     &mut self.guard_partials,
                 )
-                .0
             } else {
                 g
             };
@@ -1097,20 +1114,16 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let transition = &system.transitions()[k];
         let from = self.mode();
         let x_minus = &self.y[..n];
-        system.modes()[from]
-            .flow
-            .rate(t, x_minus, p, &mut self.rate);
+        let (crossing, gx_norm) = self.geometry.crossing(system, p, k, t, x_minus);
         self.extra_rhs_evaluations += 1;
-        let (guard_rate, gx_norm, gt) = guard_rate_at(
-            &*transition.guard,
-            t,
-            x_minus,
-            p,
-            &self.rate,
-            &mut self.guard_partials,
-        );
+        let (guard_rate, gt) = (crossing.guard_rate, crossing.guard.t);
+        let rate_norm = crossing
+            .flow_before
+            .iter()
+            .map(|v| v * v)
+            .sum::<f64>()
+            .sqrt();
         let g_minus = transition.guard.value(t, x_minus, p);
-        let rate_norm = self.rate.iter().map(|v| v * v).sum::<f64>().sqrt();
         let scale = gx_norm * rate_norm + gt.abs();
         let transversality = if scale > 0.0 {
             guard_rate.abs() / scale
@@ -1159,6 +1172,19 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         }
         let index = self.trajectory.stats.events;
         let (x_after, extra_after) = y_after.split_at_mut(n);
+        let geometry = if self.wants_geometry {
+            let event = EventAt {
+                transition: k,
+                time: t,
+                state_before: &y_minus[..n],
+                state_after: x_after,
+                cascade_of,
+            };
+            self.extra_rhs_evaluations += usize::from(!transition.terminal);
+            Some(self.geometry.complete(system, p, event))
+        } else {
+            None
+        };
         let jump = EventJump {
             index,
             transition: k,
@@ -1169,6 +1195,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             state_after: x_after,
             terminal: transition.terminal,
             cascade_of,
+            geometry,
         };
         let context = RunContext { system, params: p };
         self.rhs
@@ -1252,7 +1279,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     self.extra_rhs_evaluations += 1;
                     rate_ready = true;
                 }
-                guard_rate_at(&**guard, t, x, p, &self.rate, &mut self.guard_partials).0
+                guard_rate_at(&**guard, t, x, p, &self.rate, &mut self.guard_partials)
             } else {
                 g
             };

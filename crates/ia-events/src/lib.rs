@@ -15,12 +15,14 @@
 
 #![deny(missing_docs)]
 
+pub mod geometry;
 pub mod integrator;
 pub mod ode_solvers_adapter;
 mod problem;
 pub mod stepper;
 pub mod tableau;
 
+pub use geometry::{EventAt, EventGeometry, GeometryWorkspace};
 pub use integrator::{
     run, simulate, EventJump, ExtraState, NoExtraState, NoObserver, Observer, RunContext,
 };

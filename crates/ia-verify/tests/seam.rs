@@ -7,7 +7,13 @@
 //!   vector-Jacobian product plus `g_x (w . lambda - dL/dt*) / gdot`) equals
 //!   the dense saltation formula `Xi^T lambda - dL/dt* g_x / gdot` on random
 //!   systems (proptest; reference: the dense `Xi = r_x + w g_x^T / gdot`
-//!   formed from the reset's full partials).
+//!   formed from the reset's full partials);
+//! * an event's geometry is formed once, when it fires: forward
+//!   sensitivities and the adjoint (forward pass and backward pass) add no
+//!   evaluation of the guard's partials to those of a plain simulation
+//!   (reference: the count of the plain simulation), and the geometry the
+//!   integrator hands to its consumers is the one formed afresh from the
+//!   recorded event (reference: `GeometryWorkspace::compute`).
 
 use ia_adjoint::saltation::{EventAt, SaltationWorkspace};
 use ia_adjoint::{jacobian, Method};
@@ -186,5 +192,115 @@ proptest! {
         for (got, want) in x_bar.iter().zip(want_x.iter()).chain(p_bar.iter().zip(want_p.iter())) {
             prop_assert!((got - want).abs() <= 1e-12 * scale, "{got} vs {want}");
         }
+    }
+}
+
+/// The ball's floor with a count of its partials' evaluations.
+struct CountedFloor {
+    partials: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ia_core::Guard for CountedFloor {
+    fn direction(&self) -> Direction {
+        Direction::Falling
+    }
+    fn value(&self, _t: f64, x: &[f64], _p: &[f64]) -> f64 {
+        x[0]
+    }
+    fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut ia_core::GuardPartials) {
+        self.partials
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        out.x[0] = 1.0;
+    }
+}
+
+struct Fall;
+impl FlowFn for Fall {
+    fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
+        d[0] = x[1];
+        d[1] = -p[0];
+    }
+}
+
+struct Bounce;
+impl ResetFn for Bounce {
+    fn apply<S: Scalar>(&self, _t: S, x: &[S], p: &[S], a: &mut [S]) {
+        a[0] = x[0];
+        a[1] = -p[1] * x[1];
+    }
+}
+
+/// Records the geometry each event's consumers are handed.
+#[derive(Default)]
+struct Handed(Vec<ia_events::EventGeometry>);
+
+impl ia_events::Observer for Handed {
+    fn wants_event_geometry(&self) -> bool {
+        true
+    }
+    fn event(
+        &mut self,
+        _run: ia_events::RunContext<'_>,
+        jump: &ia_events::EventJump<'_>,
+    ) -> Result<(), ia_core::HybridError> {
+        self.0.push(jump.geometry.expect("asked for").clone());
+        Ok(())
+    }
+}
+
+#[test]
+fn an_events_geometry_is_formed_once_when_it_fires() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let counter = std::sync::Arc::new(AtomicUsize::new(0));
+    let system = HybridSystem::builder(&["h", "v"], &["g", "e"])
+        .mode("air", Autodiff(Fall))
+        .transition(
+            "bounce",
+            FromMode("air"),
+            ToMode("air"),
+            CountedFloor {
+                partials: counter.clone(),
+            },
+            Autodiff(Bounce),
+        )
+        .build()
+        .unwrap();
+    let params = vec![9.81, 0.8];
+    let problem = ia_events::Problem::new(&system, vec![1.0, 0.0], params.clone(), 2.0);
+    let count = |run: &dyn Fn()| {
+        let before = counter.load(Ordering::Relaxed);
+        run();
+        counter.load(Ordering::Relaxed) - before
+    };
+    let plain = count(&|| {
+        ia_events::simulate(&problem).unwrap();
+    });
+    let trajectory = ia_events::simulate(&problem).unwrap();
+    assert!(trajectory.events.len() >= 3, "a few impacts");
+    assert!(plain > 0);
+    for method in [
+        Method::Forward,
+        Method::ForwardOnStateSteps,
+        Method::Adjoint,
+    ] {
+        let with_sensitivities = count(&|| {
+            jacobian(&problem, method).unwrap();
+        });
+        assert_eq!(
+            with_sensitivities, plain,
+            "{method:?}: the sensitivities formed the guard's partials again"
+        );
+    }
+    let mut handed = Handed::default();
+    let run = ia_events::run(&problem, &mut ia_events::NoExtraState, &mut handed).unwrap();
+    assert_eq!(handed.0.len(), run.events.len());
+    let mut fresh = ia_events::GeometryWorkspace::new(2, 2);
+    for (given, event) in handed.0.iter().zip(&run.events) {
+        let formed = fresh.compute(&system, &params, event.into());
+        assert_eq!(given.flow_before, formed.flow_before);
+        assert_eq!(given.flow_after, formed.flow_after);
+        assert_eq!(given.guard_rate, formed.guard_rate);
+        assert_eq!(given.time_shift, formed.time_shift);
+        assert_eq!(given.guard.x, formed.guard.x);
     }
 }
