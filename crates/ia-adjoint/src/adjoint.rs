@@ -38,10 +38,10 @@ use ia_core::{FlowPartials, HybridError, HybridSystem, Trajectory};
 use ia_events::{ButcherTableau, EventJump, Observer, RunContext};
 
 /// With [`AdjointOptions::checkpoints`] left `None`, the tape keeps
-/// `K = AUTOMATIC_CHECKPOINT_FLOATS / n` states of `n` floats (so between 32
-/// and 64 MB of them): every step's state for all but runs of more than
-/// 2^22 / n steps.
-pub const AUTOMATIC_CHECKPOINT_FLOATS: usize = 1 << 22;
+/// `K = AUTOMATIC_CHECKPOINT_FLOATS / n` states of `n` floats (so between 16
+/// and 32 MB of them): every step's state for all but runs of more than
+/// 2^21 / n steps.
+pub const AUTOMATIC_CHECKPOINT_FLOATS: usize = 1 << 21;
 
 /// The largest `K` a tape takes: kept states are numbered in 32 bits.
 const MAX_CHECKPOINTS: usize = 1 << 30;
