@@ -13,6 +13,10 @@
 //! | `free` | yes | the variables fitted, by name: `param.<name>`, `initial.<state>`; the scenario's values are the start |
 //! | `bounds` | no | `{name: [low, high]}` for free variables; `null` for an open side (`[0, null]`); the start must lie strictly inside |
 //! | `data` | yes | observations: `{"time": t, "state": {"<state>": value, ...}}`, `t` in `(0, t_end]` |
+//! | `max_iterations` | no | the most L-BFGS iterations, a positive integer (default 200) |
+//! | `gradient_tolerance` | no | stop when the gradient norm (in the optimiser's coordinates) falls below it, `>= 0` (default 1e-12) |
+//! | `loss_tolerance` | no | stop when the relative change of the loss falls below it, `>= 0` (default 1e-16) |
+//! | `memory` | no | the L-BFGS memory, a positive integer (default 7) |
 //!
 //! Each data value is one residual `x_s(t) - y`; the loss is the sum of
 //! their squares (the `loss` terms `observation.<k>.<s>` with targets).
@@ -53,6 +57,10 @@ pub struct FitSpec {
     pub bounds: Vec<(String, Option<f64>, Option<f64>)>,
     /// One datum per value.
     pub data: Vec<Datum>,
+    /// The optimiser's options (the scenario's `max_iterations`,
+    /// `gradient_tolerance`, `loss_tolerance` and `memory`, defaults
+    /// otherwise).
+    pub options: FitOptions,
 }
 
 fn invalid(message: String) -> CliError {
@@ -69,7 +77,15 @@ fn finite(v: &Value, key: &str) -> Result<f64, CliError> {
 impl FitSpec {
     /// Checks `value` (the scenario's `fit`) against `system` and `t_end`.
     pub fn from_value(value: &Value, system: &HybridSystem, t_end: f64) -> Result<Self, CliError> {
-        const KEYS: [&str; 3] = ["free", "bounds", "data"];
+        const KEYS: [&str; 7] = [
+            "free",
+            "bounds",
+            "data",
+            "max_iterations",
+            "gradient_tolerance",
+            "loss_tolerance",
+            "memory",
+        ];
         let obj = value.as_object().ok_or_else(|| {
             invalid(format!(
                 "'fit' must be an object with {}, got {value}",
@@ -193,8 +209,53 @@ impl FitSpec {
                 ));
             }
         }
-        Ok(Self { free, bounds, data })
+        let options = fit_options(obj)?;
+        Ok(Self {
+            free,
+            bounds,
+            data,
+            options,
+        })
     }
+}
+
+/// The optimiser's options from the `fit` object's keys, defaults where
+/// absent.
+fn fit_options(obj: &serde_json::Map<String, Value>) -> Result<FitOptions, CliError> {
+    let mut options = FitOptions::default();
+    let count = |key: &str| -> Result<Option<u64>, CliError> {
+        obj.get(key)
+            .map(|v| match v.as_u64() {
+                Some(k) if k >= 1 => Ok(k),
+                _ => Err(invalid(format!(
+                    "'fit.{key}' must be a positive integer, got {v}"
+                ))),
+            })
+            .transpose()
+    };
+    let tolerance = |key: &str| -> Result<Option<f64>, CliError> {
+        obj.get(key)
+            .map(|v| match v.as_f64() {
+                Some(x) if x.is_finite() && x >= 0.0 => Ok(x),
+                _ => Err(invalid(format!(
+                    "'fit.{key}' must be a finite number >= 0, got {v}"
+                ))),
+            })
+            .transpose()
+    };
+    if let Some(k) = count("max_iterations")? {
+        options.max_iters = k;
+    }
+    if let Some(m) = count("memory")? {
+        options.memory = usize::try_from(m).unwrap_or(usize::MAX);
+    }
+    if let Some(g) = tolerance("gradient_tolerance")? {
+        options.tolerance_grad = g;
+    }
+    if let Some(c) = tolerance("loss_tolerance")? {
+        options.tolerance_cost = c;
+    }
+    Ok(options)
 }
 
 /// `impact-adjoint fit`: the JSON document of the fit the scenario in
@@ -222,7 +283,7 @@ pub fn fit(text: &str, source: &str) -> Result<String, CliError> {
     for (name, low, high) in &spec.bounds {
         fit = fit.with_bounds(name, *low, *high)?;
     }
-    let result = fit.fit(&FitOptions::default()).map_err(CliError::Fit)?;
+    let result = fit.fit(&spec.options).map_err(CliError::Fit)?;
     let named = |values: &[f64]| {
         Json::Obj(
             result

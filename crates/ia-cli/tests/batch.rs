@@ -318,7 +318,22 @@ const FIT_DATA: &str = r#"[{"time": 0.1, "state": {"h": 0.95}}, {"time": 0.2, "s
 #[case::unknown_key(
     r#"{"free": ["param.g"], "speed": 1}"#,
     "invalid_scenario",
-    "valid keys: free, bounds, data"
+    "valid keys: free, bounds, data, max_iterations"
+)]
+#[case::zero_iterations(
+    r#"{"free": ["param.g"], "data": DATA, "max_iterations": 0}"#,
+    "invalid_scenario",
+    "'fit.max_iterations' must be a positive integer, got 0"
+)]
+#[case::negative_tolerance(
+    r#"{"free": ["param.g"], "data": DATA, "gradient_tolerance": -1}"#,
+    "invalid_scenario",
+    "'fit.gradient_tolerance' must be a finite number >= 0"
+)]
+#[case::fractional_memory(
+    r#"{"free": ["param.g"], "data": DATA, "memory": 2.5}"#,
+    "invalid_scenario",
+    "'fit.memory' must be a positive integer"
 )]
 fn bad_fit_keys_are_clear_errors(#[case] fit: &str, #[case] kind: &str, #[case] needle: &str) {
     let scenario = format!(
@@ -333,6 +348,28 @@ fn bad_fit_keys_are_clear_errors(#[case] fit: &str, #[case] kind: &str, #[case] 
         "{scenario}: {err}"
     );
     assert!(err.contains(needle), "{needle:?} not in {err}");
+}
+
+/// `max_iterations` stops L-BFGS there (argmin's reason says so), where
+/// the default runs on to convergence on the same data.
+#[test]
+fn fit_stops_at_max_iterations() {
+    let scenario = |extra: &str| {
+        format!(
+            r#"{{"model": "ball1d", "t_end": 1, "params": {{"g": 9}}, "fit": {{"free": ["param.g"], "data": {FIT_DATA}{extra}}}}}"#
+        )
+    };
+    let capped: Value = serde_json::from_str(&stdout(&run_stdin(
+        &["fit", "-"],
+        &scenario(r#", "max_iterations": 1"#),
+    )))
+    .unwrap();
+    assert_eq!(capped["iterations"], 1, "{capped}");
+    let reason = capped["termination"].as_str().unwrap().to_lowercase();
+    assert!(reason.contains("iterations"), "{reason}");
+    let free: Value =
+        serde_json::from_str(&stdout(&run_stdin(&["fit", "-"], &scenario("")))).unwrap();
+    assert!(free["iterations"].as_u64().unwrap() > 1, "{free}");
 }
 
 #[test]
