@@ -152,8 +152,8 @@ impl ButcherTableau {
 /// every caller relies on (stepper, replay and adjoint form the same bits).
 /// A small system is summed component by component (a pass per stage costs
 /// more than its arithmetic there); a larger one a stage at a time over
-/// contiguous slices, its first term added while copying `start`.
-#[inline]
+/// contiguous slices.
+#[inline(always)]
 pub(crate) fn weighted_sum(
     h: f64,
     start: Option<&[f64]>,
@@ -175,36 +175,16 @@ pub(crate) fn weighted_sum(
         }
         return;
     }
-    let mut written = false;
-    for (j, &w) in weights.iter().enumerate() {
-        if w == 0.0 {
-            continue;
-        }
-        let hw = h * w;
-        let stage = &k[j * stride..j * stride + m];
-        match (written, start) {
-            (true, _) => {
-                for (o, &kv) in out.iter_mut().zip(stage) {
-                    *o += hw * kv;
-                }
-            }
-            (false, Some(y0)) => {
-                for ((o, &s), &kv) in out.iter_mut().zip(y0).zip(stage) {
-                    *o = s + hw * kv;
-                }
-            }
-            (false, None) => {
-                for (o, &kv) in out.iter_mut().zip(stage) {
-                    *o = hw * kv;
-                }
-            }
-        }
-        written = true;
+    match start {
+        Some(y0) => out.copy_from_slice(&y0[..m]),
+        None => out.fill(0.0),
     }
-    if !written {
-        match start {
-            Some(y0) => out.copy_from_slice(&y0[..m]),
-            None => out.fill(0.0),
+    for (j, &w) in weights.iter().enumerate() {
+        if w != 0.0 {
+            let hw = h * w;
+            for (o, &kv) in out.iter_mut().zip(&k[j * stride..j * stride + m]) {
+                *o += hw * kv;
+            }
         }
     }
 }
