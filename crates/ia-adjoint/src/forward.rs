@@ -247,16 +247,30 @@ impl ForwardSensitivity {
         self.chosen = Some(chosen);
     }
 
-    /// `S+[:, c] = r_x S-[:, c] + r_p[:, j] - w dt*_c` for chosen columns.
-    fn chosen_jump(
+    /// Column `c` of `S`: with every column, the initial-state entries,
+    /// then the parameters.
+    fn column(chosen: Option<&[Column]>, n: usize, c: usize) -> Column {
+        match chosen {
+            Some(chosen) => chosen[c],
+            None if c < n => Column::Initial(c),
+            None => Column::Param(c - n),
+        }
+    }
+
+    /// `S+[:, c] = r_x S-[:, c] + r_p[:, j] - w dt*_c` column by column: the
+    /// saltation `Xi = r_x + w g_x / gdot` applied as the reset's
+    /// Jacobian-vector product plus a rank-one term, never formed.
+    /// Returns `dt*/dtheta` of the columns.
+    fn map_columns(
         &mut self,
         run: RunContext<'_>,
         jump: &EventJump<'_>,
         before: &[f64],
         after: &mut [f64],
     ) -> Vec<f64> {
-        let n = self.n;
-        let chosen = self.chosen.take().expect("chosen columns");
+        let (n, m) = (self.n, self.columns());
+        let chosen = self.chosen.as_deref();
+        let param = |c| Self::column(chosen, n, c).param();
         let at: EventAt<'_> = jump.into();
         let geometry = match jump.geometry {
             Some(geometry) => geometry,
@@ -265,35 +279,34 @@ impl ForwardSensitivity {
         self.time_shift
             .copy_from_slice(geometry.time_shift.as_slice());
         let gradient: Vec<f64> = match jump.cascade_of {
-            None => chosen
-                .iter()
-                .enumerate()
-                .map(|(c, column)| {
+            None => (0..m)
+                .map(|c| {
                     event_time_derivative(
                         geometry.guard.x.as_slice(),
                         geometry.guard.p.as_slice(),
                         geometry.guard_rate,
                         &before[c * n..(c + 1) * n],
-                        column.param(),
+                        param(c),
                     )
                 })
                 .collect(),
             Some(root) => self.cascade_gradient(root),
         };
-        for (c, column) in chosen.iter().enumerate() {
+        for (c, dt) in gradient.iter().enumerate() {
             let tangent = Tangent {
                 t: 0.0,
                 x: &before[c * n..(c + 1) * n],
-                param: column.param(),
+                param: param(c),
             };
             let out = &mut after[c * n..(c + 1) * n];
             self.saltation
                 .reset_jacobian_vector_product(run.system, run.params, at, tangent, out);
-            for (o, w) in out.iter_mut().zip(&self.time_shift) {
-                *o -= w * gradient[c];
+            if self.apply_saltation {
+                for (o, w) in out.iter_mut().zip(&self.time_shift) {
+                    *o -= w * dt;
+                }
             }
         }
-        self.chosen = Some(chosen);
         gradient
     }
 }
@@ -358,61 +371,7 @@ impl ExtraState for ForwardSensitivity {
         before: &[f64],
         after: &mut [f64],
     ) -> Result<(), HybridError> {
-        if self.chosen.is_some() {
-            let gradient = self.chosen_jump(run, jump, before, after);
-            self.store_time_gradient(jump, gradient);
-            return Ok(());
-        }
-        let (n, m) = (self.n, self.columns());
-        let at: EventAt<'_> = jump.into();
-        match jump.geometry {
-            Some(geometry) => self
-                .saltation
-                .saltation_of(run.system, run.params, at, geometry),
-            None => self.saltation.compute_for(run.system, run.params, at),
-        };
-        if !self.apply_saltation {
-            self.saltation.reset_partials(run.system, run.params, at);
-        }
-        let sal = self.saltation.saltation().expect("formed above");
-        let s_minus = DMatrixView::from_slice(before, n, m);
-        let mut s_plus = DMatrixViewMut::from_slice(after, n, m);
-        let (jump_x, jump_p) = if self.apply_saltation {
-            (&sal.xi, &sal.xi_p)
-        } else {
-            let reset = self
-                .saltation
-                .formed_reset_partials()
-                .expect("formed above");
-            (&reset.x, &reset.p)
-        };
-        s_plus.gemm(1.0, jump_x, &s_minus, 0.0);
-        s_plus
-            .columns_mut(n, self.n_params)
-            .zip_apply(jump_p, |d, v| *d += v);
-        let gradient = match jump.cascade_of {
-            None => (0..m)
-                .map(|j| {
-                    event_time_derivative(
-                        sal.guard_x.as_slice(),
-                        sal.guard_p.as_slice(),
-                        sal.guard_rate,
-                        &before[j * n..(j + 1) * n],
-                        j.checked_sub(n),
-                    )
-                })
-                .collect::<Vec<f64>>(),
-            // The cascade's time: S+ = r_x S- + r_p - w (dt*/dtheta).
-            Some(root) => {
-                let gradient = self.cascade_gradient(root);
-                if self.apply_saltation {
-                    for (j, dt) in gradient.iter().enumerate() {
-                        s_plus.column_mut(j).axpy(-dt, &sal.time_shift, 1.0);
-                    }
-                }
-                gradient
-            }
-        };
+        let gradient = self.map_columns(run, jump, before, after);
         self.store_time_gradient(jump, gradient);
         Ok(())
     }

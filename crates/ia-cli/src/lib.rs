@@ -312,7 +312,14 @@ pub fn simulate(text: &str, source: &str) -> Result<String, CliError> {
     let problem = scenario.problem()?;
     let trajectory =
         ia_events::simulate(&problem).map_err(|e| explain(&scenario, &problem.params, e))?;
-    Ok(report::document(&scenario.spec.name, scenario.t_end, &trajectory, None).to_pretty_string())
+    Ok(report::document(
+        &scenario.spec.name,
+        problem.system,
+        scenario.t_end,
+        &trajectory,
+        None,
+    )
+    .to_pretty_string())
 }
 
 /// `impact-adjoint gradient`: the JSON document, with Jacobians, for the
@@ -364,6 +371,7 @@ pub fn gradient_with(
         let sens = ia_adjoint::jacobian(&problem, method.method()).map_err(run_error)?;
         return Ok(report::document(
             name,
+            problem.system,
             scenario.t_end,
             &sens.trajectory,
             Some((method.name(), &sens)),
@@ -387,10 +395,15 @@ pub fn gradient_with(
             (sens, grad)
         }
     };
-    Ok(
-        report::loss_document(name, scenario.t_end, method.name(), sens.as_ref(), &grad)
-            .to_pretty_string(),
+    Ok(report::loss_document(
+        name,
+        problem.system,
+        scenario.t_end,
+        method.name(),
+        sens.as_ref(),
+        &grad,
     )
+    .to_pretty_string())
 }
 
 /// `impact-adjoint periodic`: the periodic orbit through the section of

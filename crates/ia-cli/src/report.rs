@@ -8,7 +8,7 @@
 //! one.
 
 use ia_adjoint::{Gradient, Sensitivities};
-use ia_core::Trajectory;
+use ia_core::{HybridSystem, Trajectory};
 use nalgebra::DMatrix;
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
@@ -177,14 +177,16 @@ pub fn periodic_document(model: &str, orbit: &ia_orbits::PeriodicOrbit) -> Json 
 /// with the method's name).
 pub fn document(
     model: &str,
+    system: &HybridSystem,
     t_end: f64,
     trajectory: &Trajectory,
     sens: Option<(&str, &Sensitivities)>,
 ) -> Json {
     match sens {
-        None => build(model, t_end, trajectory, None, None, None),
+        None => build(model, system, t_end, trajectory, None, None, None),
         Some((method, s)) => build(
             model,
+            system,
             t_end,
             trajectory,
             Some((method, &s.wrt)),
@@ -200,6 +202,7 @@ pub fn document(
 /// "gradient": {wrt: dL/dwrt}}`) after `jacobian`.
 pub fn loss_document(
     model: &str,
+    system: &HybridSystem,
     t_end: f64,
     method: &str,
     sens: Option<&Sensitivities>,
@@ -208,6 +211,7 @@ pub fn loss_document(
     let trajectory = sens.map_or(&loss.trajectory, |s| &s.trajectory);
     build(
         model,
+        system,
         t_end,
         trajectory,
         Some((method, &loss.wrt)),
@@ -218,19 +222,21 @@ pub fn loss_document(
 
 fn build(
     model: &str,
+    system: &HybridSystem,
     t_end: f64,
     trajectory: &Trajectory,
     method: Option<(&str, &[String])>,
     sens: Option<&Sensitivities>,
     loss: Option<&Gradient>,
 ) -> Json {
-    let states = &trajectory.state_names;
+    let states = system.state_names();
+    let mode_name = |m: usize| str(&system.modes()[m].name);
     let mut out = vec![("model".to_string(), str(model))];
     if let Some((method, _)) = method {
         out.push(("method".into(), str(method)));
     }
     out.push(("t_end".into(), Json::Num(t_end)));
-    out.push(("final_mode".into(), str(&trajectory.final_mode)));
+    out.push(("final_mode".into(), mode_name(trajectory.final_mode)));
     out.push(("final_state".into(), named(states, &trajectory.final_state)));
     if let Some((_, wrt)) = method {
         out.push((
@@ -261,9 +267,12 @@ fn build(
             let mut ev = vec![
                 ("index".to_string(), Json::Int(e.index as u64)),
                 ("time".into(), Json::Num(e.time)),
-                ("transition".into(), str(&e.transition)),
-                ("from_mode".into(), str(&e.from_mode)),
-                ("to_mode".into(), str(&e.to_mode)),
+                (
+                    "transition".into(),
+                    str(&system.transitions()[e.transition].name),
+                ),
+                ("from_mode".into(), mode_name(e.from_mode)),
+                ("to_mode".into(), mode_name(e.to_mode)),
                 ("state_before".into(), named(states, &e.state_before)),
                 ("state_after".into(), named(states, &e.state_after)),
             ];

@@ -1,4 +1,10 @@
 //! Records of a run: what leaves the process (serde).
+//!
+//! A record holds indices into its [`HybridSystem`](crate::HybridSystem),
+//! never names: a mode is `system.modes()[m]`, a transition
+//! `system.transitions()[k]`, a state entry `system.state_names()[i]`. Names
+//! are resolved by whoever writes the record for a reader (the command line,
+//! the Python package), so a run allocates nothing per event for them.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,14 +15,13 @@ pub struct EventRecord {
     pub index: usize,
     /// Event time `t*`.
     pub time: f64,
-    /// Name of the transition that fired.
-    pub transition: String,
-    /// Index of that transition in its [`HybridSystem`](crate::HybridSystem).
-    pub transition_index: usize,
-    /// Mode before the event.
-    pub from_mode: String,
-    /// Mode after the event.
-    pub to_mode: String,
+    /// Index of the transition that fired, in
+    /// [`HybridSystem::transitions`](crate::HybridSystem::transitions).
+    pub transition: usize,
+    /// Index of the mode before the event.
+    pub from_mode: usize,
+    /// Index of the mode after the event.
+    pub to_mode: usize,
     /// State `x-` just before the reset.
     pub state_before: Vec<f64>,
     /// State `x+` just after the reset.
@@ -37,8 +42,8 @@ pub struct EventRecord {
 /// A stretch of flow in one mode between two events (or the run's ends).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Segment {
-    /// Mode name.
-    pub mode: String,
+    /// Index of the mode, in [`HybridSystem::modes`](crate::HybridSystem::modes).
+    pub mode: usize,
     /// Start time.
     pub start_time: f64,
     /// End time.
@@ -52,8 +57,8 @@ pub struct Segment {
 pub struct Observation {
     /// Observation time.
     pub time: f64,
-    /// Mode at that time.
-    pub mode: String,
+    /// Index of the mode at that time.
+    pub mode: usize,
     /// State at that time.
     pub state: Vec<f64>,
 }
@@ -76,8 +81,6 @@ pub struct SolverStats {
 /// The record of a run: segments, events, observations and the final state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trajectory {
-    /// Names of the state entries, in order.
-    pub state_names: Vec<String>,
     /// Start time.
     pub initial_time: f64,
     /// Initial state.
@@ -93,8 +96,8 @@ pub struct Trajectory {
     pub final_time: f64,
     /// State at `final_time`.
     pub final_state: Vec<f64>,
-    /// Mode at `final_time`.
-    pub final_mode: String,
+    /// Index of the mode at `final_time`.
+    pub final_mode: usize,
     /// Solver work.
     pub stats: SolverStats,
 }
@@ -110,11 +113,5 @@ impl Trajectory {
     /// unless the run was told to keep fewer).
     pub fn first_recorded_event(&self) -> usize {
         self.stats.events - self.events.len()
-    }
-
-    /// The final state entry named `name`, if there is one.
-    pub fn final_value(&self, name: &str) -> Option<f64> {
-        let i = self.state_names.iter().position(|s| s == name)?;
-        Some(self.final_state[i])
     }
 }

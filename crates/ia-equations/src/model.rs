@@ -459,7 +459,8 @@ impl EquationModel {
         else {
             return None;
         };
-        let mode = self.modes.iter().position(|m| *m == run.final_mode)?;
+        let mode = run.final_mode;
+        self.modes.get(mode)?;
         let (t, x) = (run.final_time, run.final_state.as_slice());
         if x.len() != self.states.len() || params.len() != self.params.len() {
             return None;

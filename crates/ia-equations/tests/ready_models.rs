@@ -59,7 +59,14 @@ fn equation_form_equals_the_ready_model(#[case] name: &str) {
         .with_mode(&spec.initial_mode)
         .unwrap()
     };
-    for method in [Method::Forward, Method::Adjoint] {
+    // On the state's steps, where the two agree to rounding. Error-controlled
+    // forward sensitivities (`Method::Forward`) choose their steps from `S`
+    // too, so a reset product rounded in another order (the ready
+    // thermostat's hand-written one against the compiled one) moves the
+    // steps, and the results by the solver's accuracy (1e-11 here), not by
+    // rounding. `Method::Forward` on an equation model is checked against
+    // central differences in tests/stick_slip.rs.
+    for method in [Method::ForwardOnStateSteps, Method::Adjoint] {
         let a = jacobian(&problem(&eq_system), method).unwrap();
         let b = jacobian(&problem(&ready_system), method).unwrap();
         let (ta, tb) = (&a.trajectory, &b.trajectory);

@@ -46,7 +46,7 @@ fn stick_slip_derivatives_match_central_differences() {
         .trajectory
         .events
         .iter()
-        .map(|e| e.transition.as_str())
+        .map(|e| system.transitions()[e.transition].name.as_str())
         .collect();
     assert!(names.len() >= 3, "{names:?}");
     assert!(names.contains(&"break_away") && names.contains(&"catch_up"));

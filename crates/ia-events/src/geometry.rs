@@ -44,7 +44,7 @@ pub struct EventAt<'a> {
 impl<'a> From<&'a EventRecord> for EventAt<'a> {
     fn from(e: &'a EventRecord) -> Self {
         Self {
-            transition: e.transition_index,
+            transition: e.transition,
             time: e.time,
             state_before: &e.state_before,
             state_after: &e.state_after,

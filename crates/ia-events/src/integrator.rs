@@ -433,7 +433,6 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let transitions = system.transitions().len();
         let wants_geometry = extra.wants_event_geometry() || observer.wants_event_geometry();
         let trajectory = Trajectory {
-            state_names: system.state_names().to_vec(),
             initial_time: problem.t0,
             initial_state: problem.initial_state.clone(),
             segments: Vec::new(),
@@ -441,7 +440,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             observations: Vec::new(),
             final_time: problem.t0,
             final_state: problem.initial_state.clone(),
-            final_mode: system.modes()[problem.initial_mode].name.clone(),
+            final_mode: problem.initial_mode,
             stats: SolverStats::default(),
         };
         Ok(Self {
@@ -595,7 +594,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             let y = self.stepper.state();
             self.trajectory.observations.push(Observation {
                 time,
-                mode: self.system().modes()[self.mode()].name.clone(),
+                mode: self.mode(),
                 state: y[..self.rhs.n].to_vec(),
             });
             self.observer
@@ -1208,10 +1207,9 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             self.trajectory.events.push(EventRecord {
                 index,
                 time: t,
-                transition: transition.name.clone(),
-                transition_index: k,
-                from_mode: system.modes()[from].name.clone(),
-                to_mode: system.modes()[transition.to].name.clone(),
+                transition: k,
+                from_mode: from,
+                to_mode: transition.to,
                 state_before: self.y[..n].to_vec(),
                 state_after: self.y_after[..n].to_vec(),
                 guard_rate,
@@ -1372,7 +1370,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let recording = self.problem.events.record;
         if recording.keeps_any() {
             self.trajectory.segments.push(Segment {
-                mode: self.system().modes()[self.mode()].name.clone(),
+                mode: self.mode(),
                 start_time: self.segment_start,
                 end_time: t,
                 steps: self.segment_steps,
@@ -1402,7 +1400,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let mut trajectory = self.trajectory.clone();
         trajectory.final_time = t;
         trajectory.final_state = x.to_vec();
-        trajectory.final_mode = self.system().modes()[self.mode()].name.clone();
+        trajectory.final_mode = self.mode();
         trajectory.stats = self.stats();
         trajectory
     }
@@ -1411,7 +1409,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         self.close_segment(t);
         self.observer.finished(self.rhs.context(), t, y);
         let stats = self.stats();
-        let final_mode = self.system().modes()[self.mode()].name.clone();
+        let final_mode = self.mode();
         let final_state = y[..self.rhs.n].to_vec();
         let recording = self.problem.events.record;
         recording.trim(&mut self.trajectory.segments, true);
@@ -1420,7 +1418,6 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             segments: std::mem::take(&mut self.trajectory.segments),
             events: std::mem::take(&mut self.trajectory.events),
             observations: std::mem::take(&mut self.trajectory.observations),
-            state_names: std::mem::take(&mut self.trajectory.state_names),
             initial_state: std::mem::take(&mut self.trajectory.initial_state),
             initial_time: self.trajectory.initial_time,
             final_time: t,

@@ -340,9 +340,9 @@ impl Shooting<'_> {
         let events = &sens.trajectory.events;
         let fired = events
             .iter()
-            .filter(|e| e.transition_index == self.section)
+            .filter(|e| e.transition == self.section)
             .count();
-        let last = events.last().filter(|e| e.transition_index == self.section);
+        let last = events.last().filter(|e| e.transition == self.section);
         let Some(last) = last.filter(|_| fired == k) else {
             return Err(OrbitError::NoReturn {
                 section: self.section_name.to_string(),

@@ -33,6 +33,8 @@ pub struct JaxSolver {
 /// linear in the outputs). Event `k` at or past `K` is not an output and
 /// gets no seed; neither does a padding entry.
 struct Cotangents<'a> {
+    /// The state names, for the error naming a non-finite cotangent.
+    state_names: &'a [String],
     final_state: &'a [f64],
     event_times: &'a [f64],
     /// `n_obs x n`, row-major.
@@ -44,7 +46,7 @@ impl Loss for Cotangents<'_> {
     /// observations not reached are not read) must be finite.
     fn check_run(&self, trajectory: &Trajectory) -> Result<(), HybridError> {
         let n = trajectory.final_state.len();
-        let names = &trajectory.state_names;
+        let names = self.state_names;
         let events = trajectory.events.len().min(self.event_times.len());
         let observed = trajectory.observations.len() * n;
         let time = trajectory.final_time;
@@ -360,6 +362,7 @@ impl JaxSolver {
                 let problems = self.problems(batch, x0s, ps)?;
                 let losses: Vec<Cotangents<'_>> = (0..batch)
                     .map(|b| Cotangents {
+                        state_names: self.scenario.system.state_names(),
                         final_state: &gf[b * n..(b + 1) * n],
                         event_times: &gt[b * k..(b + 1) * k],
                         observations: &go[b * n_obs * n..(b + 1) * n_obs * n],

@@ -287,7 +287,13 @@ impl Model {
                     .map_err(|e| ia_cli::explain(&scenario, &problem.params, e))
             })
             .map_err(to_py)?;
-        results::simulation(py, &self.spec.name, scenario.t_end, &trajectory)
+        results::simulation(
+            py,
+            &self.spec.name,
+            &scenario.system,
+            scenario.t_end,
+            &trajectory,
+        )
     }
 
     /// The Jacobians of the run `simulate` makes with the same arguments:
@@ -343,7 +349,14 @@ impl Model {
                 run.map_err(|e| ia_cli::explain(&scenario, &problem.params, e))
             })
             .map_err(to_py)?;
-        results::jacobian(py, &self.spec.name, scenario.t_end, method.name(), &sens)
+        results::jacobian(
+            py,
+            &self.spec.name,
+            &scenario.system,
+            scenario.t_end,
+            method.name(),
+            &sens,
+        )
     }
 
     /// The gradient of the scalar loss `loss` (a list of terms as the
@@ -406,7 +419,14 @@ impl Model {
                 }
             })
             .map_err(to_py)?;
-        results::gradient(py, &self.spec.name, scenario.t_end, method.name(), &grad)
+        results::gradient(
+            py,
+            &self.spec.name,
+            &scenario.system,
+            scenario.t_end,
+            method.name(),
+            &grad,
+        )
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::convert::from_json;
 use ia_adjoint::nalgebra::DMatrix;
 use ia_adjoint::{Gradient, Sensitivities};
-use ia_core::Trajectory;
+use ia_core::{HybridSystem, Trajectory};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -38,18 +38,20 @@ fn dense<'py>(py: Python<'py>, m: &DMatrix<f64>) -> PyResult<Bound<'py, PyAny>> 
 fn run_fields<'py>(
     py: Python<'py>,
     model: &str,
+    system: &HybridSystem,
     t_end: f64,
     trajectory: &Trajectory,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let n = trajectory.state_names.len();
+    let n = system.state_dim();
+    let mode_name = |m: usize| system.modes()[m].name.as_str();
     let events = &trajectory.events;
     let observations = &trajectory.observations;
     let fields = PyDict::new(py);
     fields.set_item("model", model)?;
-    fields.set_item("state_names", trajectory.state_names.clone())?;
+    fields.set_item("state_names", system.state_names())?;
     fields.set_item("t_end", t_end)?;
     fields.set_item("final_time", trajectory.final_time)?;
-    fields.set_item("final_mode", trajectory.final_mode.clone())?;
+    fields.set_item("final_mode", mode_name(trajectory.final_mode))?;
     fields.set_item(
         "final_state",
         PyArray1::from_slice(py, &trajectory.final_state),
@@ -62,14 +64,14 @@ fn run_fields<'py>(
         "event_transitions",
         events
             .iter()
-            .map(|e| e.transition.clone())
+            .map(|e| system.transitions()[e.transition].name.as_str())
             .collect::<Vec<_>>(),
     )?;
     fields.set_item(
         "event_modes",
         events
             .iter()
-            .map(|e| (e.from_mode.clone(), e.to_mode.clone()))
+            .map(|e| (mode_name(e.from_mode), mode_name(e.to_mode)))
             .collect::<Vec<_>>(),
     )?;
     let before: Vec<&[f64]> = events.iter().map(|e| &e.state_before[..]).collect();
@@ -91,10 +93,11 @@ fn run_fields<'py>(
 pub fn simulation<'py>(
     py: Python<'py>,
     model: &str,
+    system: &HybridSystem,
     t_end: f64,
     trajectory: &Trajectory,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let fields = run_fields(py, model, t_end, trajectory)?;
+    let fields = run_fields(py, model, system, t_end, trajectory)?;
     result_class(py, "Simulation")?.call((), Some(&fields))
 }
 
@@ -102,11 +105,12 @@ pub fn simulation<'py>(
 pub fn jacobian<'py>(
     py: Python<'py>,
     model: &str,
+    system: &HybridSystem,
     t_end: f64,
     method: &str,
     sens: &Sensitivities,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let fields = run_fields(py, model, t_end, &sens.trajectory)?;
+    let fields = run_fields(py, model, system, t_end, &sens.trajectory)?;
     fields.set_item("method", method)?;
     fields.set_item("wrt", sens.wrt.clone())?;
     fields.set_item("final_jacobian", dense(py, &sens.final_jacobian)?)?;
@@ -134,11 +138,12 @@ pub fn jacobian<'py>(
 pub fn gradient<'py>(
     py: Python<'py>,
     model: &str,
+    system: &HybridSystem,
     t_end: f64,
     method: &str,
     grad: &Gradient,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let fields = run_fields(py, model, t_end, &grad.trajectory)?;
+    let fields = run_fields(py, model, system, t_end, &grad.trajectory)?;
     fields.set_item("method", method)?;
     fields.set_item("value", grad.value)?;
     fields.set_item("wrt", grad.wrt.clone())?;

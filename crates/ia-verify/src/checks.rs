@@ -264,8 +264,9 @@ fn simulation_rows(
         (run.events.len() as f64 - event_times.len() as f64).abs(),
         run.events.len() == event_times.len(),
     )];
-    let states: Vec<Compared> = run
-        .state_names
+    let states: Vec<Compared> = problem
+        .system
+        .state_names()
         .iter()
         .zip(&run.final_state)
         .filter_map(|(s, &v)| {
@@ -773,7 +774,7 @@ pub fn agreement_rows_for(model: &dyn Model) -> Vec<Row> {
             }
         };
         let fwd_final = |s: &str, w: &str| {
-            let i = forward.trajectory.state_names.iter().position(|x| x == s)?;
+            let i = system.state_names().iter().position(|x| x == s)?;
             let j = forward.wrt.iter().position(|x| x == w)?;
             Some(forward.final_jacobian[(i, j)])
         };

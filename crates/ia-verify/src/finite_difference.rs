@@ -42,7 +42,7 @@
 //! assert!((value - 0.7f64.powi(3)).abs() <= 3.0 * estimate + 1e-12);
 //! ```
 
-use ia_core::{HybridError, Trajectory};
+use ia_core::{HybridError, HybridSystem, Trajectory};
 use ia_events::{simulate, Problem, SolverChoice};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -183,11 +183,11 @@ impl FdJacobian {
     }
 }
 
-fn transitions(trajectory: &Trajectory) -> Vec<String> {
+fn transitions(system: &HybridSystem, trajectory: &Trajectory) -> Vec<String> {
     trajectory
         .events
         .iter()
-        .map(|e| e.transition.clone())
+        .map(|e| system.transitions()[e.transition].name.clone())
         .collect()
 }
 
@@ -207,7 +207,7 @@ pub fn fd_jacobian(problem: &Problem<'_>, options: &FdOptions) -> Result<FdJacob
         entry: None,
         source,
     })?;
-    let nominal_transitions = transitions(&nominal);
+    let nominal_transitions = transitions(problem.system, &nominal);
     let system = problem.system;
     let n = system.state_dim();
     let wrt = system.wrt_names().to_vec();
@@ -229,7 +229,7 @@ pub fn fd_jacobian(problem: &Problem<'_>, options: &FdOptions) -> Result<FdJacob
             entry: Some((wrt[j].clone(), step)),
             source,
         })?;
-        let seq = transitions(&tr);
+        let seq = transitions(problem.system, &tr);
         if seq != nominal_transitions {
             return Err(FdError::EventSequenceChanged {
                 entry: wrt[j].clone(),

@@ -39,7 +39,11 @@ fn a_kick_past_threshold_fires_at_once_and_a_kick_short_of_it_does_not() {
     let (net, x0, p) = kicked_network();
     let system = net.system();
     let run = simulate(&problem(&system, &x0, &p, 0.02)).unwrap();
-    let fired: Vec<&str> = run.events.iter().map(|e| e.transition.as_str()).collect();
+    let fired: Vec<&str> = run
+        .events
+        .iter()
+        .map(|e| system.transitions()[e.transition].name.as_str())
+        .collect();
     assert_eq!(fired, ["spike0", "spike1"], "{:?}", run.events);
     let (first, second) = (&run.events[0], &run.events[1]);
     assert_eq!(first.time, second.time, "the cascade shares its instant");
@@ -74,7 +78,7 @@ fn an_excitatory_network_of_one_hundred_runs_to_its_end() {
     // Every event fired either because its own guard crossed, or in a
     // cascade whose neuron stood at or past threshold when it fired.
     for e in &run.events {
-        let i = e.transition_index;
+        let i = e.transition;
         assert!(
             e.state_before[i] >= 1.0 - 1e-9,
             "{} fired at V = {}",
