@@ -492,7 +492,7 @@ fn check_counts(frame: &CallFrame, n: usize, m: usize) -> Result<(), Failure> {
         }
         if list.size != want as i64 {
             return Err(Failure::invalid(format!(
-                "impact_adjoint.jax: the custom call has {} {what}, expected {want}",
+                "impact_adjoint.jax: the custom call takes {want} {what}, got {}",
                 list.size
             )));
         }
