@@ -279,3 +279,43 @@ def test_32_bit_jax_is_refused():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert 'jax.config.update("jax_enable_x64", True)' in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_batches_run_in_a_forked_child():
+    """The batch pool is made once per process: a child forked after the
+    parent ran a batch (the pool's threads do not survive fork) makes its
+    own instead of waiting forever on the parent's. The child uses the
+    JaxSolver method (the same batch code as the FFI handler) and compares
+    with the parent's result."""
+    import os
+    import time
+    import warnings
+
+    ball = ia.Model.ready("ball2d-flat")
+    core = iajax.JaxSolver(ball, 2.0, max_events=4)
+    x0s = np.array([[0.0, 1.0, 1.0, 0.0], [0.0, 1.2, 0.8, 0.5], [0.1, 0.9, 1.1, -0.3]])
+    params = np.tile(ball.default_params, (3, 1))
+    expected = core.outputs(x0s, params)[0]
+    with warnings.catch_warnings():
+        # Python warns that forking a process with threads may deadlock:
+        # the child here touches only the extension, which is the point.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            ok = np.array_equal(core.outputs(x0s, params)[0], expected)
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 30.0
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0, "the child's batch differs"
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("the child's batch did not finish in 30 s (the parent's pool, inherited through fork)")

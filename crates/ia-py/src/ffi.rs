@@ -255,13 +255,13 @@ unsafe fn handle(
     frame: *mut CallFrame,
     run: fn(&CallFrame) -> Result<(), Failure>,
 ) -> *mut XlaError {
-    // SAFETY: the caller's contract; null is answered without a read.
+    // SAFETY: the caller's contract.
     let Some(frame) = (unsafe { frame.as_ref() }) else {
-        return std::ptr::null_mut();
+        unreportable("no call frame")
     };
     // SAFETY: `api` and `struct_size` open every version of the frame.
     let Some(api) = (unsafe { frame.api.as_ref() }) else {
-        return std::ptr::null_mut();
+        unreportable("a call frame without an API table")
     };
     let result = if frame.struct_size < CALL_FRAME_SIZE {
         Err(Failure::invalid(format!(
@@ -300,6 +300,14 @@ unsafe fn handle(
     }
 }
 
+/// Stops the process on a call XLA's FFI never makes (`XLA_FFI_Error_Create`
+/// has opened the API table since its first version): with no way to
+/// return an error, returning success would hand back unwritten results.
+fn unreportable(what: &str) -> ! {
+    eprintln!("impact_adjoint.jax: the XLA FFI handler got {what}; this jaxlib does not speak the XLA FFI C API {API_MAJOR}.{API_MINOR}");
+    std::process::abort()
+}
+
 /// `failure` as an `XLA_FFI_Error` made by XLA's own `XLA_FFI_Error_Create`
 /// (which copies the message).
 ///
@@ -312,9 +320,7 @@ unsafe fn create_error(api: &Api, failure: Failure) -> *mut XlaError {
         None
     };
     let Some(create) = create else {
-        // No way to report: `XLA_FFI_Error_Create` has opened the table
-        // since the first FFI version, so this is no jaxlib at all.
-        return std::ptr::null_mut();
+        unreportable("an API table without XLA_FFI_Error_Create")
     };
     let message = CString::new(failure.message.replace('\0', " "))
         .unwrap_or_else(|_| CString::from(c"impact_adjoint.jax: error"));

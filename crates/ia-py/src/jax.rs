@@ -23,7 +23,7 @@ use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray2, PyReadonlyArray3, PyUnty
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// A prepared run of a model (its scenario checked once) taking only the
 /// initial state and the parameters.
@@ -145,9 +145,13 @@ pub(crate) struct Sizes {
 /// FFI handler): final states `B x n`, event times `B x K`, event counts
 /// `B`, observed states `B x n_obs x n`.
 pub(crate) struct OutputsOut<'a> {
+    /// `B x n`.
     pub final_state: &'a mut [f64],
+    /// `B x K`, padded with `inf`.
     pub event_times: &'a mut [f64],
+    /// `B`: the number of events of each run (it may exceed `K`).
     pub counts: &'a mut [i64],
+    /// `B x n_obs x n`.
     pub observed: &'a mut [f64],
 }
 
@@ -155,10 +159,15 @@ pub(crate) struct OutputsOut<'a> {
 /// (`x0s` `B x n`, `params` `B x n_params`) and the cotangents of their
 /// outputs (`B x n`, `B x K`, `B x n_obs x n`).
 pub(crate) struct CotangentsIn<'a> {
+    /// The initial states, `B x n`.
     pub x0s: &'a [f64],
+    /// The parameters, `B x n_params`.
     pub params: &'a [f64],
+    /// The cotangents of the final states, `B x n`.
     pub final_state: &'a [f64],
+    /// The cotangents of the event times, `B x K`.
     pub event_times: &'a [f64],
+    /// The cotangents of the observed states, `B x n_obs x n`.
     pub observed: &'a [f64],
 }
 
@@ -171,13 +180,27 @@ pub(crate) struct SolverCore {
     max_events: usize,
 }
 
-/// The worker pool of batches (under `jax.vmap`), made once: a pool per
-/// call would cost its threads' start at every call.
-fn pool() -> Result<&'static Batch, CliError> {
-    static POOL: OnceLock<Result<Batch, String>> = OnceLock::new();
-    POOL.get_or_init(|| Batch::with_threads(0).map_err(|e| e.to_string()))
-        .as_ref()
-        .map_err(|e| CliError::Library(HybridError::Unsupported(e.clone())))
+/// The worker pool of batches (under `jax.vmap`), made once per process: a
+/// pool per call would pay its threads' start at every call. A pool
+/// inherited through `fork()` has lost its threads (work sent to it would
+/// wait forever), so a child makes its own.
+fn pool() -> Result<Arc<Batch>, CliError> {
+    static POOL: Mutex<Option<(u32, Arc<Batch>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    match slot.take() {
+        Some((owner, batch)) if owner == pid => {
+            *slot = Some((owner, Arc::clone(&batch)));
+            return Ok(batch);
+        }
+        // Dropping the parent's pool would signal threads that are not
+        // there: leave it be.
+        Some(inherited) => std::mem::forget(inherited),
+        None => {}
+    }
+    let batch = Arc::new(Batch::with_threads(0).map_err(CliError::Library)?);
+    *slot = Some((pid, Arc::clone(&batch)));
+    Ok(batch)
 }
 
 /// `expected` entries in `slice`, or a dimension mismatch naming `what`.
