@@ -263,10 +263,17 @@ unsafe fn handle(
     let Some(api) = (unsafe { frame.api.as_ref() }) else {
         unreportable("a call frame without an API table")
     };
+    let version = &api.api_version;
     let result = if frame.struct_size < CALL_FRAME_SIZE {
         Err(Failure::invalid(format!(
             "impact_adjoint.jax: XLA_FFI_CallFrame of {} bytes, expected at least {CALL_FRAME_SIZE}: the installed jaxlib speaks an XLA FFI API other than {API_MAJOR}.{API_MINOR}",
             frame.struct_size
+        )))
+    } else if api.struct_size < API_SIZE || version.major_version != API_MAJOR {
+        // A new major version may move any field: read nothing more.
+        Err(Failure::invalid(format!(
+            "impact_adjoint.jax: the installed jaxlib speaks the XLA FFI C API {}.{}, these handlers {API_MAJOR}.{API_MINOR} (install a jax whose jaxlib has FFI API {API_MAJOR}.x)",
+            version.major_version, version.minor_version
         )))
     } else if let Some(extension) =
         // SAFETY: a non-null extension starts with an `ExtensionBase`.
