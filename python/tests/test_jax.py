@@ -319,3 +319,33 @@ def test_batches_run_in_a_forked_child():
     os.kill(pid, 9)
     os.waitpid(pid, 0)
     pytest.fail("the child's batch did not finish in 30 s (the parent's pool, inherited through fork)")
+
+
+def test_nested_vmap_empty_batches_and_no_event_times():
+    """The handlers take any number of batch axes (vmap of vmap: each
+    gradient equals the single call's), an empty batch, and K = 0 (a
+    zero-size result buffer)."""
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, observe=[0.5], max_events=3)
+    x, p = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    loss = lambda x, p: run(x, p).final_state[0] + run(x, p).observed[0, 1]
+    grid = jnp.stack([
+        jnp.stack([x, x.at[1].set(1.1), x.at[1].set(1.2)]),
+        jnp.stack([x.at[2].set(0.5), x, x.at[3].set(0.1)]),
+    ])
+    nested = jax.jit(jax.vmap(jax.vmap(jax.grad(loss), in_axes=(0, None)), in_axes=(0, None)))(grid, p)
+    assert nested.shape == (2, 3, 4)
+    for i in range(2):
+        for j in range(3):
+            np.testing.assert_array_equal(nested[i, j], jax.grad(loss)(grid[i, j], p))
+    empty = jax.jit(jax.vmap(jax.grad(loss), in_axes=(0, None)))(jnp.zeros((0, 4)), p)
+    assert empty.shape == (0, 4)
+    no_times = iajax.solver(ball, 2.0, max_events=0)
+    out = jax.jit(no_times)(x, p)
+    assert out.event_times.shape == (0,) and int(out.event_count) == 3
+    # The same steps as with K = 3 (observation times would add stops).
+    with_times = iajax.solver(ball, 2.0, max_events=3)
+    np.testing.assert_array_equal(
+        jax.jit(jax.grad(lambda x, p: no_times(x, p).final_state[0]))(x, p),
+        jax.grad(lambda x, p: with_times(x, p).final_state[0])(x, p),
+    )
