@@ -17,12 +17,17 @@ goes to the library in one call, its runs spread over the cores). Under a
 transformation the forward run and the backward pass are XLA custom calls
 (``jax.ffi.ffi_call``) of handlers in the extension module, registered for
 the CPU when this module is imported: jitted code calls the library from
-XLA's thread, without Python (it needs jaxlib's XLA FFI C API 0.3, that of
-jax 0.10; a jaxlib whose FFI structs differ gets an error naming them).
-A failed run under ``jax.jit`` raises JAX's runtime error carrying the
-library's message, prefixed by its kind (``invalid_option: ...``); a plain
-call ``f(x0, params)`` raises the library's own exception class. Padded event times
-are constants: their gradient is zero. Forward mode (``jax.jvp``,
+XLA's thread, without Python. The handlers speak the XLA FFI C API 0.3
+(that of jax 0.10): a jaxlib that does not support it refuses them when
+this module is imported (an ``ImportError`` naming both versions), and a
+call frame of another layout is an error naming the struct, never a
+misread. A failed run under ``jax.jit`` raises JAX's runtime error carrying
+the library's message, prefixed by its kind (``invalid_option: ...``); a
+plain call ``f(x0, params)`` raises the library's own exception class.
+The jitted code names its solver by an id: called after ``f`` is gone
+(a compiled executable kept alone), it raises instead of running.
+
+Padded event times are constants: their gradient is zero. Forward mode (``jax.jvp``,
 ``jax.jacfwd``) raises :class:`impact_adjoint.UnsupportedError`: use
 ``model.jacobian(method="forward")`` for forward sensitivities.
 
@@ -49,7 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._core import JaxSolver, ffi_targets
+from ._core import JaxSolver, ffi_api_version, ffi_targets
 from ._errors import DimensionMismatchError, InvalidOptionError, UnsupportedError
 
 __all__ = ["solver", "Outputs"]
@@ -78,9 +83,19 @@ _GRADIENT_TARGET = "impact_adjoint_jax_gradient"
 
 def _register():
     """The extension's XLA FFI handlers as custom-call targets on the CPU
-    (once per process: this module is imported once)."""
+    (once per process: this module is imported once). XLA asks each
+    handler for its FFI API version here and refuses one it does not
+    support."""
+    major, minor = ffi_api_version()
     for name, capsule in ffi_targets().items():
-        jax.ffi.register_ffi_target(name, capsule, platform="cpu")
+        try:
+            jax.ffi.register_ffi_target(name, capsule, platform="cpu")
+        except Exception as error:
+            raise ImportError(
+                f"impact_adjoint.jax: jax {jax.__version__} refused the XLA FFI "
+                f"handler {name}, written for the XLA FFI C API {major}.{minor} "
+                f"(that of jax 0.10); install a jax whose jaxlib supports it: {error}"
+            ) from error
 
 
 _register()

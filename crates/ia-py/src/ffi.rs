@@ -250,7 +250,7 @@ impl Failure {
 /// `XLA_FFI_Error`.
 ///
 /// # Safety
-/// `frame` is null or points to a call frame as XLA passes it.
+/// `frame` points to a call frame as XLA passes it (null aborts).
 unsafe fn handle(
     frame: *mut CallFrame,
     run: fn(&CallFrame) -> Result<(), Failure>,
@@ -259,7 +259,31 @@ unsafe fn handle(
     let Some(frame) = (unsafe { frame.as_ref() }) else {
         unreportable("no call frame")
     };
-    // SAFETY: `api` and `struct_size` open every version of the frame.
+    // The metadata query (XLA makes it when the handler is registered) is
+    // answered first: XLA's query frame has no API table. `struct_size`,
+    // `extension_start` and `api` open every version of the frame.
+    // SAFETY: a non-null extension starts with an `ExtensionBase`.
+    if let Some(extension) =
+        unsafe { frame.extension_start.as_ref() }.filter(|e| e.kind == EXTENSION_METADATA)
+    {
+        // SAFETY: an extension of kind metadata is a `MetadataExtension`
+        // (its size is checked inside).
+        let answer =
+            unsafe { metadata(extension as *const ExtensionBase as *mut MetadataExtension) };
+        return match (answer, unsafe { frame.api.as_ref() }) {
+            (Ok(()), _) => std::ptr::null_mut(),
+            // SAFETY: `api` is the frame's API table.
+            (Err(failure), Some(api)) => unsafe { create_error(api, failure) },
+            // No table to make an error with: the version left unwritten
+            // (XLA fills 0.0) makes XLA refuse the registration, naming its
+            // own version and that one; the message says why.
+            (Err(failure), None) => {
+                eprintln!("{}", failure.message);
+                std::ptr::null_mut()
+            }
+        };
+    }
+    // SAFETY: every frame but the metadata query carries XLA's API table.
     let Some(api) = (unsafe { frame.api.as_ref() }) else {
         unreportable("a call frame without an API table")
     };
@@ -275,14 +299,6 @@ unsafe fn handle(
             "impact_adjoint.jax: the installed jaxlib speaks the XLA FFI C API {}.{}, these handlers {API_MAJOR}.{API_MINOR} (install a jax whose jaxlib has FFI API {API_MAJOR}.x)",
             version.major_version, version.minor_version
         )))
-    } else if let Some(extension) =
-        // SAFETY: a non-null extension starts with an `ExtensionBase`.
-        unsafe { frame.extension_start.as_ref() }
-            .filter(|e| e.kind == EXTENSION_METADATA)
-    {
-        // SAFETY: an extension of kind metadata is a `MetadataExtension`
-        // (its size is checked inside).
-        unsafe { metadata(extension as *const ExtensionBase as *mut MetadataExtension) }
     } else if frame.stage != STAGE_EXECUTE {
         // Nothing to instantiate, prepare or initialise: all the work is
         // the run, at execution.
@@ -682,6 +698,8 @@ fn run_gradient(frame: &CallFrame) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+    use std::ptr::{null, null_mut};
 
     /// The sizes of the mirrors against those of the C header on x86_64 and
     /// aarch64 (LP64): `XLA_FFI_STRUCT_SIZE` of each, counted by hand from
@@ -702,5 +720,164 @@ mod tests {
         assert_eq!(METADATA_EXTENSION_SIZE, 32);
         // Error_Create is the first function of the table.
         assert_eq!(API_SIZE, 8 + 8 + 24 + 8 + 8);
+    }
+
+    fn version(major: i32, minor: i32) -> ApiVersion {
+        ApiVersion {
+            struct_size: API_VERSION_SIZE,
+            extension_start: null_mut(),
+            major_version: major,
+            minor_version: minor,
+        }
+    }
+
+    fn empty_list() -> List {
+        List {
+            struct_size: LIST_SIZE,
+            extension_start: null_mut(),
+            size: 0,
+            types: null(),
+            items: null(),
+        }
+    }
+
+    /// A frame as XLA builds one (`BuildMetadataCallFrame` for the
+    /// metadata query: no API table, no arguments).
+    fn frame(api: *const Api, extension: *mut ExtensionBase, stage: i32) -> CallFrame {
+        CallFrame {
+            struct_size: CALL_FRAME_SIZE,
+            extension_start: extension,
+            api,
+            ctx: null_mut(),
+            stage,
+            args: empty_list(),
+            rets: empty_list(),
+            attrs: Attrs {
+                struct_size: ATTRS_SIZE,
+                extension_start: null_mut(),
+                size: 0,
+                types: null(),
+                names: null(),
+                attrs: null(),
+            },
+            future: null_mut(),
+        }
+    }
+
+    fn metadata_query(metadata: &mut Metadata) -> MetadataExtension {
+        MetadataExtension {
+            extension_base: ExtensionBase {
+                struct_size: METADATA_EXTENSION_SIZE,
+                kind: EXTENSION_METADATA,
+                next: null_mut(),
+            },
+            metadata,
+        }
+    }
+
+    #[test]
+    fn metadata_query_without_an_api_table_gets_the_version() {
+        // XLA's query: version zeroed, no API table.
+        let mut metadata = Metadata {
+            struct_size: METADATA_SIZE,
+            api_version: version(0, 0),
+            traits: 7,
+        };
+        let mut extension = metadata_query(&mut metadata);
+        let mut query = frame(null(), &mut extension.extension_base, STAGE_EXECUTE);
+        assert!(outputs_handler(&mut query).is_null());
+        assert_eq!(
+            (
+                metadata.api_version.major_version,
+                metadata.api_version.minor_version
+            ),
+            (API_MAJOR, API_MINOR)
+        );
+        assert_eq!(metadata.api_version.struct_size, API_VERSION_SIZE);
+        assert_eq!(metadata.traits, 0);
+        // A metadata struct too small to hold the answer is left alone
+        // (XLA then refuses the registration for version 0.0).
+        let mut small = Metadata {
+            struct_size: METADATA_SIZE - 4,
+            api_version: version(0, 0),
+            traits: 0,
+        };
+        let mut extension = metadata_query(&mut small);
+        let mut query = frame(null(), &mut extension.extension_base, STAGE_EXECUTE);
+        assert!(gradient_handler(&mut query).is_null());
+        assert_eq!(small.api_version.major_version, 0);
+        assert_eq!(small.api_version.minor_version, 0);
+    }
+
+    thread_local! {
+        /// The errors the fake `XLA_FFI_Error_Create` was asked for.
+        static ERRORS: RefCell<Vec<(i32, String)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// A stand-in for XLA's `XLA_FFI_Error_Create`: records the code and
+    /// the message, returns a non-null token.
+    unsafe extern "C" fn fake_error_create(args: *mut ErrorCreateArgs) -> *mut XlaError {
+        // SAFETY: called by `create_error` with valid arguments.
+        let args = unsafe { &*args };
+        assert_eq!(args.struct_size, ERROR_CREATE_ARGS_SIZE);
+        // SAFETY: a NUL-terminated message that lives across the call.
+        let message = unsafe { std::ffi::CStr::from_ptr(args.message) };
+        let message = message.to_string_lossy().into_owned();
+        ERRORS.with(|e| e.borrow_mut().push((args.errc, message)));
+        NonNull::<XlaError>::dangling().as_ptr()
+    }
+
+    fn api(major: i32) -> Api {
+        Api {
+            struct_size: API_SIZE,
+            extension_start: null_mut(),
+            api_version: version(major, API_MINOR),
+            internal_api: null(),
+            error_create: Some(fake_error_create),
+        }
+    }
+
+    /// The error a handler returned for `frame`, by way of the fake API.
+    fn error_of(
+        handler: extern "C" fn(*mut CallFrame) -> *mut XlaError,
+        frame: &mut CallFrame,
+    ) -> Option<(i32, String)> {
+        ERRORS.with(|e| e.borrow_mut().clear());
+        let returned = handler(frame);
+        let recorded = ERRORS.with(|e| e.borrow_mut().pop());
+        assert_eq!(returned.is_null(), recorded.is_none());
+        recorded
+    }
+
+    #[test]
+    fn execution_errors_go_through_the_api_table() {
+        let table = api(API_MAJOR);
+        // No arguments at all: refused by count, with XLA's code for a bad
+        // argument.
+        let mut call = frame(&table, null_mut(), STAGE_EXECUTE);
+        let (code, message) = error_of(outputs_handler, &mut call).expect("an error");
+        assert_eq!(code, ERROR_INVALID_ARGUMENT);
+        assert!(message.contains("takes 2 arguments, got 0"), "{message}");
+        let (_, message) = error_of(gradient_handler, &mut call).expect("an error");
+        assert!(message.contains("takes 5 arguments, got 0"), "{message}");
+        // Stages before execution do nothing and succeed.
+        let mut prepare = frame(&table, null_mut(), STAGE_EXECUTE - 2);
+        assert_eq!(error_of(outputs_handler, &mut prepare), None);
+        // A frame smaller than the one mirrored here.
+        let mut short = frame(&table, null_mut(), STAGE_EXECUTE);
+        short.struct_size = CALL_FRAME_SIZE - 8;
+        let (_, message) = error_of(outputs_handler, &mut short).expect("an error");
+        assert!(
+            message.contains("XLA_FFI_CallFrame of 160 bytes, expected at least 168"),
+            "{message}"
+        );
+        // Another major version of the API: refused before reading more.
+        let other = api(API_MAJOR + 1);
+        let mut call = frame(&other, null_mut(), STAGE_EXECUTE);
+        let (_, message) = error_of(outputs_handler, &mut call).expect("an error");
+        assert!(
+            message.contains("speaks the XLA FFI C API 1.3, these handlers 0.3"),
+            "{message}"
+        );
     }
 }
