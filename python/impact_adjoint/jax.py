@@ -77,8 +77,9 @@ _FORWARD_MODE = (
 )
 
 
-_OUTPUTS_TARGET = "impact_adjoint_jax_outputs"
-_GRADIENT_TARGET = "impact_adjoint_jax_gradient"
+_TARGETS = ffi_targets()
+_OUTPUTS_TARGET = _TARGETS["outputs"][0]
+_GRADIENT_TARGET = _TARGETS["gradient"][0]
 
 
 def _register():
@@ -87,7 +88,7 @@ def _register():
     handler for its FFI API version here and refuses one it does not
     support."""
     major, minor = ffi_api_version()
-    for name, capsule in ffi_targets().items():
+    for name, capsule in _TARGETS.values():
         try:
             jax.ffi.register_ffi_target(name, capsule, platform="cpu")
         except Exception as error:
@@ -128,8 +129,8 @@ def solver(model, t_end, *, observe=(), max_events, solver=None, mode=None):
         jax.ShapeDtypeStruct((n_obs, n), f64),
     )
 
-    # The handlers find the solver by this id (the closures below keep
-    # ``core`` alive, and with it the id's registry entry).
+    # The handlers find the solver by this id; ``f`` keeps ``core`` alive
+    # (through ``outputs_now``), and with it the id's registry entry.
     solver_id = np.uint64(core.ffi_id)
 
     def outputs_now(x0, params):

@@ -227,7 +227,7 @@ def test_ffi_handler_checks_its_inputs():
     error = jax.errors.JaxRuntimeError
     with pytest.raises(error, match=r"dimension mismatch in the initial state: expected shape \[4\], got \[3\]"):
         call(jnp.zeros(3), params, solver=solver)
-    with pytest.raises(error, match="the parameters must be float64, got XLA type 11"):
+    with pytest.raises(error, match="the parameters must be float64, got float32"):
         call(x0, params.astype(jnp.float32), solver=solver)
     with pytest.raises(error, match="no solver with id 0"):
         call(x0, params, solver=np.uint64(0))

@@ -60,6 +60,8 @@ const ATTR_SCALAR: i32 = 3;
 const DTYPE_S64: i32 = 5;
 /// `XLA_FFI_DataType_U64`.
 const DTYPE_U64: i32 = 9;
+/// `XLA_FFI_DataType_F32` (named in messages: JAX's type without 64-bit mode).
+const DTYPE_F32: i32 = 11;
 /// `XLA_FFI_DataType_F64`.
 const DTYPE_F64: i32 = 12;
 /// `XLA_FFI_Error_Code_INVALID_ARGUMENT`.
@@ -203,23 +205,24 @@ pub extern "C" fn gradient_handler(frame: *mut CallFrame) -> *mut XlaError {
     unsafe { handle(frame, run_gradient) }
 }
 
-/// The handlers as `{target name: PyCapsule}`, for
-/// `jax.ffi.register_ffi_target(name, capsule, platform="cpu")` (FFI API
-/// version 1 of that call: the typed FFI).
+/// The handlers as `{"outputs": (target name, PyCapsule), "gradient": ...}`,
+/// for `jax.ffi.register_ffi_target(name, capsule, platform="cpu")` (API
+/// version 1 of that call: the typed FFI) and `jax.ffi.ffi_call(name, ...)`.
 #[pyfunction]
 pub fn ffi_targets(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let targets = PyDict::new(py);
-    let handlers: [(&str, extern "C" fn(*mut CallFrame) -> *mut XlaError); 2] = [
-        (OUTPUTS_TARGET, outputs_handler),
-        (GRADIENT_TARGET, gradient_handler),
+    type Handler = extern "C" fn(*mut CallFrame) -> *mut XlaError;
+    let handlers: [(&str, &str, Handler); 2] = [
+        ("outputs", OUTPUTS_TARGET, outputs_handler),
+        ("gradient", GRADIENT_TARGET, gradient_handler),
     ];
-    for (name, handler) in handlers {
+    for (role, name, handler) in handlers {
         let pointer = NonNull::new(handler as *mut c_void).expect("a function's address");
         // SAFETY: a function pointer of this library, which stays loaded
         // as long as the interpreter (extension modules are never unloaded).
         let capsule =
             unsafe { PyCapsule::new_with_pointer(py, pointer, c"xla._CUSTOM_CALL_TARGET") }?;
-        targets.set_item(name, capsule)?;
+        targets.set_item(role, (name, capsule))?;
     }
     Ok(targets)
 }
@@ -494,6 +497,7 @@ fn check_shape(
         let name = |d: i32| match d {
             DTYPE_F64 => "float64".to_string(),
             DTYPE_S64 => "int64".to_string(),
+            DTYPE_F32 => "float32".to_string(),
             other => format!("XLA type {other}"),
         };
         return Err(Failure::invalid(format!(
@@ -571,7 +575,7 @@ unsafe fn output<'a, T>(view: &View<'a>, len: usize) -> &'a mut [T] {
 }
 
 /// A run's error in the library's words (`kind: message`, the kind naming
-/// the Python exception class `impact_adjoint.error_class(kind)`).
+/// the Python exception class, `impact_adjoint._errors.error_class(kind)`).
 fn library_failure(error: ia_cli::CliError) -> Failure {
     Failure::invalid(format!("{}: {}", error.kind(), error))
 }
