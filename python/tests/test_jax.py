@@ -349,3 +349,37 @@ def test_nested_vmap_empty_batches_and_no_event_times():
         jax.jit(jax.grad(lambda x, p: no_times(x, p).final_state[0]))(x, p),
         jax.grad(lambda x, p: with_times(x, p).final_state[0])(x, p),
     )
+
+
+def test_concurrent_jitted_calls_agree():
+    """The handlers run on whichever thread calls: four Python threads
+    making jitted single and batched gradients of one solver at once get
+    the single-threaded result, bit for bit."""
+    import threading
+
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=4)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    loss = lambda x, p: run(x, p).final_state[0]
+    single = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    batched = jax.jit(jax.vmap(jax.grad(loss, argnums=1), in_axes=(None, 0)))
+    expected = np.concatenate(single(x0, params))
+    rows = jnp.stack([params] * 8)
+    failures = []
+
+    def work():
+        try:
+            for _ in range(50):
+                if not np.array_equal(np.concatenate(single(x0, params)), expected):
+                    failures.append("single")
+                if not np.all(np.asarray(batched(x0, rows)) == expected[4:]):
+                    failures.append("batch")
+        except Exception as error:  # reported below, not lost in the thread
+            failures.append(repr(error))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]
