@@ -3,14 +3,23 @@
 1e-10), all figures from one run of this script:
 
 1. the library's gradient of x(T) called from Python (``model.gradient``:
-   one taped forward pass and one backward pass, plus the call's checks);
-2. one jitted, warm ``jax.grad`` of x(T) through ``impact_adjoint.jax``
-   (a ``pure_callback`` for the forward outputs, one for the backward pass);
-3. the same gradient by Diffrax's restart pattern (``value_and_grad``; the
-   peer script ``bench/peers/jax_ball2d.py``), when diffrax is installed;
-4. the floor of 2.: a jitted function of two ``pure_callback``s that do
-   nothing;
-5. ``jax.vmap`` of the jitted gradient over 1,000 parameter sets against a
+   one taped forward pass and one backward pass, plus the call's checks and
+   the conversion of its loss and results);
+2. the Rust call behind a jitted ``jax.grad``, made from Python
+   (``JaxSolver.cotangent_gradient`` for one run: the same Rust function the
+   XLA FFI handler calls, plus PyO3's conversion of five small arrays);
+3. one jitted, warm ``jax.grad`` of x(T) through ``impact_adjoint.jax``
+   (one XLA custom call: the backward pass; the forward call's outputs are
+   not used, so XLA drops it), and one ``jax.value_and_grad`` (two custom
+   calls: the forward run for the value, then the backward pass);
+4. the same value and gradient by Diffrax's restart pattern
+   (``value_and_grad``; the peer script ``bench/peers/jax_ball2d.py``),
+   when diffrax is installed, against our ``jax.value_and_grad``;
+5. the floors JAX sets: a jitted function doing no work (two arrays in, two
+   out: the dispatch of a jitted call), and one making two
+   ``pure_callback``s that do nothing (what the solver cost before it was
+   an XLA custom call);
+6. ``jax.vmap`` of the jitted gradient over 1,000 parameter sets against a
    Python loop of 1,000 single jitted calls.
 
 Each figure is the median over 7 repeats of the per-call time of a loop
@@ -46,9 +55,11 @@ SOLVER = {"method": "dopri5", "rtol": TOL, "atol": TOL}
 BATCH = 1000
 
 
-def per_call(fn, repeats=7, min_total=0.25):
-    """Median seconds per call of ``fn`` (blocked until its result is ready)."""
-    timer = timeit.Timer(lambda: jax.block_until_ready(fn()))
+def per_call(fn, repeats=7, min_total=0.25, block=True):
+    """Median seconds per call of ``fn`` (blocked until its result is ready
+    when ``block``: JAX dispatches asynchronously; a NumPy result is ready
+    when returned, and ``jax.block_until_ready`` would add its own cost)."""
+    timer = timeit.Timer((lambda: jax.block_until_ready(fn())) if block else fn)
     number, _ = timer.autorange()
     number = max(1, int(number * min_total / 0.2))
     return statistics.median(r / number for r in timer.repeat(repeat=repeats, number=number))
@@ -77,17 +88,30 @@ def main():
 
     ball = ia.Model.ready("ball2d-flat")
     loss = [{"of": "final.x", "weight": 1.0}]
-    library = per_call(lambda: ball.gradient(X0, PARAMS, T_END, loss=loss, solver=SOLVER).gradient)
+    library = per_call(
+        lambda: ball.gradient(X0, PARAMS, T_END, loss=loss, solver=SOLVER).gradient, block=False
+    )
+
+    core = iajax.JaxSolver(ball, T_END, max_events=4, solver=SOLVER)
+    seeds = (X0[None], PARAMS[None], np.eye(1, 4), np.zeros((1, 4)), np.zeros((1, 0, 4)))
+    rust = per_call(lambda: core.cotangent_gradient(*seeds), block=False)
 
     run = iajax.solver(ball, T_END, max_events=4, solver=SOLVER)
     grad = jax.jit(jax.grad(lambda x0, p: run(x0, p).final_state[0], argnums=(0, 1)))
     x0, params = jnp.asarray(X0), jnp.asarray(PARAMS)
     through_jax = per_call(lambda: grad(x0, params))
+    value_grad = jax.jit(jax.value_and_grad(lambda x0, p: run(x0, p).final_state[0], argnums=(0, 1)))
+    with_value = per_call(lambda: value_grad(x0, params))
 
     # The two compute the same numbers (one library adjoint pass each).
     lib = ball.gradient(X0, PARAMS, T_END, loss=loss, solver=SOLVER).gradient
     gx, gp = grad(x0, params)
     assert np.array_equal(np.concatenate([gx, gp]), lib), "jax.grad differs from model.gradient"
+    assert np.array_equal(np.concatenate(core.cotangent_gradient(*seeds), axis=1)[0], lib)
+
+    # The dispatch of a jitted call doing no work, arrays of the same sizes.
+    nothing = jax.jit(lambda x, p: (x + 1.0, p + 1.0))
+    dispatch = per_call(lambda: nothing(x0, params))
 
     # The floor JAX sets: a jitted function making two pure_callbacks that
     # do nothing (the forward and backward calls of a jax.grad).
@@ -98,10 +122,14 @@ def main():
     floor = per_call(lambda: two_callbacks(x0))
 
     rows = [
-        ("library gradient from Python (`model.gradient`)", library, "1.00x"),
-        ("two empty `jax.pure_callback`s in a jitted function", floor, f"{floor / library:.2f}x"),
+        ("library gradient from Python (`model.gradient`)", library, f"{library / rust:.2f}x"),
+        ("the handler's Rust call from Python (`JaxSolver.cotangent_gradient`)", rust, "1.00x"),
         ("`jax.grad` through `impact_adjoint.jax` (jit, warm)", through_jax,
-         f"{through_jax / library:.2f}x of the library call, +{fmt(through_jax - library)}"),
+         f"{through_jax / rust:.2f}x of the Rust call, +{fmt(through_jax - rust)}"),
+        ("`jax.value_and_grad` through `impact_adjoint.jax` (jit, warm)", with_value,
+         f"{with_value / rust:.2f}x of the Rust call"),
+        ("a jitted function doing no work (dispatch floor)", dispatch, f"{dispatch / rust:.2f}x"),
+        ("two empty `jax.pure_callback`s in a jitted function", floor, f"{floor / rust:.2f}x"),
     ]
     if not args.no_diffrax:
         try:
@@ -111,7 +139,7 @@ def main():
         else:
             peer_time = per_call(peer)
             rows.append(("Diffrax restart pattern `value_and_grad` (jit, warm)", peer_time,
-                         f"impact_adjoint.jax is {peer_time / through_jax:.1f}x faster"))
+                         f"impact_adjoint.jax's `value_and_grad` is {peer_time / with_value:.1f}x faster"))
 
     rng = np.random.default_rng(15)
     rows_np = PARAMS * (1.0 + 0.02 * rng.uniform(-1, 1, size=(BATCH, 3)))

@@ -11,10 +11,23 @@ JAX arrays:
 ``f`` is a ``jax.custom_vjp``: its backward pass is one adjoint pass of the
 library (the gradient of ``L = g_x . x(T) + sum_k g_t[k] t_k + sum_i g_y[i] .
 x(t_i)`` for the cotangents ``g``), exact through every event (the saltation
-term included). It runs under ``jax.jit`` (through ``jax.pure_callback``),
-``jax.grad``, ``jax.value_and_grad``, ``jax.vjp``, ``jax.jacrev`` and
-``jax.vmap`` (a batch goes to the library in one call). Padded event times
-are constants: their gradient is zero. Forward mode (``jax.jvp``,
+term included). It runs under ``jax.jit``, ``jax.grad``,
+``jax.value_and_grad``, ``jax.vjp``, ``jax.jacrev`` and ``jax.vmap`` (a batch
+goes to the library in one call, its runs spread over the cores). Under a
+transformation the forward run and the backward pass are XLA custom calls
+(``jax.ffi.ffi_call``) of handlers in the extension module, registered for
+the CPU when this module is imported: jitted code calls the library from
+XLA's thread, without Python. The handlers speak the XLA FFI C API 0.3
+(that of jax 0.10): a jaxlib that does not support it refuses them when
+this module is imported (an ``ImportError`` naming both versions), and a
+call frame of another layout is an error naming the struct, never a
+misread. A failed run under ``jax.jit`` raises JAX's runtime error carrying
+the library's message, prefixed by its kind (``invalid_option: ...``); a
+plain call ``f(x0, params)`` raises the library's own exception class.
+The jitted code names its solver by an id: called after ``f`` is gone
+(a compiled executable kept alone), it raises instead of running.
+
+Padded event times are constants: their gradient is zero. Forward mode (``jax.jvp``,
 ``jax.jacfwd``) raises :class:`impact_adjoint.UnsupportedError`: use
 ``model.jacobian(method="forward")`` for forward sensitivities.
 
@@ -41,7 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._core import JaxSolver
+from ._core import JaxSolver, ffi_api_version, ffi_targets
 from ._errors import DimensionMismatchError, InvalidOptionError, UnsupportedError
 
 __all__ = ["solver", "Outputs"]
@@ -64,12 +77,29 @@ _FORWARD_MODE = (
 )
 
 
-def _batched(array, batch, tail):
-    """``array`` broadcast to ``batch + tail`` as a C-contiguous float64
-    array of shape ``(B,) + tail`` (B runs, the product of ``batch``)."""
-    runs = int(np.prod(batch, dtype=np.int64))
-    wide = np.broadcast_to(np.asarray(array, dtype=np.float64), batch + tail)
-    return np.ascontiguousarray(wide.reshape((runs,) + tail))
+_TARGETS = ffi_targets()
+_OUTPUTS_TARGET = _TARGETS["outputs"][0]
+_GRADIENT_TARGET = _TARGETS["gradient"][0]
+
+
+def _register():
+    """The extension's XLA FFI handlers as custom-call targets on the CPU
+    (once per process: this module is imported once). XLA asks each
+    handler for its FFI API version here and refuses one it does not
+    support."""
+    major, minor = ffi_api_version()
+    for name, capsule in _TARGETS.values():
+        try:
+            jax.ffi.register_ffi_target(name, capsule, platform="cpu")
+        except Exception as error:
+            raise ImportError(
+                f"impact_adjoint.jax: jax {jax.__version__} refused the XLA FFI "
+                f"handler {name}, written for the XLA FFI C API {major}.{minor} "
+                f"(that of jax 0.10); install a jax whose jaxlib supports it: {error}"
+            ) from error
+
+
+_register()
 
 
 def solver(model, t_end, *, observe=(), max_events, solver=None, mode=None):
@@ -99,43 +129,29 @@ def solver(model, t_end, *, observe=(), max_events, solver=None, mode=None):
         jax.ShapeDtypeStruct((n_obs, n), f64),
     )
 
-    def outputs_callback(x0, params):
-        # Under jax.vmap ("expand_dims") the inputs carry leading batch axes
-        # (of size 1 where unbatched); every run of the batch in one call.
-        batch = np.broadcast_shapes(np.shape(x0)[:-1], np.shape(params)[:-1])
-        x0s = _batched(x0, batch, (n,))
-        ps = _batched(params, batch, (n_params,))
-        final, times, counts, observed = core.outputs(x0s, ps)
-        return Outputs(
-            final.reshape(batch + (n,)),
-            times.reshape(batch + (k,)),
-            counts.reshape(batch),
-            observed.reshape(batch + (n_obs, n)),
-        )
+    # The handlers find the solver by this id; ``f`` keeps ``core`` alive
+    # (through ``outputs_now``), and with it the id's registry entry.
+    solver_id = np.uint64(core.ffi_id)
 
-    def gradient_callback(x0, params, g_final, g_times, g_observed):
-        batch = np.broadcast_shapes(
-            np.shape(x0)[:-1],
-            np.shape(params)[:-1],
-            np.shape(g_final)[:-1],
-            np.shape(g_times)[:-1],
-            np.shape(g_observed)[:-2],
+    def outputs_now(x0, params):
+        """The outputs of one run, computed now (a plain call)."""
+        final, times, counts, observed = core.outputs(
+            np.asarray(x0, dtype=np.float64).reshape(1, n),
+            np.asarray(params, dtype=np.float64).reshape(1, n_params),
         )
-        gx, gp = core.cotangent_gradient(
-            _batched(x0, batch, (n,)),
-            _batched(params, batch, (n_params,)),
-            _batched(g_final, batch, (n,)),
-            _batched(g_times, batch, (k,)),
-            _batched(g_observed, batch, (n_obs, n)),
-        )
-        return gx.reshape(batch + (n,)), gp.reshape(batch + (n_params,))
+        return Outputs(final[0], times[0], counts[0], observed[0])
+
+    # "broadcast_all": under jax.vmap every argument and result carries the
+    # same leading batch axes, which the handler runs as one batch.
+    outputs_call = jax.ffi.ffi_call(_OUTPUTS_TARGET, tuple(shapes), vmap_method="broadcast_all")
+    gradient_call = jax.ffi.ffi_call(
+        _GRADIENT_TARGET,
+        (jax.ShapeDtypeStruct((n,), f64), jax.ShapeDtypeStruct((n_params,), f64)),
+        vmap_method="broadcast_all",
+    )
 
     def primal(x0, params):
-        return Outputs(
-            *jax.pure_callback(
-                outputs_callback, shapes, x0, params, vmap_method="expand_dims"
-            )
-        )
+        return Outputs(*outputs_call(x0, params, solver=solver_id))
 
     @jax.custom_vjp
     def run(x0, params):
@@ -147,20 +163,7 @@ def solver(model, t_end, *, observe=(), max_events, solver=None, mode=None):
     def run_bwd(residuals, cotangents):
         x0, params = residuals
         g_final, g_times, _count, g_observed = cotangents
-        grads = (
-            jax.ShapeDtypeStruct((n,), f64),
-            jax.ShapeDtypeStruct((n_params,), f64),
-        )
-        return jax.pure_callback(
-            gradient_callback,
-            grads,
-            x0,
-            params,
-            g_final,
-            g_times,
-            g_observed,
-            vmap_method="expand_dims",
-        )
+        return tuple(gradient_call(x0, params, g_final, g_times, g_observed, solver=solver_id))
 
     run.defvjp(run_fwd, run_bwd)
 
@@ -170,7 +173,7 @@ def solver(model, t_end, *, observe=(), max_events, solver=None, mode=None):
         if not any(isinstance(a, jax.core.Tracer) for a in (x0, params)):
             # A plain call (no transformation): the library directly, so that
             # a failure raises its own exception class, not JAX's wrapper.
-            return Outputs(*map(jnp.asarray, outputs_callback(x0, params)))
+            return Outputs(*map(jnp.asarray, outputs_now(x0, params)))
         try:
             return run(x0, params)
         except TypeError as error:

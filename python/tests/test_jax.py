@@ -171,9 +171,97 @@ def test_bad_inputs_raise():
     with pytest.raises(ia.UnsupportedError, match="dop853"):
         iajax.solver(ball, 2.0, max_events=4, solver="ode_solvers.dop853")
     # Under jit the failure surfaces as JAX's runtime error carrying the
-    # library's message.
-    with pytest.raises(Exception, match="parameter 'e' = 1.5"):
-        jax.jit(run)(jnp.asarray(ball.default_state), jnp.array([9.81, 1.5, 0.7]))
+    # library's kind and message (returned by the FFI handler).
+    bad = jnp.array([9.81, 1.5, 0.7])
+    x0 = jnp.asarray(ball.default_state)
+    expected = "invalid_option: invalid parameter 'e' = 1.5: must lie in"
+    with pytest.raises(jax.errors.JaxRuntimeError, match=expected):
+        jax.jit(run)(x0, bad)
+    with pytest.raises(jax.errors.JaxRuntimeError, match=expected):
+        jax.jit(jax.grad(lambda x, p: run(x, p).final_state[0]))(x0, bad)
+    # One bad run of a batch fails the batch, with its message.
+    batch = jnp.stack([jnp.asarray(ball.default_params), bad])
+    with pytest.raises(jax.errors.JaxRuntimeError, match=expected):
+        jax.jit(jax.vmap(run, in_axes=(None, 0)))(x0, batch)
+
+
+def test_jit_lowers_to_the_ffi_custom_calls():
+    """A jitted value_and_grad is two XLA custom calls of the extension's
+    handlers (the forward outputs, the backward pass), no Python callback."""
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=4)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    loss = lambda x, p: run(x, p).final_state[0]
+    text = jax.jit(jax.value_and_grad(loss, argnums=(0, 1))).lower(x0, params).as_text()
+    calls = [line for line in text.splitlines() if "custom_call" in line]
+    assert len(calls) == 2, calls
+    assert "@impact_adjoint_jax_outputs(" in calls[0]
+    assert "@impact_adjoint_jax_gradient(" in calls[1]
+    assert "callback" not in text
+    # vmap keeps the one call, batched (every operand has the batch axis).
+    mapped = jax.jit(jax.vmap(loss, in_axes=(0, None))).lower(jnp.stack([x0, x0]), params).as_text()
+    (call,) = [line for line in mapped.splitlines() if "custom_call" in line]
+    assert "@impact_adjoint_jax_outputs(" in call and "tensor<2x3xf64>" in call
+
+
+def test_ffi_handler_checks_its_inputs():
+    """The handlers check what XLA hands them (dtype, shapes, the solver
+    attribute) and return the failure as an error, never a crash: calls
+    made directly with jax.ffi.ffi_call, as a wrong lowering would."""
+    ball = ia.Model.ready("ball2d-flat")
+    core = iajax.JaxSolver(ball, 2.0, max_events=4)
+    f64 = jnp.float64
+    shapes = (
+        jax.ShapeDtypeStruct((4,), f64),
+        jax.ShapeDtypeStruct((4,), f64),
+        jax.ShapeDtypeStruct((), jnp.int64),
+        jax.ShapeDtypeStruct((0, 4), f64),
+    )
+    call = jax.ffi.ffi_call("impact_adjoint_jax_outputs", shapes)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    solver = np.uint64(core.ffi_id)
+    # The right call works, and agrees with the Python method.
+    out = call(x0, params, solver=solver)
+    direct = core.outputs(np.asarray(x0)[None], np.asarray(params)[None])
+    np.testing.assert_array_equal(np.asarray(out[0]), direct[0][0])
+    error = jax.errors.JaxRuntimeError
+    with pytest.raises(error, match=r"dimension mismatch in the initial state: expected shape \[4\], got \[3\]"):
+        call(jnp.zeros(3), params, solver=solver)
+    with pytest.raises(error, match="the parameters must be float64, got float32"):
+        call(x0, params.astype(jnp.float32), solver=solver)
+    with pytest.raises(error, match="no solver with id 0"):
+        call(x0, params, solver=np.uint64(0))
+    # (-1: JAX caches eager calls by attribute value, and -1 equals no id
+    # used before, whatever its type.)
+    with pytest.raises(error, match="the attribute 'solver' must be a uint64 scalar"):
+        call(x0, params, solver=np.int32(-1))
+    with pytest.raises(error, match="no attribute 'solver'"):
+        call(x0, params)
+    with pytest.raises(error, match=r"dimension mismatch in the event times: expected shape \[4\], got \[5\]"):
+        wrong = shapes[:1] + (jax.ShapeDtypeStruct((5,), f64),) + shapes[2:]
+        jax.ffi.ffi_call("impact_adjoint_jax_outputs", wrong)(x0, params, solver=solver)
+    with pytest.raises(error, match="takes 2 arguments, got 1"):
+        call(x0, solver=solver)
+
+
+def test_compiled_code_outliving_its_solver_raises():
+    """Jitted code names its solver by id: run after the solver is freed,
+    it raises (the id is no longer registered) instead of reading freed
+    memory."""
+    import gc
+
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=4)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    compiled = jax.jit(run).lower(x0, params).compile()
+    expected = np.asarray(run(x0, params).final_state)
+    np.testing.assert_array_equal(np.asarray(compiled(x0, params).final_state), expected)
+    del run
+    gc.collect()
+    # A compiled executable called directly raises XLA's INVALID_ARGUMENT
+    # status as ValueError (jit's dispatch as JaxRuntimeError).
+    with pytest.raises((jax.errors.JaxRuntimeError, ValueError), match="no solver with id .* has been freed"):
+        compiled(x0, params)
 
 
 def test_32_bit_jax_is_refused():
@@ -191,3 +279,107 @@ def test_32_bit_jax_is_refused():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert 'jax.config.update("jax_enable_x64", True)' in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_batches_run_in_a_forked_child():
+    """The batch pool is made once per process: a child forked after the
+    parent ran a batch (the pool's threads do not survive fork) makes its
+    own instead of waiting forever on the parent's. The child uses the
+    JaxSolver method (the same batch code as the FFI handler) and compares
+    with the parent's result."""
+    import os
+    import time
+    import warnings
+
+    ball = ia.Model.ready("ball2d-flat")
+    core = iajax.JaxSolver(ball, 2.0, max_events=4)
+    x0s = np.array([[0.0, 1.0, 1.0, 0.0], [0.0, 1.2, 0.8, 0.5], [0.1, 0.9, 1.1, -0.3]])
+    params = np.tile(ball.default_params, (3, 1))
+    expected = core.outputs(x0s, params)[0]
+    with warnings.catch_warnings():
+        # Python warns that forking a process with threads may deadlock:
+        # the child here touches only the extension, which is the point.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            ok = np.array_equal(core.outputs(x0s, params)[0], expected)
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 30.0
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0, "the child's batch differs"
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("the child's batch did not finish in 30 s (the parent's pool, inherited through fork)")
+
+
+def test_nested_vmap_empty_batches_and_no_event_times():
+    """The handlers take any number of batch axes (vmap of vmap: each
+    gradient equals the single call's), an empty batch, and K = 0 (a
+    zero-size result buffer)."""
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, observe=[0.5], max_events=3)
+    x, p = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    loss = lambda x, p: run(x, p).final_state[0] + run(x, p).observed[0, 1]
+    grid = jnp.stack([
+        jnp.stack([x, x.at[1].set(1.1), x.at[1].set(1.2)]),
+        jnp.stack([x.at[2].set(0.5), x, x.at[3].set(0.1)]),
+    ])
+    nested = jax.jit(jax.vmap(jax.vmap(jax.grad(loss), in_axes=(0, None)), in_axes=(0, None)))(grid, p)
+    assert nested.shape == (2, 3, 4)
+    for i in range(2):
+        for j in range(3):
+            np.testing.assert_array_equal(nested[i, j], jax.grad(loss)(grid[i, j], p))
+    empty = jax.jit(jax.vmap(jax.grad(loss), in_axes=(0, None)))(jnp.zeros((0, 4)), p)
+    assert empty.shape == (0, 4)
+    no_times = iajax.solver(ball, 2.0, max_events=0)
+    out = jax.jit(no_times)(x, p)
+    assert out.event_times.shape == (0,) and int(out.event_count) == 3
+    # The same steps as with K = 3 (observation times would add stops).
+    with_times = iajax.solver(ball, 2.0, max_events=3)
+    np.testing.assert_array_equal(
+        jax.jit(jax.grad(lambda x, p: no_times(x, p).final_state[0]))(x, p),
+        jax.grad(lambda x, p: with_times(x, p).final_state[0])(x, p),
+    )
+
+
+def test_concurrent_jitted_calls_agree():
+    """The handlers run on whichever thread calls: four Python threads
+    making jitted single and batched gradients of one solver at once get
+    the single-threaded result, bit for bit."""
+    import threading
+
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=4)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    loss = lambda x, p: run(x, p).final_state[0]
+    single = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    batched = jax.jit(jax.vmap(jax.grad(loss, argnums=1), in_axes=(None, 0)))
+    expected = np.concatenate(single(x0, params))
+    rows = jnp.stack([params] * 8)
+    failures = []
+
+    def work():
+        try:
+            for _ in range(50):
+                if not np.array_equal(np.concatenate(single(x0, params)), expected):
+                    failures.append("single")
+                if not np.all(np.asarray(batched(x0, rows)) == expected[4:]):
+                    failures.append("batch")
+        except Exception as error:  # reported below, not lost in the thread
+            failures.append(repr(error))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]

@@ -8,24 +8,56 @@
 //!   the scalar loss `L = g_x . x(T) + sum_k g_t[k] t_k + sum_i g_y[i] . x(t_i)`
 //!   ([`Cotangents`]): one adjoint pass of the library per run.
 //!
-//! The runs of a batch are computed without the GIL, one after the other
-//! until the library's batch calls (`ia_adjoint::batch`) are merged.
+//! Both compute in [`SolverCore`] (plain Rust, no GIL): these Python
+//! methods serve the calls outside `jax.jit` and the tests, and the XLA FFI
+//! handlers of `crate::ffi` serve jitted code. A batch of more than one run
+//! goes to `ia_adjoint::batch` (one worker per core).
 
 use crate::errors::{invalid, library, to_py};
 use crate::model::{Model, RunOptions};
-use crate::results::matrix;
-use ia_adjoint::{Gradient, Loss, LossSeeds, Problem};
+use ia_adjoint::batch::Batch;
+use ia_adjoint::{Loss, LossSeeds, Problem};
 use ia_cli::{CliError, Scenario};
 use ia_core::{short_num, HybridError, Trajectory};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray2, PyReadonlyArray3, PyUntypedArrayMethods};
 use pyo3::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// A prepared run of a model (its scenario checked once) taking only the
 /// initial state and the parameters.
+///
+/// Its core is also in a registry under [`JaxSolver::ffi_id`], where the
+/// XLA FFI handlers (`crate::ffi`) find it: jitted code carries the id, not
+/// a pointer, so that a call after the solver is gone is an error naming
+/// the id, never a dangling read.
 #[pyclass(frozen, module = "impact_adjoint._core")]
 pub struct JaxSolver {
-    scenario: Scenario,
-    max_events: usize,
+    core: Arc<SolverCore>,
+    id: u64,
+}
+
+/// The cores of the living [`JaxSolver`]s by id (ids are never reused).
+static REGISTRY: Mutex<BTreeMap<u64, Arc<SolverCore>>> = Mutex::new(BTreeMap::new());
+
+/// The next id of a [`JaxSolver`]; starts at 1 so that 0 is never a solver.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The core of the living solver `id`: a clone of its `Arc`, so that the
+/// caller's run keeps it alive even if the Python object is dropped meanwhile.
+pub(crate) fn registered(id: u64) -> Option<Arc<SolverCore>> {
+    // A poisoned lock only means a panic elsewhere while holding it; the
+    // map itself is never left half-updated by insert/remove.
+    let map = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    map.get(&id).cloned()
+}
+
+impl Drop for JaxSolver {
+    fn drop(&mut self) {
+        let mut map = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        map.remove(&self.id);
+    }
 }
 
 /// The loss whose gradient is the vector-Jacobian product of the outputs
@@ -97,25 +129,104 @@ impl Loss for Cotangents<'_> {
     }
 }
 
-/// The outputs of one run.
-struct Outputs {
-    final_state: Vec<f64>,
-    event_times: Vec<f64>,
-    count: i64,
-    observations: Vec<f64>,
+/// The sizes of a solver's inputs and outputs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sizes {
+    /// State dimension.
+    pub n: usize,
+    /// Number of parameters.
+    pub n_params: usize,
+    /// Number of event times returned (`K`).
+    pub k: usize,
+    /// Number of observation times.
+    pub n_obs: usize,
 }
 
-impl JaxSolver {
-    fn n(&self) -> usize {
-        self.scenario.spec.states.len()
-    }
+/// The outputs of a batch of `B` runs, row-major, where the caller wants
+/// them (NumPy arrays for the Python method, XLA's result buffers for the
+/// FFI handler): final states `B x n`, event times `B x K`, event counts
+/// `B`, observed states `B x n_obs x n`.
+pub(crate) struct OutputsOut<'a> {
+    /// `B x n`.
+    pub final_state: &'a mut [f64],
+    /// `B x K`, padded with `inf`.
+    pub event_times: &'a mut [f64],
+    /// `B`: the number of events of each run (it may exceed `K`).
+    pub counts: &'a mut [i64],
+    /// `B x n_obs x n`.
+    pub observed: &'a mut [f64],
+}
 
-    fn n_params(&self) -> usize {
-        self.scenario.spec.params.len()
-    }
+/// The inputs of a batch's vector-Jacobian products, row-major: the runs
+/// (`x0s` `B x n`, `params` `B x n_params`) and the cotangents of their
+/// outputs (`B x n`, `B x K`, `B x n_obs x n`).
+pub(crate) struct CotangentsIn<'a> {
+    /// The initial states, `B x n`.
+    pub x0s: &'a [f64],
+    /// The parameters, `B x n_params`.
+    pub params: &'a [f64],
+    /// The cotangents of the final states, `B x n`.
+    pub final_state: &'a [f64],
+    /// The cotangents of the event times, `B x K`.
+    pub event_times: &'a [f64],
+    /// The cotangents of the observed states, `B x n_obs x n`.
+    pub observed: &'a [f64],
+}
 
-    fn n_obs(&self) -> usize {
-        self.scenario.observe.len()
+/// The checked scenario and `K` behind a [`JaxSolver`]: what both ways in
+/// (the Python methods and the XLA FFI handlers of `crate::ffi`) compute
+/// with, so that each output is formed in one place. Plain Rust data, so
+/// the FFI handlers run it on XLA's threads without the GIL.
+pub(crate) struct SolverCore {
+    scenario: Scenario,
+    max_events: usize,
+}
+
+/// The worker pool of batches (under `jax.vmap`), made once per process: a
+/// pool per call would pay its threads' start at every call. A pool
+/// inherited through `fork()` has lost its threads (work sent to it would
+/// wait forever), so a child makes its own.
+fn pool() -> Result<Arc<Batch>, CliError> {
+    static POOL: Mutex<Option<(u32, Arc<Batch>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    match slot.take() {
+        Some((owner, batch)) if owner == pid => {
+            *slot = Some((owner, Arc::clone(&batch)));
+            return Ok(batch);
+        }
+        // Dropping the parent's pool would signal threads that are not
+        // there: leave it be.
+        Some(inherited) => std::mem::forget(inherited),
+        None => {}
+    }
+    let batch = Arc::new(Batch::with_threads(0).map_err(CliError::Library)?);
+    *slot = Some((pid, Arc::clone(&batch)));
+    Ok(batch)
+}
+
+/// `expected` entries in `slice`, or a dimension mismatch naming `what`.
+fn check_len(what: &str, slice_len: usize, expected: usize) -> Result<(), CliError> {
+    if slice_len == expected {
+        Ok(())
+    } else {
+        Err(HybridError::DimensionMismatch {
+            what: what.into(),
+            expected,
+            found: slice_len,
+        }
+        .into())
+    }
+}
+
+impl SolverCore {
+    pub(crate) fn sizes(&self) -> Sizes {
+        Sizes {
+            n: self.scenario.spec.states.len(),
+            n_params: self.scenario.spec.params.len(),
+            k: self.max_events,
+            n_obs: self.scenario.observe.len(),
+        }
     }
 
     /// Every observation time must have been reached (a terminal transition
@@ -143,7 +254,9 @@ impl JaxSolver {
         x0s: &[f64],
         params: &[f64],
     ) -> Result<Vec<Problem<'_>>, CliError> {
-        let (n, n_params) = (self.n(), self.n_params());
+        let Sizes { n, n_params, .. } = self.sizes();
+        check_len("initial states of the batch", x0s.len(), batch * n)?;
+        check_len("parameters of the batch", params.len(), batch * n_params)?;
         (0..batch)
             .map(|b| {
                 self.scenario.problem_from(
@@ -154,40 +267,117 @@ impl JaxSolver {
             .collect()
     }
 
-    /// The outputs of one run, or its error in the command line's words.
-    fn outputs_of(
-        &self,
-        problem: &Problem<'_>,
-        run: Result<Trajectory, HybridError>,
-    ) -> Result<Outputs, CliError> {
-        let trajectory = run.map_err(|e| ia_cli::explain(&self.scenario, &problem.params, e))?;
-        self.check_observed(&trajectory)?;
-        let mut event_times = vec![f64::INFINITY; self.max_events];
-        for (slot, event) in event_times.iter_mut().zip(&trajectory.events) {
-            *slot = event.time;
-        }
-        Ok(Outputs {
-            count: i64::try_from(trajectory.stats.events).unwrap_or(i64::MAX),
-            final_state: trajectory.final_state,
-            event_times,
-            observations: trajectory
-                .observations
-                .iter()
-                .flat_map(|o| o.state.iter().copied())
-                .collect(),
-        })
+    /// The error of a run in the command line's words.
+    fn explain(&self, problem: &Problem<'_>, error: HybridError) -> CliError {
+        ia_cli::explain(&self.scenario, &problem.params, error)
     }
 
-    /// `dL/dx0` then `dL/dp` of one run, or its error in the command line's
-    /// words.
-    fn gradient_of(
+    /// The outputs of the runs from the rows of `x0s` (`B x n`) and
+    /// `params` (`B x n_params`), written into `out`; the first failing run
+    /// gives the error. One run is the single call on this thread; more go
+    /// to `ia_adjoint::batch` (one worker per core), which equals the single
+    /// call to the last bit.
+    pub(crate) fn outputs(
         &self,
-        problem: &Problem<'_>,
-        run: Result<Gradient, HybridError>,
-    ) -> Result<Vec<f64>, CliError> {
-        let grad = run.map_err(|e| ia_cli::explain(&self.scenario, &problem.params, e))?;
-        self.check_observed(&grad.trajectory)?;
-        Ok(grad.concatenated())
+        x0s: &[f64],
+        params: &[f64],
+        out: OutputsOut<'_>,
+    ) -> Result<(), CliError> {
+        let Sizes { n, k, n_obs, .. } = self.sizes();
+        let batch = out.counts.len();
+        check_len(
+            "final states of the batch",
+            out.final_state.len(),
+            batch * n,
+        )?;
+        check_len("event times of the batch", out.event_times.len(), batch * k)?;
+        check_len(
+            "observed states of the batch",
+            out.observed.len(),
+            batch * n_obs * n,
+        )?;
+        let problems = self.problems(batch, x0s, params)?;
+        let runs = if batch == 1 {
+            vec![ia_events::simulate(&problems[0])]
+        } else {
+            pool()?.simulate(&problems)
+        };
+        for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
+            let trajectory = run.map_err(|e| self.explain(problem, e))?;
+            self.check_observed(&trajectory)?;
+            out.final_state[b * n..(b + 1) * n].copy_from_slice(&trajectory.final_state);
+            let times = &mut out.event_times[b * k..(b + 1) * k];
+            times.fill(f64::INFINITY);
+            for (slot, event) in times.iter_mut().zip(&trajectory.events) {
+                *slot = event.time;
+            }
+            out.counts[b] = i64::try_from(trajectory.stats.events).unwrap_or(i64::MAX);
+            for (row, o) in out.observed[b * n_obs * n..(b + 1) * n_obs * n]
+                .chunks_exact_mut(n)
+                .zip(&trajectory.observations)
+            {
+                row.copy_from_slice(&o.state);
+            }
+        }
+        Ok(())
+    }
+
+    /// The vector-Jacobian products of the runs' outputs with the
+    /// cotangents in `input`: the gradients with respect to the initial
+    /// states (`gx`, `B x n`) and the parameters (`gp`, `B x n_params`), one
+    /// adjoint pass per run (one run on this thread, more on the pool, as
+    /// in [`SolverCore::outputs`]).
+    pub(crate) fn cotangent_gradient(
+        &self,
+        batch: usize,
+        input: &CotangentsIn<'_>,
+        gx: &mut [f64],
+        gp: &mut [f64],
+    ) -> Result<(), CliError> {
+        let Sizes {
+            n,
+            n_params,
+            k,
+            n_obs,
+        } = self.sizes();
+        check_len("gradients of the initial states", gx.len(), batch * n)?;
+        check_len("gradients of the parameters", gp.len(), batch * n_params)?;
+        check_len(
+            "cotangents of the final state",
+            input.final_state.len(),
+            batch * n,
+        )?;
+        check_len(
+            "cotangents of the event times",
+            input.event_times.len(),
+            batch * k,
+        )?;
+        check_len(
+            "cotangents of the observed states",
+            input.observed.len(),
+            batch * n_obs * n,
+        )?;
+        let problems = self.problems(batch, input.x0s, input.params)?;
+        let losses: Vec<Cotangents<'_>> = (0..batch)
+            .map(|b| Cotangents {
+                state_names: self.scenario.system.state_names(),
+                final_state: &input.final_state[b * n..(b + 1) * n],
+                event_times: &input.event_times[b * k..(b + 1) * k],
+                observations: &input.observed[b * n_obs * n..(b + 1) * n_obs * n],
+            })
+            .collect();
+        let runs = if batch == 1 {
+            vec![ia_adjoint::gradient(&problems[0], &losses[0])]
+        } else {
+            pool()?.gradient_each(&problems, &losses)
+        };
+        for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
+            let grad = run.map_err(|e| self.explain(problem, e))?;
+            self.check_observed(&grad.trajectory)?;
+            gx[b * n..(b + 1) * n].copy_from_slice(&grad.initial_state);
+            gp[b * n_params..(b + 1) * n_params].copy_from_slice(&grad.params);
+        }
+        Ok(())
     }
 }
 
@@ -241,16 +431,35 @@ impl JaxSolver {
             ..RunOptions::default()
         })?;
         scenario.solver = ia_cli::adjoint_solver(&scenario.solver).map_err(to_py)?;
-        Ok(Self {
+        let core = Arc::new(SolverCore {
             scenario,
             max_events,
-        })
+        });
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        REGISTRY
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, Arc::clone(&core));
+        Ok(Self { core, id })
+    }
+
+    /// The id under which the XLA FFI handlers find this solver (their
+    /// attribute `solver`); valid while this object lives.
+    #[getter]
+    fn ffi_id(&self) -> u64 {
+        self.id
     }
 
     /// `(n, n_params, K, n_obs)`: the sizes of the inputs and outputs.
     #[getter]
     fn sizes(&self) -> (usize, usize, usize, usize) {
-        (self.n(), self.n_params(), self.max_events, self.n_obs())
+        let Sizes {
+            n,
+            n_params,
+            k,
+            n_obs,
+        } = self.core.sizes();
+        (n, n_params, k, n_obs)
     }
 
     /// The outputs of the runs from the rows of `x0` (`B x n`) and `params`
@@ -279,33 +488,30 @@ impl JaxSolver {
                 found: params.shape()[0],
             }));
         }
-        let runs = py
-            .detach(|| {
-                let problems = self.problems(batch, x0s, ps)?;
-                let runs = ia_adjoint::batch::simulate_batch(&problems);
-                problems
-                    .iter()
-                    .zip(runs)
-                    .map(|(problem, run)| self.outputs_of(problem, run))
-                    .collect::<Result<Vec<_>, CliError>>()
-            })
-            .map_err(to_py)?;
-        let finals = runs
-            .iter()
-            .flat_map(|r| r.final_state.iter().copied())
-            .collect();
-        let times = runs
-            .iter()
-            .flat_map(|r| r.event_times.iter().copied())
-            .collect();
-        let counts: Vec<i64> = runs.iter().map(|r| r.count).collect();
-        let observed = runs
-            .iter()
-            .flat_map(|r| r.observations.iter().copied())
-            .collect();
+        let mut finals = vec![0.0; batch * n];
+        let mut times = vec![0.0; batch * k];
+        let mut counts = vec![0_i64; batch];
+        let mut observed = vec![0.0; batch * n_obs * n];
+        py.detach(|| {
+            self.core.outputs(
+                x0s,
+                ps,
+                OutputsOut {
+                    final_state: &mut finals,
+                    event_times: &mut times,
+                    counts: &mut counts,
+                    observed: &mut observed,
+                },
+            )
+        })
+        .map_err(to_py)?;
         Ok((
-            matrix(py, batch, n, finals)?,
-            matrix(py, batch, k, times)?,
+            PyArray1::from_vec(py, finals)
+                .reshape([batch, n])?
+                .into_any(),
+            PyArray1::from_vec(py, times)
+                .reshape([batch, k])?
+                .into_any(),
             PyArray1::from_vec(py, counts).into_any(),
             PyArray1::from_vec(py, observed)
                 .reshape([batch, n_obs, n])?
@@ -356,30 +562,25 @@ impl JaxSolver {
                 }));
             }
         }
-        let m = n + n_params;
-        let grads = py
-            .detach(|| {
-                let problems = self.problems(batch, x0s, ps)?;
-                let losses: Vec<Cotangents<'_>> = (0..batch)
-                    .map(|b| Cotangents {
-                        state_names: self.scenario.system.state_names(),
-                        final_state: &gf[b * n..(b + 1) * n],
-                        event_times: &gt[b * k..(b + 1) * k],
-                        observations: &go[b * n_obs * n..(b + 1) * n_obs * n],
-                    })
-                    .collect();
-                let runs = ia_adjoint::batch::gradient_batch_each(&problems, &losses);
-                problems
-                    .iter()
-                    .zip(runs)
-                    .map(|(problem, run)| self.gradient_of(problem, run))
-                    .collect::<Result<Vec<_>, CliError>>()
-            })
-            .map_err(to_py)?;
-        let (gx, gp): (Vec<f64>, Vec<f64>) = (
-            grads.iter().flat_map(|g| g[..n].iter().copied()).collect(),
-            grads.iter().flat_map(|g| g[n..m].iter().copied()).collect(),
-        );
-        Ok((matrix(py, batch, n, gx)?, matrix(py, batch, n_params, gp)?))
+        let mut gx = vec![0.0; batch * n];
+        let mut gp = vec![0.0; batch * n_params];
+        let input = CotangentsIn {
+            x0s,
+            params: ps,
+            final_state: gf,
+            event_times: gt,
+            observed: go,
+        };
+        py.detach(|| {
+            self.core
+                .cotangent_gradient(batch, &input, &mut gx, &mut gp)
+        })
+        .map_err(to_py)?;
+        Ok((
+            PyArray1::from_vec(py, gx).reshape([batch, n])?.into_any(),
+            PyArray1::from_vec(py, gp)
+                .reshape([batch, n_params])?
+                .into_any(),
+        ))
     }
 }

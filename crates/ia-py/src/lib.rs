@@ -14,6 +14,7 @@
 
 mod convert;
 mod errors;
+mod ffi;
 mod jax;
 mod model;
 mod results;
@@ -26,6 +27,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<model::Model>()?;
     m.add_class::<jax::JaxSolver>()?;
     m.add_function(wrap_pyfunction!(model::models, m)?)?;
+    m.add_function(wrap_pyfunction!(ffi::ffi_targets, m)?)?;
+    m.add_function(wrap_pyfunction!(ffi::ffi_api_version, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,887 @@
+//! The XLA FFI handlers behind jitted `impact_adjoint.jax` code: the two
+//! calls of [`crate::jax::SolverCore`] as XLA custom calls on the CPU, so
+//! that a jitted `jax.grad` costs two foreign calls from XLA's own thread
+//! instead of two trips into Python (`jax.pure_callback`).
+//!
+//! * [`OUTPUTS_TARGET`]: arguments `x0 (..., n)`, `params (..., n_params)`;
+//!   results final states `(..., n)`, event times `(..., K)`, event counts
+//!   `(...)` (int64), observed states `(..., n_obs, n)`;
+//! * [`GRADIENT_TARGET`]: arguments `x0`, `params` and the cotangents
+//!   `(..., n)`, `(..., K)`, `(..., n_obs, n)`; results the gradients
+//!   `(..., n)` and `(..., n_params)`.
+//!
+//! The leading axes `...` are a batch (`jax.vmap` with
+//! `vmap_method="broadcast_all"`: every buffer carries the same ones). Both
+//! take the scalar attribute `solver` (uint64), the id of a living
+//! `JaxSolver` ([`crate::jax::registered`]).
+//!
+//! The handlers speak the XLA FFI C API (`xla/ffi/api/c_api.h`, shipped in
+//! jaxlib's `jax.ffi.include_dir()`) directly: the structs below mirror
+//! those of API version [`API_MAJOR`].[`API_MINOR`] (jaxlib 0.10), field for
+//! field. Every struct XLA hands over carries its size, checked before a
+//! field past the common prefix is read, so that a jaxlib whose structs
+//! differ gets an error naming the struct instead of a misread. Anything
+//! wrong with the inputs (a dtype, a shape, an unknown solver, an error of
+//! the run) is returned as an `XLA_FFI_Error` with the library's message,
+//! which JAX raises as its runtime error; a panic is caught and returned
+//! the same way, never unwound into XLA.
+
+use crate::jax::{registered, CotangentsIn, OutputsOut, Sizes, SolverCore};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+use std::ffi::{c_char, c_void, CString};
+use std::mem::{offset_of, size_of};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
+
+/// The custom-call target of [`SolverCore::outputs`].
+pub const OUTPUTS_TARGET: &str = "impact_adjoint_jax_outputs";
+/// The custom-call target of [`SolverCore::cotangent_gradient`].
+pub const GRADIENT_TARGET: &str = "impact_adjoint_jax_gradient";
+/// The major version of the XLA FFI C API these handlers are written
+/// against (reported to XLA when it registers them).
+pub const API_MAJOR: i32 = 0;
+/// The minor version of that API.
+pub const API_MINOR: i32 = 3;
+
+// --- Mirrors of xla/ffi/api/c_api.h (C enums are `int`: read as i32, so
+// that a value this file does not know is a number, not undefined
+// behaviour). ---
+
+/// `XLA_FFI_Extension_Metadata`.
+const EXTENSION_METADATA: i32 = 1;
+/// `XLA_FFI_ExecutionStage_EXECUTE`.
+const STAGE_EXECUTE: i32 = 3;
+/// `XLA_FFI_ArgType_BUFFER` and `XLA_FFI_RetType_BUFFER`.
+const BUFFER: i32 = 1;
+/// `XLA_FFI_AttrType_SCALAR`.
+const ATTR_SCALAR: i32 = 3;
+/// `XLA_FFI_DataType_S64`.
+const DTYPE_S64: i32 = 5;
+/// `XLA_FFI_DataType_U64`.
+const DTYPE_U64: i32 = 9;
+/// `XLA_FFI_DataType_F32` (named in messages: JAX's type without 64-bit mode).
+const DTYPE_F32: i32 = 11;
+/// `XLA_FFI_DataType_F64`.
+const DTYPE_F64: i32 = 12;
+/// `XLA_FFI_Error_Code_INVALID_ARGUMENT`.
+const ERROR_INVALID_ARGUMENT: i32 = 3;
+/// `XLA_FFI_Error_Code_INTERNAL`.
+const ERROR_INTERNAL: i32 = 13;
+
+#[repr(C)]
+struct ExtensionBase {
+    struct_size: usize,
+    kind: i32,
+    next: *mut ExtensionBase,
+}
+
+#[repr(C)]
+struct ApiVersion {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    major_version: i32,
+    minor_version: i32,
+}
+
+/// Opaque `XLA_FFI_Error` (owned by XLA once returned).
+#[repr(C)]
+pub struct XlaError {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+struct ErrorCreateArgs {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    message: *const c_char,
+    errc: i32,
+}
+
+type ErrorCreate = unsafe extern "C" fn(*mut ErrorCreateArgs) -> *mut XlaError;
+
+/// The head of `XLA_FFI_Api`, up to the one function used.
+#[repr(C)]
+struct Api {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    api_version: ApiVersion,
+    internal_api: *const c_void,
+    error_create: Option<ErrorCreate>,
+}
+
+#[repr(C)]
+struct Buffer {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    dtype: i32,
+    data: *mut c_void,
+    rank: i64,
+    dims: *const i64,
+}
+
+/// `XLA_FFI_Args` and `XLA_FFI_Rets` (the same layout).
+#[repr(C)]
+struct List {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    size: i64,
+    types: *const i32,
+    items: *const *mut c_void,
+}
+
+#[repr(C)]
+struct ByteSpan {
+    ptr: *const c_char,
+    len: usize,
+}
+
+#[repr(C)]
+struct Scalar {
+    dtype: i32,
+    value: *const c_void,
+}
+
+#[repr(C)]
+struct Attrs {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    size: i64,
+    types: *const i32,
+    names: *const *const ByteSpan,
+    attrs: *const *const c_void,
+}
+
+/// `XLA_FFI_CallFrame`.
+#[repr(C)]
+pub struct CallFrame {
+    struct_size: usize,
+    extension_start: *mut ExtensionBase,
+    api: *const Api,
+    ctx: *mut c_void,
+    stage: i32,
+    args: List,
+    rets: List,
+    attrs: Attrs,
+    future: *mut c_void,
+}
+
+#[repr(C)]
+struct Metadata {
+    struct_size: usize,
+    api_version: ApiVersion,
+    traits: u32,
+}
+
+#[repr(C)]
+struct MetadataExtension {
+    extension_base: ExtensionBase,
+    metadata: *mut Metadata,
+}
+
+/// The sizes XLA's `XLA_FFI_DEFINE_STRUCT_TRAITS` gives (through the last
+/// field, without trailing padding): what a caller's `struct_size` must
+/// reach for the fields read here to be there.
+const CALL_FRAME_SIZE: usize = offset_of!(CallFrame, attrs) + size_of::<Attrs>();
+const LIST_SIZE: usize = size_of::<List>();
+const ATTRS_SIZE: usize = size_of::<Attrs>();
+const BUFFER_SIZE: usize = size_of::<Buffer>();
+const API_SIZE: usize = offset_of!(Api, error_create) + size_of::<Option<ErrorCreate>>();
+const ERROR_CREATE_ARGS_SIZE: usize = offset_of!(ErrorCreateArgs, errc) + size_of::<i32>();
+const API_VERSION_SIZE: usize = size_of::<ApiVersion>();
+const METADATA_SIZE: usize = offset_of!(Metadata, traits) + size_of::<u32>();
+const METADATA_EXTENSION_SIZE: usize = size_of::<MetadataExtension>();
+
+/// The handler of [`OUTPUTS_TARGET`] (`XLA_FFI_Handler`).
+pub extern "C" fn outputs_handler(frame: *mut CallFrame) -> *mut XlaError {
+    // SAFETY: XLA calls a registered handler with a valid call frame (or a
+    // metadata query frame); `handle` checks every size before reading.
+    unsafe { handle(frame, run_outputs) }
+}
+
+/// The handler of [`GRADIENT_TARGET`] (`XLA_FFI_Handler`).
+pub extern "C" fn gradient_handler(frame: *mut CallFrame) -> *mut XlaError {
+    // SAFETY: as in `outputs_handler`.
+    unsafe { handle(frame, run_gradient) }
+}
+
+/// The handlers as `{"outputs": (target name, PyCapsule), "gradient": ...}`,
+/// for `jax.ffi.register_ffi_target(name, capsule, platform="cpu")` (API
+/// version 1 of that call: the typed FFI) and `jax.ffi.ffi_call(name, ...)`.
+#[pyfunction]
+pub fn ffi_targets(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let targets = PyDict::new(py);
+    type Handler = extern "C" fn(*mut CallFrame) -> *mut XlaError;
+    let handlers: [(&str, &str, Handler); 2] = [
+        ("outputs", OUTPUTS_TARGET, outputs_handler),
+        ("gradient", GRADIENT_TARGET, gradient_handler),
+    ];
+    for (role, name, handler) in handlers {
+        let pointer = NonNull::new(handler as *mut c_void).expect("a function's address");
+        // SAFETY: a function pointer of this library, which stays loaded
+        // as long as the interpreter (extension modules are never unloaded).
+        let capsule =
+            unsafe { PyCapsule::new_with_pointer(py, pointer, c"xla._CUSTOM_CALL_TARGET") }?;
+        targets.set_item(role, (name, capsule))?;
+    }
+    Ok(targets)
+}
+
+/// `(major, minor)`: the XLA FFI C API version the handlers follow.
+#[pyfunction]
+pub fn ffi_api_version() -> (i32, i32) {
+    (API_MAJOR, API_MINOR)
+}
+
+/// An error to hand back to XLA: its code and message.
+struct Failure {
+    code: i32,
+    message: String,
+}
+
+impl Failure {
+    fn invalid(message: String) -> Self {
+        Failure {
+            code: ERROR_INVALID_ARGUMENT,
+            message,
+        }
+    }
+}
+
+/// The common part of both handlers: the checks of the frame, the metadata
+/// query, the stages, and the conversion of a failure or a panic into an
+/// `XLA_FFI_Error`.
+///
+/// # Safety
+/// `frame` points to a call frame as XLA passes it (null aborts).
+unsafe fn handle(
+    frame: *mut CallFrame,
+    run: fn(&CallFrame) -> Result<(), Failure>,
+) -> *mut XlaError {
+    // SAFETY: the caller's contract.
+    let Some(frame) = (unsafe { frame.as_ref() }) else {
+        unreportable("no call frame")
+    };
+    // The metadata query (XLA makes it when the handler is registered) is
+    // answered first: XLA's query frame has no API table. `struct_size`,
+    // `extension_start` and `api` open every version of the frame.
+    // SAFETY: a non-null extension starts with an `ExtensionBase`.
+    if let Some(extension) =
+        unsafe { frame.extension_start.as_ref() }.filter(|e| e.kind == EXTENSION_METADATA)
+    {
+        // SAFETY: an extension of kind metadata is a `MetadataExtension`
+        // (its size is checked inside).
+        let answer =
+            unsafe { metadata(extension as *const ExtensionBase as *mut MetadataExtension) };
+        return match (answer, unsafe { frame.api.as_ref() }) {
+            (Ok(()), _) => std::ptr::null_mut(),
+            // SAFETY: `api` is the frame's API table.
+            (Err(failure), Some(api)) => unsafe { create_error(api, failure) },
+            // No table to make an error with: the version left unwritten
+            // (XLA fills 0.0) makes XLA refuse the registration, naming its
+            // own version and that one; the message says why.
+            (Err(failure), None) => {
+                eprintln!("{}", failure.message);
+                std::ptr::null_mut()
+            }
+        };
+    }
+    // SAFETY: every frame but the metadata query carries XLA's API table.
+    let Some(api) = (unsafe { frame.api.as_ref() }) else {
+        unreportable("a call frame without an API table")
+    };
+    let version = &api.api_version;
+    let result = if frame.struct_size < CALL_FRAME_SIZE {
+        Err(Failure::invalid(format!(
+            "impact_adjoint.jax: XLA_FFI_CallFrame of {} bytes, expected at least {CALL_FRAME_SIZE}: the installed jaxlib speaks an XLA FFI API other than {API_MAJOR}.{API_MINOR}",
+            frame.struct_size
+        )))
+    } else if api.struct_size < API_SIZE || version.major_version != API_MAJOR {
+        // A new major version may move any field: read nothing more.
+        Err(Failure::invalid(format!(
+            "impact_adjoint.jax: the installed jaxlib speaks the XLA FFI C API {}.{}, these handlers {API_MAJOR}.{API_MINOR} (install a jax whose jaxlib has FFI API {API_MAJOR}.x)",
+            version.major_version, version.minor_version
+        )))
+    } else if frame.stage != STAGE_EXECUTE {
+        // Nothing to instantiate, prepare or initialise: all the work is
+        // the run, at execution.
+        Ok(())
+    } else {
+        catch_unwind(AssertUnwindSafe(|| run(frame))).unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(Failure {
+                code: ERROR_INTERNAL,
+                message: format!("impact_adjoint.jax: internal error (a panic): {what}"),
+            })
+        })
+    };
+    match result {
+        Ok(()) => std::ptr::null_mut(),
+        // SAFETY: `api` is the frame's API table.
+        Err(failure) => unsafe { create_error(api, failure) },
+    }
+}
+
+/// Stops the process on a call XLA's FFI never makes (`XLA_FFI_Error_Create`
+/// has opened the API table since its first version): with no way to
+/// return an error, returning success would hand back unwritten results.
+fn unreportable(what: &str) -> ! {
+    eprintln!("impact_adjoint.jax: the XLA FFI handler got {what}; this jaxlib does not speak the XLA FFI C API {API_MAJOR}.{API_MINOR}");
+    std::process::abort()
+}
+
+/// `failure` as an `XLA_FFI_Error` made by XLA's own `XLA_FFI_Error_Create`
+/// (which copies the message).
+///
+/// # Safety
+/// `api` is the API table of a call frame.
+unsafe fn create_error(api: &Api, failure: Failure) -> *mut XlaError {
+    let create = if api.struct_size >= API_SIZE {
+        api.error_create
+    } else {
+        None
+    };
+    let Some(create) = create else {
+        unreportable("an API table without XLA_FFI_Error_Create")
+    };
+    let message = CString::new(failure.message.replace('\0', " "))
+        .unwrap_or_else(|_| CString::from(c"impact_adjoint.jax: error"));
+    let mut args = ErrorCreateArgs {
+        struct_size: ERROR_CREATE_ARGS_SIZE,
+        extension_start: std::ptr::null_mut(),
+        message: message.as_ptr(),
+        errc: failure.code,
+    };
+    // SAFETY: XLA's function, called as its header says; `message` lives
+    // across the call.
+    unsafe { create(&mut args) }
+}
+
+/// Answers XLA's metadata query (made when the handler is registered): the
+/// API version these mirrors follow, no traits.
+///
+/// # Safety
+/// `extension` points to an extension of kind metadata.
+unsafe fn metadata(extension: *mut MetadataExtension) -> Result<(), Failure> {
+    // SAFETY: the caller's contract; the base is read first for the size.
+    let base_size = unsafe { (*extension).extension_base.struct_size };
+    if base_size < METADATA_EXTENSION_SIZE {
+        return Err(Failure::invalid(format!(
+            "impact_adjoint.jax: XLA_FFI_Metadata_Extension of {base_size} bytes, expected at least {METADATA_EXTENSION_SIZE}: the installed jaxlib speaks an XLA FFI API other than {API_MAJOR}.{API_MINOR}"
+        )));
+    }
+    // SAFETY: the extension is large enough to hold the pointer.
+    let Some(metadata) = (unsafe { (*extension).metadata.as_mut() }) else {
+        return Err(Failure::invalid(
+            "impact_adjoint.jax: XLA's metadata query has no XLA_FFI_Metadata".into(),
+        ));
+    };
+    if metadata.struct_size < METADATA_SIZE {
+        return Err(Failure::invalid(format!(
+            "impact_adjoint.jax: XLA_FFI_Metadata of {} bytes, expected at least {METADATA_SIZE}: the installed jaxlib speaks an XLA FFI API other than {API_MAJOR}.{API_MINOR}",
+            metadata.struct_size
+        )));
+    }
+    metadata.api_version = ApiVersion {
+        struct_size: API_VERSION_SIZE,
+        extension_start: std::ptr::null_mut(),
+        major_version: API_MAJOR,
+        minor_version: API_MINOR,
+    };
+    metadata.traits = 0;
+    Ok(())
+}
+
+/// The solver named by the frame's attribute `solver`.
+fn solver(frame: &CallFrame) -> Result<std::sync::Arc<SolverCore>, Failure> {
+    let attrs = &frame.attrs;
+    if attrs.struct_size < ATTRS_SIZE {
+        return Err(Failure::invalid(format!(
+            "impact_adjoint.jax: XLA_FFI_Attrs of {} bytes, expected at least {ATTRS_SIZE}",
+            attrs.struct_size
+        )));
+    }
+    let count = usize::try_from(attrs.size).unwrap_or(0);
+    for i in 0..count {
+        // SAFETY: XLA's attribute arrays hold `size` entries each.
+        let (kind, name, value) = unsafe {
+            (
+                *attrs.types.add(i),
+                &**attrs.names.add(i),
+                *attrs.attrs.add(i),
+            )
+        };
+        // SAFETY: a byte span of the attribute's name, `len` bytes.
+        let name = unsafe { std::slice::from_raw_parts(name.ptr.cast::<u8>(), name.len) };
+        if name != b"solver" {
+            continue;
+        }
+        // SAFETY: a scalar attribute's value is an `XLA_FFI_Scalar`.
+        let scalar = (kind == ATTR_SCALAR).then(|| unsafe { &*value.cast::<Scalar>() });
+        let Some(scalar) = scalar.filter(|s| s.dtype == DTYPE_U64) else {
+            return Err(Failure::invalid(
+                "impact_adjoint.jax: the attribute 'solver' must be a uint64 scalar (a JaxSolver's ffi_id)".into(),
+            ));
+        };
+        // SAFETY: a U64 scalar points to one u64.
+        let id = unsafe { *scalar.value.cast::<u64>() };
+        return registered(id).ok_or_else(|| {
+            Failure::invalid(format!(
+                "impact_adjoint.jax: no solver with id {id}: the impact_adjoint.jax.solver it came from has been freed (keep the function returned by solver() alive while code calling it runs)"
+            ))
+        });
+    }
+    Err(Failure::invalid(
+        "impact_adjoint.jax: the custom call has no attribute 'solver' (the id of a JaxSolver)"
+            .into(),
+    ))
+}
+
+/// An argument or result buffer, its dtype and shape checked.
+struct View<'a> {
+    data: *mut c_void,
+    dims: &'a [i64],
+}
+
+/// The `index`th buffer of `list` (arguments or results), named `what`.
+fn buffer<'a>(list: &'a List, index: usize, what: &str) -> Result<(&'a Buffer, View<'a>), Failure> {
+    // SAFETY: `list` is the frame's; its arrays hold `size` entries, and
+    // the caller checked the count before asking.
+    let (kind, item) = unsafe { (*list.types.add(index), *list.items.add(index)) };
+    // SAFETY: a buffer entry points to an `XLA_FFI_Buffer`.
+    let buffer = (kind == BUFFER)
+        .then(|| unsafe { item.cast::<Buffer>().as_ref() })
+        .flatten()
+        .ok_or_else(|| Failure::invalid(format!("impact_adjoint.jax: {what} is not a buffer")))?;
+    if buffer.struct_size < BUFFER_SIZE {
+        return Err(Failure::invalid(format!(
+            "impact_adjoint.jax: XLA_FFI_Buffer of {} bytes, expected at least {BUFFER_SIZE}",
+            buffer.struct_size
+        )));
+    }
+    let rank = usize::try_from(buffer.rank).unwrap_or(0);
+    let dims = if rank == 0 {
+        &[][..]
+    } else {
+        // SAFETY: `dims` holds `rank` entries.
+        unsafe { std::slice::from_raw_parts(buffer.dims, rank) }
+    };
+    Ok((
+        buffer,
+        View {
+            data: buffer.data,
+            dims,
+        },
+    ))
+}
+
+/// The shape a buffer must have: the batch axes `lead`, then `tail`.
+fn check_shape(
+    what: &str,
+    buffer: &Buffer,
+    dims: &[i64],
+    dtype: i32,
+    lead: &[i64],
+    tail: &[usize],
+) -> Result<usize, Failure> {
+    let expected: Vec<i64> = lead
+        .iter()
+        .copied()
+        .chain(tail.iter().map(|&d| d as i64))
+        .collect();
+    if buffer.dtype != dtype {
+        let name = |d: i32| match d {
+            DTYPE_F64 => "float64".to_string(),
+            DTYPE_S64 => "int64".to_string(),
+            DTYPE_F32 => "float32".to_string(),
+            other => format!("XLA type {other}"),
+        };
+        return Err(Failure::invalid(format!(
+            "impact_adjoint.jax: {what} must be {}, got {} (enable JAX's 64-bit mode: jax.config.update(\"jax_enable_x64\", True))",
+            name(dtype),
+            name(buffer.dtype)
+        )));
+    }
+    if dims != expected.as_slice() {
+        return Err(Failure::invalid(format!(
+            "impact_adjoint.jax: dimension mismatch in {what}: expected shape {expected:?}, got {dims:?}"
+        )));
+    }
+    Ok(expected.iter().map(|&d| d as usize).product())
+}
+
+/// The frame's arguments (`n` of them) and results (`m`), counted.
+fn check_counts(frame: &CallFrame, n: usize, m: usize) -> Result<(), Failure> {
+    for (list, want, what) in [(&frame.args, n, "arguments"), (&frame.rets, m, "results")] {
+        if list.struct_size < LIST_SIZE {
+            return Err(Failure::invalid(format!(
+                "impact_adjoint.jax: XLA_FFI_Args/Rets of {} bytes, expected at least {LIST_SIZE}",
+                list.struct_size
+            )));
+        }
+        if list.size != want as i64 {
+            return Err(Failure::invalid(format!(
+                "impact_adjoint.jax: the custom call takes {want} {what}, got {}",
+                list.size
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The batch axes (those of `x0` before its last) and the flat batch size.
+fn batch_axes<'a>(x0: &View<'a>) -> Result<(&'a [i64], usize), Failure> {
+    let Some((_, lead)) = x0.dims.split_last() else {
+        return Err(Failure::invalid(
+            "impact_adjoint.jax: the initial state must have at least one axis".into(),
+        ));
+    };
+    let batch = lead
+        .iter()
+        .map(|&d| usize::try_from(d).unwrap_or(0))
+        .product();
+    Ok((lead, batch))
+}
+
+/// `len` float64 entries of an input buffer.
+///
+/// # Safety
+/// `view` is a checked buffer of at least `len` float64 entries.
+unsafe fn input<'a>(view: &View<'a>, len: usize) -> &'a [f64] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's contract; XLA keeps inputs alive for the call.
+        unsafe { std::slice::from_raw_parts(view.data.cast::<f64>(), len) }
+    }
+}
+
+/// `len` entries of a result buffer, writable.
+///
+/// # Safety
+/// `view` is a checked result buffer of at least `len` entries of `T`,
+/// distinct from every other buffer of the call.
+unsafe fn output<'a, T>(view: &View<'a>, len: usize) -> &'a mut [T] {
+    if len == 0 {
+        &mut []
+    } else {
+        // SAFETY: the caller's contract; results are not aliased.
+        unsafe { std::slice::from_raw_parts_mut(view.data.cast::<T>(), len) }
+    }
+}
+
+/// A run's error in the library's words (`kind: message`, the kind naming
+/// the Python exception class, `impact_adjoint._errors.error_class(kind)`).
+fn library_failure(error: ia_cli::CliError) -> Failure {
+    Failure::invalid(format!("{}: {}", error.kind(), error))
+}
+
+/// [`OUTPUTS_TARGET`] at execution.
+fn run_outputs(frame: &CallFrame) -> Result<(), Failure> {
+    check_counts(frame, 2, 4)?;
+    let core = solver(frame)?;
+    let Sizes {
+        n,
+        n_params,
+        k,
+        n_obs,
+    } = core.sizes();
+    let (b0, x0) = buffer(&frame.args, 0, "the initial state")?;
+    let (lead, _) = batch_axes(&x0)?;
+    let f64_ = DTYPE_F64;
+    let nx = check_shape("the initial state", b0, x0.dims, f64_, lead, &[n])?;
+    let (b1, p) = buffer(&frame.args, 1, "the parameters")?;
+    let np = check_shape("the parameters", b1, p.dims, f64_, lead, &[n_params])?;
+    let (r0, fin) = buffer(&frame.rets, 0, "the final state")?;
+    let nf = check_shape("the final state", r0, fin.dims, f64_, lead, &[n])?;
+    let (r1, times) = buffer(&frame.rets, 1, "the event times")?;
+    let nt = check_shape("the event times", r1, times.dims, f64_, lead, &[k])?;
+    let (r2, counts) = buffer(&frame.rets, 2, "the event count")?;
+    let nc = check_shape("the event count", r2, counts.dims, DTYPE_S64, lead, &[])?;
+    let (r3, obs) = buffer(&frame.rets, 3, "the observed states")?;
+    let no = check_shape("the observed states", r3, obs.dims, f64_, lead, &[n_obs, n])?;
+    // SAFETY: each buffer's dtype and shape were checked just above.
+    let (x0s, ps, out) = unsafe {
+        (
+            input(&x0, nx),
+            input(&p, np),
+            OutputsOut {
+                final_state: output(&fin, nf),
+                event_times: output(&times, nt),
+                counts: output(&counts, nc),
+                observed: output(&obs, no),
+            },
+        )
+    };
+    core.outputs(x0s, ps, out).map_err(library_failure)
+}
+
+/// [`GRADIENT_TARGET`] at execution.
+fn run_gradient(frame: &CallFrame) -> Result<(), Failure> {
+    check_counts(frame, 5, 2)?;
+    let core = solver(frame)?;
+    let Sizes {
+        n,
+        n_params,
+        k,
+        n_obs,
+    } = core.sizes();
+    let f64_ = DTYPE_F64;
+    let (b0, x0) = buffer(&frame.args, 0, "the initial state")?;
+    let (lead, batch) = batch_axes(&x0)?;
+    let nx = check_shape("the initial state", b0, x0.dims, f64_, lead, &[n])?;
+    let (b1, p) = buffer(&frame.args, 1, "the parameters")?;
+    let np = check_shape("the parameters", b1, p.dims, f64_, lead, &[n_params])?;
+    let (b2, gf) = buffer(&frame.args, 2, "the cotangent of the final state")?;
+    let ngf = check_shape(
+        "the cotangent of the final state",
+        b2,
+        gf.dims,
+        f64_,
+        lead,
+        &[n],
+    )?;
+    let (b3, gt) = buffer(&frame.args, 3, "the cotangent of the event times")?;
+    let ngt = check_shape(
+        "the cotangent of the event times",
+        b3,
+        gt.dims,
+        f64_,
+        lead,
+        &[k],
+    )?;
+    let (b4, go) = buffer(&frame.args, 4, "the cotangent of the observed states")?;
+    let ngo = check_shape(
+        "the cotangent of the observed states",
+        b4,
+        go.dims,
+        f64_,
+        lead,
+        &[n_obs, n],
+    )?;
+    let (r0, gx) = buffer(&frame.rets, 0, "the gradient of the initial state")?;
+    let ngx = check_shape(
+        "the gradient of the initial state",
+        r0,
+        gx.dims,
+        f64_,
+        lead,
+        &[n],
+    )?;
+    let (r1, gp) = buffer(&frame.rets, 1, "the gradient of the parameters")?;
+    let ngp = check_shape(
+        "the gradient of the parameters",
+        r1,
+        gp.dims,
+        f64_,
+        lead,
+        &[n_params],
+    )?;
+    // SAFETY: each buffer's dtype and shape were checked just above.
+    let (input_, gx, gp) = unsafe {
+        (
+            CotangentsIn {
+                x0s: input(&x0, nx),
+                params: input(&p, np),
+                final_state: input(&gf, ngf),
+                event_times: input(&gt, ngt),
+                observed: input(&go, ngo),
+            },
+            output::<f64>(&gx, ngx),
+            output::<f64>(&gp, ngp),
+        )
+    };
+    core.cotangent_gradient(batch, &input_, gx, gp)
+        .map_err(library_failure)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::ptr::{null, null_mut};
+
+    /// The sizes of the mirrors against those of the C header on x86_64 and
+    /// aarch64 (LP64): `XLA_FFI_STRUCT_SIZE` of each, counted by hand from
+    /// the header's fields (8-byte pointers and size_t, 4-byte enums).
+    #[test]
+    fn mirrors_have_the_header_sizes() {
+        assert_eq!(size_of::<ExtensionBase>(), 24);
+        assert_eq!(API_VERSION_SIZE, 24);
+        assert_eq!(ERROR_CREATE_ARGS_SIZE, 28);
+        assert_eq!(BUFFER_SIZE, 48);
+        assert_eq!(LIST_SIZE, 40);
+        assert_eq!(ATTRS_SIZE, 48);
+        // struct_size, extension_start, api, ctx, stage (+4 padding),
+        // args, rets, attrs.
+        assert_eq!(CALL_FRAME_SIZE, 8 * 4 + 8 + 40 + 40 + 48);
+        assert_eq!(offset_of!(CallFrame, future), CALL_FRAME_SIZE);
+        assert_eq!(METADATA_SIZE, 8 + 24 + 4);
+        assert_eq!(METADATA_EXTENSION_SIZE, 32);
+        // Error_Create is the first function of the table.
+        assert_eq!(API_SIZE, 8 + 8 + 24 + 8 + 8);
+    }
+
+    fn version(major: i32, minor: i32) -> ApiVersion {
+        ApiVersion {
+            struct_size: API_VERSION_SIZE,
+            extension_start: null_mut(),
+            major_version: major,
+            minor_version: minor,
+        }
+    }
+
+    fn empty_list() -> List {
+        List {
+            struct_size: LIST_SIZE,
+            extension_start: null_mut(),
+            size: 0,
+            types: null(),
+            items: null(),
+        }
+    }
+
+    /// A frame as XLA builds one (`BuildMetadataCallFrame` for the
+    /// metadata query: no API table, no arguments).
+    fn frame(api: *const Api, extension: *mut ExtensionBase, stage: i32) -> CallFrame {
+        CallFrame {
+            struct_size: CALL_FRAME_SIZE,
+            extension_start: extension,
+            api,
+            ctx: null_mut(),
+            stage,
+            args: empty_list(),
+            rets: empty_list(),
+            attrs: Attrs {
+                struct_size: ATTRS_SIZE,
+                extension_start: null_mut(),
+                size: 0,
+                types: null(),
+                names: null(),
+                attrs: null(),
+            },
+            future: null_mut(),
+        }
+    }
+
+    fn metadata_query(metadata: &mut Metadata) -> MetadataExtension {
+        MetadataExtension {
+            extension_base: ExtensionBase {
+                struct_size: METADATA_EXTENSION_SIZE,
+                kind: EXTENSION_METADATA,
+                next: null_mut(),
+            },
+            metadata,
+        }
+    }
+
+    #[test]
+    fn metadata_query_without_an_api_table_gets_the_version() {
+        // XLA's query: version zeroed, no API table.
+        let mut metadata = Metadata {
+            struct_size: METADATA_SIZE,
+            api_version: version(0, 0),
+            traits: 7,
+        };
+        let mut extension = metadata_query(&mut metadata);
+        let mut query = frame(null(), &mut extension.extension_base, STAGE_EXECUTE);
+        assert!(outputs_handler(&mut query).is_null());
+        assert_eq!(
+            (
+                metadata.api_version.major_version,
+                metadata.api_version.minor_version
+            ),
+            (API_MAJOR, API_MINOR)
+        );
+        assert_eq!(metadata.api_version.struct_size, API_VERSION_SIZE);
+        assert_eq!(metadata.traits, 0);
+        // A metadata struct too small to hold the answer is left alone
+        // (XLA then refuses the registration for version 0.0).
+        let mut small = Metadata {
+            struct_size: METADATA_SIZE - 4,
+            api_version: version(0, 0),
+            traits: 0,
+        };
+        let mut extension = metadata_query(&mut small);
+        let mut query = frame(null(), &mut extension.extension_base, STAGE_EXECUTE);
+        assert!(gradient_handler(&mut query).is_null());
+        assert_eq!(small.api_version.major_version, 0);
+        assert_eq!(small.api_version.minor_version, 0);
+    }
+
+    thread_local! {
+        /// The errors the fake `XLA_FFI_Error_Create` was asked for.
+        static ERRORS: RefCell<Vec<(i32, String)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// A stand-in for XLA's `XLA_FFI_Error_Create`: records the code and
+    /// the message, returns a non-null token.
+    unsafe extern "C" fn fake_error_create(args: *mut ErrorCreateArgs) -> *mut XlaError {
+        // SAFETY: called by `create_error` with valid arguments.
+        let args = unsafe { &*args };
+        assert_eq!(args.struct_size, ERROR_CREATE_ARGS_SIZE);
+        // SAFETY: a NUL-terminated message that lives across the call.
+        let message = unsafe { std::ffi::CStr::from_ptr(args.message) };
+        let message = message.to_string_lossy().into_owned();
+        ERRORS.with(|e| e.borrow_mut().push((args.errc, message)));
+        NonNull::<XlaError>::dangling().as_ptr()
+    }
+
+    fn api(major: i32) -> Api {
+        Api {
+            struct_size: API_SIZE,
+            extension_start: null_mut(),
+            api_version: version(major, API_MINOR),
+            internal_api: null(),
+            error_create: Some(fake_error_create),
+        }
+    }
+
+    /// The error a handler returned for `frame`, by way of the fake API.
+    fn error_of(
+        handler: extern "C" fn(*mut CallFrame) -> *mut XlaError,
+        frame: &mut CallFrame,
+    ) -> Option<(i32, String)> {
+        ERRORS.with(|e| e.borrow_mut().clear());
+        let returned = handler(frame);
+        let recorded = ERRORS.with(|e| e.borrow_mut().pop());
+        assert_eq!(returned.is_null(), recorded.is_none());
+        recorded
+    }
+
+    #[test]
+    fn execution_errors_go_through_the_api_table() {
+        let table = api(API_MAJOR);
+        // No arguments at all: refused by count, with XLA's code for a bad
+        // argument.
+        let mut call = frame(&table, null_mut(), STAGE_EXECUTE);
+        let (code, message) = error_of(outputs_handler, &mut call).expect("an error");
+        assert_eq!(code, ERROR_INVALID_ARGUMENT);
+        assert!(message.contains("takes 2 arguments, got 0"), "{message}");
+        let (_, message) = error_of(gradient_handler, &mut call).expect("an error");
+        assert!(message.contains("takes 5 arguments, got 0"), "{message}");
+        // Stages before execution do nothing and succeed.
+        let mut prepare = frame(&table, null_mut(), STAGE_EXECUTE - 2);
+        assert_eq!(error_of(outputs_handler, &mut prepare), None);
+        // A frame smaller than the one mirrored here.
+        let mut short = frame(&table, null_mut(), STAGE_EXECUTE);
+        short.struct_size = CALL_FRAME_SIZE - 8;
+        let (_, message) = error_of(outputs_handler, &mut short).expect("an error");
+        assert!(
+            message.contains("XLA_FFI_CallFrame of 160 bytes, expected at least 168"),
+            "{message}"
+        );
+        // Another major version of the API: refused before reading more.
+        let other = api(API_MAJOR + 1);
+        let mut call = frame(&other, null_mut(), STAGE_EXECUTE);
+        let (_, message) = error_of(outputs_handler, &mut call).expect("an error");
+        assert!(
+            message.contains("speaks the XLA FFI C API 1.3, these handlers 0.3"),
+            "{message}"
+        );
+    }
+}
