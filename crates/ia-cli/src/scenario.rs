@@ -407,7 +407,7 @@ impl Scenario {
             None => problem,
         };
         problem.validate()?;
-        rules::check_params(&self.spec.name, &self.spec.param_names(), &problem.params)?;
+        rules::check_params(&self.spec.name, self.system.param_names(), &problem.params)?;
         Ok(problem)
     }
 }

@@ -121,7 +121,11 @@ impl HybridSystem {
 
     /// Index of the mode named `name`, or an error listing the valid names.
     pub fn mode_index(&self, name: &str) -> Result<usize, HybridError> {
-        lookup("mode", &self.mode_names(), name)
+        // The names are collected only for the error.
+        self.modes
+            .iter()
+            .position(|m| m.name == name)
+            .map_or_else(|| lookup("mode", &self.mode_names(), name), Ok)
     }
 
     /// Index of the state entry named `name`, or an error listing the valid names.
