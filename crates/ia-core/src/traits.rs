@@ -327,4 +327,71 @@ impl Reset for Identity {
     fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut ResetPartials) {
         out.x.fill_with_identity();
     }
+
+    /// `r_x dx = dx`: no matrix formed.
+    fn jacobian_vector_product(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        tangent: Tangent<'_>,
+        out: &mut [f64],
+    ) -> bool {
+        out.copy_from_slice(tangent.x);
+        true
+    }
+
+    /// `r_x^T v = v`, and no parameter term.
+    fn vector_jacobian_product(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        v: &[f64],
+        x_bar: &mut [f64],
+        _p_bar: &mut [f64],
+    ) -> bool {
+        x_bar.copy_from_slice(v);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    /// Reference: the products formed from `Identity::partials` (the dense
+    /// `r_x`, `r_p`, `r_t`), as the library does for a reset without fast
+    /// paths.
+    #[rstest]
+    #[case(None, 0.0)]
+    #[case(Some(1), 0.7)]
+    fn identity_products_equal_those_of_its_partials(
+        #[case] param: Option<usize>,
+        #[case] dt: f64,
+    ) {
+        let (x, p) = ([0.3, -1.2, 2.5], [4.0, 5.0]);
+        let dx = [1.5, -0.25, 3.0];
+        let mut dense = ResetPartials::zeros(3, 2);
+        Identity.partials(0.1, &x, &p, &mut dense);
+        let tangent = Tangent {
+            t: dt,
+            x: &dx,
+            param,
+        };
+        let mut jvp = [f64::NAN; 3];
+        assert!(Identity.jacobian_vector_product(0.1, &x, &p, tangent, &mut jvp));
+        let dp = param.map_or(DVector::zeros(3), |j| dense.p.column(j).into_owned());
+        let want = &dense.x * DVector::from_row_slice(&dx) + &dense.t * dt + dp;
+        assert_eq!(jvp.as_slice(), want.as_slice());
+
+        let v = [0.5, 2.0, -1.0];
+        let (mut x_bar, mut p_bar) = ([f64::NAN; 3], [0.25, -0.5]);
+        assert!(Identity.vector_jacobian_product(0.1, &x, &p, &v, &mut x_bar, &mut p_bar));
+        let v = DVector::from_row_slice(&v);
+        assert_eq!(x_bar.as_slice(), (dense.x.transpose() * &v).as_slice());
+        let want_p = DVector::from_row_slice(&[0.25, -0.5]) + dense.p.transpose() * &v;
+        assert_eq!(p_bar.as_slice(), want_p.as_slice());
+    }
 }
