@@ -27,9 +27,26 @@
 //!
 //! The lines run on `jobs` worker threads ([`ia_adjoint::Batch`]); each is
 //! the single command, so its output is the same to the last digit.
+//!
+//! The input streams: [`batch_to`] reads [`CHUNK_LINES`] lines, runs them,
+//! writes (and flushes) their output lines, then reads the next, so an input
+//! of any length runs in bounded memory and a reader downstream (a map step
+//! of a distributed engine, `| head`) sees results as they come. A line that
+//! is not UTF-8 is an error line of its own (`malformed_json`); a line longer
+//! than [`MAX_LINE_BYTES`] ends the run with an `io` error (the output lines
+//! before it are written).
 
 use crate::{compact_json, CliError, GradientMethod};
 use serde_json::{json, Map, Value};
+use std::io::{BufRead, ErrorKind, Read, Write};
+
+/// Lines read and run together: enough to keep every worker busy between
+/// two writes, few enough that the input is never held whole.
+pub const CHUNK_LINES: usize = 1024;
+
+/// The longest input line read, in bytes: a scenario is a few hundred bytes,
+/// and `/dev/zero` (no newline ever) must not be read forever.
+pub const MAX_LINE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The keys of a batch line.
 const LINE_KEYS: [&str; 4] = ["command", "scenario", "method", "jacobian"];
@@ -53,22 +70,110 @@ const COMMANDS: [&str; 3] = ["simulate", "gradient", "fit"];
 /// assert_eq!(lines[1]["error"]["kind"], "unknown_name");
 /// ```
 pub fn batch(text: &str, source: &str, jobs: usize) -> Result<String, CliError> {
+    let mut out = Vec::with_capacity(text.len());
+    batch_to(text.as_bytes(), source, jobs, &mut out)?;
+    String::from_utf8(out).map_err(|e| CliError::Io(format!("the batch output is not UTF-8: {e}")))
+}
+
+/// `impact-adjoint batch`, streaming: reads JSON Lines from `input` (`source`
+/// names it in error messages) [`CHUNK_LINES`] at a time, runs each chunk
+/// on `jobs` threads (`0`: one per core) and writes its output lines to
+/// `output` in input order, flushing after each chunk. A closed pipe
+/// downstream ends the run quietly (the reader chose to stop).
+///
+/// ```
+/// let input = "{\"command\": \"simulate\", \"scenario\": {\"model\": \"ball1d\", \"t_end\": 0.2}}\n";
+/// let mut output = Vec::new();
+/// ia_cli::batch::batch_to(input.as_bytes(), "example", 1, &mut output).unwrap();
+/// let line: serde_json::Value = serde_json::from_slice(&output).unwrap();
+/// assert_eq!(line["model"], "ball1d");
+/// ```
+pub fn batch_to(
+    mut input: impl BufRead,
+    source: &str,
+    jobs: usize,
+    output: &mut impl Write,
+) -> Result<(), CliError> {
     let pool = ia_adjoint::Batch::with_threads(jobs)?;
-    let lines: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| (i + 1, l))
-        .collect();
-    let outputs = pool.map(&lines, |&(k, line)| {
-        run_line(line, &format!("line {k} of {source}")).unwrap_or_else(|e| error_line(k, &e))
-    });
-    let mut out = String::with_capacity(outputs.iter().map(|o| o.len() + 1).sum());
-    for line in outputs {
-        out.push_str(&line);
-        out.push('\n');
+    let mut read = 0;
+    let mut buffer = Vec::new();
+    let mut chunk: Vec<(usize, Result<String, CliError>)> = Vec::with_capacity(CHUNK_LINES);
+    loop {
+        chunk.clear();
+        let mut ended = false;
+        while chunk.len() < CHUNK_LINES {
+            match next_line(&mut input, &mut buffer, read + 1, source)? {
+                None => {
+                    ended = true;
+                    break;
+                }
+                Some(line) => {
+                    read += 1;
+                    if line.as_ref().map_or(true, |l| !l.trim().is_empty()) {
+                        chunk.push((read, line));
+                    }
+                }
+            }
+        }
+        let outputs = pool.map(&chunk, |(k, line)| {
+            let source = format!("line {k} of {source}");
+            match line {
+                Ok(line) => run_line(line, &source).unwrap_or_else(|e| error_line(*k, &e)),
+                Err(e) => error_line(*k, e),
+            }
+        });
+        let written = outputs
+            .iter()
+            .try_for_each(|line| {
+                output.write_all(line.as_bytes())?;
+                output.write_all(b"\n")
+            })
+            .and_then(|()| output.flush());
+        match written {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::BrokenPipe => return Ok(()),
+            Err(e) => return Err(CliError::Io(format!("cannot write the output: {e}"))),
+        }
+        if ended {
+            return Ok(());
+        }
     }
-    Ok(out)
+}
+
+/// Line `k` of the input without its line end, `None` at the end of the
+/// input; a line that is not UTF-8 is that line's error.
+fn next_line(
+    input: &mut impl BufRead,
+    buffer: &mut Vec<u8>,
+    k: usize,
+    source: &str,
+) -> Result<Option<Result<String, CliError>>, CliError> {
+    buffer.clear();
+    let read = input
+        .by_ref()
+        .take(MAX_LINE_BYTES + 1)
+        .read_until(b'\n', buffer)
+        .map_err(|e| CliError::Io(format!("cannot read line {k} of {source}: {e}")))?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if buffer.last() == Some(&b'\n') {
+        buffer.pop();
+        if buffer.last() == Some(&b'\r') {
+            buffer.pop();
+        }
+    } else if read as u64 > MAX_LINE_BYTES {
+        return Err(CliError::Io(format!(
+            "line {k} of {source} is longer than {} MiB: a batch line is one command and its scenario, a small JSON object (is this the right file?)",
+            MAX_LINE_BYTES / (1024 * 1024)
+        )));
+    }
+    Ok(Some(std::str::from_utf8(buffer).map(str::to_string).map_err(|e| {
+        CliError::MalformedJson(format!(
+            "line {k} of {source} is not UTF-8 text (invalid byte at offset {}): a batch line is a JSON object",
+            e.valid_up_to()
+        ))
+    })))
 }
 
 /// The output line of the failed input line `k`.

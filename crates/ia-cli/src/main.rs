@@ -100,9 +100,6 @@ enum MethodArg {
 /// and `/dev/zero` must not be read forever.
 const MAX_SCENARIO_BYTES: u64 = 16 * 1024 * 1024;
 
-/// The largest batch input read, in bytes (about a million scenarios).
-const MAX_BATCH_BYTES: u64 = 1024 * 1024 * 1024;
-
 fn read_limited(reader: impl Read, what: &str, limit: u64) -> Result<String, CliError> {
     let mut bytes = Vec::new();
     reader
@@ -140,6 +137,21 @@ fn read_input(file: &str, kind: &str, limit: u64) -> Result<(String, String), Cl
             .map_err(|e| CliError::Io(format!("cannot read {what}: {e}")))?;
         let text = read_limited(handle, &what, limit)?;
         Ok((text, format!("'{file}'")))
+    }
+}
+
+/// `impact-adjoint batch`: streams its output lines to standard output as
+/// each chunk of input lines finishes.
+fn stream_batch(file: &str, jobs: usize) -> Result<(), CliError> {
+    let mut stdout = std::io::stdout().lock();
+    if file == "-" {
+        let stdin = std::io::stdin().lock();
+        ia_cli::batch::batch_to(stdin, "standard input", jobs, &mut stdout)
+    } else {
+        let handle = std::fs::File::open(file)
+            .map_err(|e| CliError::Io(format!("cannot read the JSON Lines file '{file}': {e}")))?;
+        let input = std::io::BufReader::new(handle);
+        ia_cli::batch::batch_to(input, &format!("'{file}'"), jobs, &mut stdout)
     }
 }
 
@@ -189,10 +201,8 @@ fn execute(command: Command) -> Result<String, CliError> {
             let (text, source) = read_scenario(&file)?;
             ia_cli::fit(&text, &source).map(|out| laid_out(out, compact))
         }
-        Command::Batch { file, jobs } => {
-            let (text, source) = read_input(&file, "JSON Lines", MAX_BATCH_BYTES)?;
-            ia_cli::batch(&text, &source, jobs)
-        }
+        // Written line by line as the chunks finish, not as one document.
+        Command::Batch { file, jobs } => stream_batch(&file, jobs).map(|()| String::new()),
     }
 }
 
@@ -226,6 +236,8 @@ fn main() -> ExitCode {
         line.clear();
     }
     match result {
+        // A batch has written its output already.
+        Ok(text) if text.is_empty() => ExitCode::SUCCESS,
         Ok(mut text) => {
             if !text.ends_with('\n') {
                 text.push('\n');

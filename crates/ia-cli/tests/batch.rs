@@ -11,6 +11,10 @@ use std::process::{Command, Output, Stdio};
 const BIN: &str = env!("CARGO_BIN_EXE_impact-adjoint");
 
 fn run_stdin(args: &[&str], stdin: &str) -> Output {
+    run_stdin_bytes(args, stdin.as_bytes())
+}
+
+fn run_stdin_bytes(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(BIN)
         .args(args)
         .stdin(Stdio::piped())
@@ -22,7 +26,7 @@ fn run_stdin(args: &[&str], stdin: &str) -> Output {
         .stdin
         .take()
         .expect("stdin is piped")
-        .write_all(stdin.as_bytes())
+        .write_all(stdin)
         .expect("write stdin");
     child.wait_with_output().expect("wait")
 }
@@ -378,6 +382,91 @@ fn fit_without_a_fit_key_says_what_it_needs() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with("error: invalid_scenario: ") && err.contains("no 'fit'"),
+        "{err}"
+    );
+}
+
+/// More lines than one chunk (the input streams chunk by chunk): the
+/// reference of each output line is the single command of the library
+/// (`ia_cli::simulate`, compacted), and the errors past the first chunk
+/// carry their own line numbers.
+#[test]
+fn a_batch_longer_than_one_chunk_keeps_order_and_line_numbers() {
+    let total = ia_cli::batch::CHUNK_LINES + 100;
+    let scenario = |k: usize| {
+        format!(
+            r#"{{"model": "ball1d", "t_end": 0.05, "initial_state": {{"h": {}}}}}"#,
+            1.0 + k as f64 / 1000.0
+        )
+    };
+    let failing = |k: usize| k % 7 == 0;
+    let input: String = (1..=total)
+        .map(|k| {
+            if failing(k) {
+                "{\"command\": \"nothing\"}\n".to_string()
+            } else {
+                format!(
+                    "{{\"command\": \"simulate\", \"scenario\": {}}}\n",
+                    scenario(k)
+                )
+            }
+        })
+        .collect();
+    let out = stdout(&run_stdin(&["batch", "-", "--jobs", "2"], &input));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), total);
+    for (i, line) in lines.iter().enumerate() {
+        let k = i + 1;
+        if failing(k) {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["line"], k, "{line}");
+            assert_eq!(v["error"]["kind"], "invalid_scenario", "{line}");
+        } else {
+            let single = ia_cli::simulate(&scenario(k), "scenario").unwrap();
+            assert_eq!(*line, ia_cli::compact_json(&single), "line {k}");
+        }
+    }
+}
+
+/// A line that is not UTF-8 is an error of its own; the lines around it run.
+#[test]
+fn a_line_that_is_not_utf8_is_its_own_error() {
+    let good: &[u8] =
+        b"{\"command\": \"simulate\", \"scenario\": {\"model\": \"ball1d\", \"t_end\": 0.1}}\n";
+    let input = [good, b"{\"command\": \xff}\r\n", good].concat();
+    let out = stdout(&run_stdin_bytes(&["batch", "-"], &input));
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["model"], "ball1d");
+    assert_eq!(lines[1]["line"], 2);
+    assert_eq!(lines[1]["error"]["kind"], "malformed_json");
+    let message = lines[1]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("line 2 of standard input is not UTF-8"),
+        "{message}"
+    );
+    assert_eq!(lines[2], lines[0]);
+}
+
+/// A line with no end (`/dev/zero`) is not read forever: past the limit
+/// the run ends with an `io` error, after the lines before it are written.
+#[test]
+fn a_line_past_the_limit_ends_the_run_with_an_io_error() {
+    let mut input =
+        b"{\"command\": \"simulate\", \"scenario\": {\"model\": \"ball1d\", \"t_end\": 0.1}}\n"
+            .to_vec();
+    input.resize(
+        input.len() + ia_cli::batch::MAX_LINE_BYTES as usize + 1,
+        b' ',
+    );
+    let out = run_stdin_bytes(&["batch", "-"], &input);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: io: line 2 of standard input is longer than 16 MiB"),
         "{err}"
     );
 }
