@@ -1,6 +1,8 @@
 //! Forward sensitivities: the variational equation `S' = f_x S + f_p`
 //! integrated with the state by the same stepper, chained across events by
-//! `S+ = Xi S- + xi_p`.
+//! `S+ = Xi S- + xi_p`, applied column by column as the reset's
+//! Jacobian-vector product plus a rank-one term in the event's time shift
+//! (`Xi` is never formed).
 //!
 //! `S` is n x m with m = n + n_p columns: the initial state entries, then the
 //! parameters, so `S(t0) = [I | 0]`. It rides along as extra components of
