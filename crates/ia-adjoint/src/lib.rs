@@ -136,6 +136,7 @@ use forward::{ForwardSensitivity, SensitivityAt};
 use ia_core::{HybridError, Trajectory};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// How sensitivities are computed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,6 +165,8 @@ pub struct Sensitivities {
     pub trajectory: Trajectory,
     /// Column names: `initial.<state>`, then `param.<name>`.
     pub wrt: Vec<String>,
+    /// Row names: the state entries (shared with the system).
+    state_names: Arc<[String]>,
     /// `d x(T) / d theta`, n x m.
     pub final_jacobian: DMatrix<f64>,
     /// `d x(t_obs) / d theta` per observation, n x m each.
@@ -307,12 +310,9 @@ impl Sensitivities {
         })
     }
 
-    /// The state names, in order (from the `initial.<state>` columns).
-    pub fn state_names(&self) -> Vec<String> {
-        self.wrt[..self.final_jacobian.nrows()]
-            .iter()
-            .map(|w| w.strip_prefix("initial.").unwrap_or(w).to_string())
-            .collect()
+    /// The state names, in order: the rows of the Jacobians.
+    pub fn state_names(&self) -> &[String] {
+        &self.state_names
     }
 
     /// The column of the input named `wrt` (`initial.<state>` or
@@ -324,7 +324,7 @@ impl Sensitivities {
     /// The row of the state entry named `state`, or an error listing the
     /// valid names.
     pub fn state_index(&self, state: &str) -> Result<usize, HybridError> {
-        name_index("state", &self.state_names(), state)
+        name_index("state", &self.state_names, state)
     }
 
     /// `d state(T) / d wrt`: one entry of [`Sensitivities::final_jacobian`]
@@ -512,6 +512,7 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
             })?;
             let sens = Sensitivities {
                 saltations: Vec::new(),
+                state_names: problem.system.shared_state_names(),
                 trajectory,
                 wrt,
                 final_jacobian,
@@ -566,6 +567,7 @@ pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, 
             }
             let sens = Sensitivities {
                 saltations: Vec::new(),
+                state_names: problem.system.shared_state_names(),
                 trajectory,
                 wrt,
                 final_jacobian,
@@ -639,6 +641,7 @@ pub fn jacobian_wrt(
                     .collect(),
                 saltations: Vec::new(),
                 wrt: names,
+                state_names: full.state_names,
                 trajectory: full.trajectory,
                 method,
             })
@@ -664,6 +667,7 @@ pub fn jacobian_wrt(
             })?;
             let sens = Sensitivities {
                 saltations: Vec::new(),
+                state_names: problem.system.shared_state_names(),
                 trajectory,
                 wrt: names,
                 final_jacobian,
@@ -855,6 +859,7 @@ pub(crate) mod tests {
     //! `t2 = t1 (1 + 2 e)`; between them `h(T) = e g t1 (T - t1) - g/2 (T - t1)^2`.
     use super::*;
     use ia_core::ToMode;
+    use rstest::rstest;
     use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridSystem, ResetFn, Scalar};
     use ia_events::SolverChoice;
 
@@ -950,6 +955,34 @@ pub(crate) mod tests {
                 );
             }
         }
+    }
+
+    /// With fewer chosen columns than states, the rows are still the
+    /// states (they once came from the `initial.` columns, which a chosen
+    /// subset need not have). Reference: the full Jacobian of the same
+    /// method (the adjoint selects its columns; forward sensitivities on the
+    /// state's steps take the same steps).
+    #[rstest]
+    #[case(Method::Adjoint)]
+    #[case(Method::ForwardOnStateSteps)]
+    fn chosen_columns_keep_the_state_rows(#[case] method: Method) {
+        let system = ball();
+        let full = jacobian(&problem(&system), method).unwrap();
+        let chosen = jacobian_wrt(&problem(&system), method, &["param.e"]).unwrap();
+        assert_eq!(chosen.state_names(), ["h", "v"]);
+        for state in ["h", "v"] {
+            let got = chosen.final_derivative(state, "param.e").unwrap();
+            let want = full.final_derivative(state, "param.e").unwrap();
+            assert!(
+                (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+                "{state}: {got} vs {want}"
+            );
+        }
+        let err = chosen.final_derivative("x", "param.e").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown state 'x'; valid state names: h, v"
+        );
     }
 
     #[test]

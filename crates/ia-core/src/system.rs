@@ -2,6 +2,7 @@
 
 use crate::error::HybridError;
 use crate::traits::{Flow, Guard, Reset};
+use std::sync::Arc;
 
 /// A mode: a named flow and the transitions that leave it.
 pub struct Mode {
@@ -39,7 +40,8 @@ pub struct Transition {
 /// is then already beyond zero in its direction fires at once, at the same
 /// time, with its own saltation.
 pub struct HybridSystem {
-    state_names: Vec<String>,
+    /// Shared, so that results can name their rows without copying them.
+    state_names: Arc<[String]>,
     param_names: Vec<String>,
     wrt_names: Vec<String>,
     modes: Vec<Mode>,
@@ -92,6 +94,12 @@ impl HybridSystem {
     /// State names, in order.
     pub fn state_names(&self) -> &[String] {
         &self.state_names
+    }
+
+    /// The state names, shared: a clone is a reference count, not a copy
+    /// (for results that name their rows).
+    pub fn shared_state_names(&self) -> Arc<[String]> {
+        Arc::clone(&self.state_names)
     }
 
     /// Parameter names, in order.
@@ -324,7 +332,7 @@ impl HybridSystemBuilder {
             .chain(self.param_names.iter().map(|p| format!("param.{p}")))
             .collect();
         Ok(HybridSystem {
-            state_names: self.state_names,
+            state_names: self.state_names.into(),
             param_names: self.param_names,
             wrt_names,
             modes,
