@@ -859,9 +859,9 @@ pub(crate) mod tests {
     //! `t2 = t1 (1 + 2 e)`; between them `h(T) = e g t1 (T - t1) - g/2 (T - t1)^2`.
     use super::*;
     use ia_core::ToMode;
-    use rstest::rstest;
     use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridSystem, ResetFn, Scalar};
     use ia_events::SolverChoice;
+    use rstest::rstest;
 
     pub(crate) const G: f64 = 9.81;
     pub(crate) const E: f64 = 0.8;
