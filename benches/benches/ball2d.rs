@@ -1,5 +1,6 @@
 //! `ball2d_flat_a` at `rtol = atol = 1e-10`: the primal solve, the full
-//! forward Jacobian and the adjoint gradient of `x(T)`, and (with the
+//! forward Jacobian (also in a kept workspace) and the adjoint gradient of
+//! `x(T)`, and (with the
 //! `peers` feature) the same three through diffsol, in one criterion group.
 //!
 //! ```text
@@ -90,6 +91,18 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let problem = ball2d::problem(black_box(&system));
             jacobian(&problem, Method::Forward).unwrap().final_jacobian[(0, 0)]
+        })
+    });
+    // The same Jacobian in a kept workspace, each result given back: no
+    // allocation per call (benches/tests/allocations.rs).
+    let mut workspace = ia_adjoint::Workspace::new();
+    group.bench_function("ours/forward_jacobian_in_workspace", |b| {
+        b.iter(|| {
+            let problem = ball2d::problem(black_box(&system));
+            let sens = ia_adjoint::jacobian_in(&problem, Method::Forward, &mut workspace).unwrap();
+            let d = sens.final_jacobian[(0, 0)];
+            workspace.recycle(sens);
+            d
         })
     });
     group.bench_function("ours/forward_jacobian_on_state_steps", |b| {

@@ -20,7 +20,7 @@
 
 use crate::saltation::{EventAt, SaltationWorkspace};
 use ia_core::{FlowPartials, HybridError, HybridSystem, Tangent};
-use ia_events::{EventJump, EventRecording, ExtraState, Observer, RunContext};
+use ia_events::{EventJump, EventRecording, ExtraState, Observer, RunContext, SpareVecs};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 
 /// One column of a sensitivity matrix: the derivative with respect to an
@@ -81,6 +81,8 @@ pub(crate) struct ForwardSensitivity {
     /// `event_time_gradients` (with every event recorded it is read there,
     /// saving the copy).
     cascade_time_gradient: Vec<f64>,
+    /// Buffers for the event-time gradients (see [`crate::Workspace`]).
+    pub(crate) spare: SpareVecs,
 }
 
 /// Reads `S` off the carried components at each observation and at the end
@@ -92,6 +94,8 @@ pub(crate) struct SensitivityAt {
     pub observation_jacobians: Vec<DMatrix<f64>>,
     /// `S` at the end.
     pub final_jacobian: Option<DMatrix<f64>>,
+    /// Buffers for the matrices (see [`crate::Workspace`]).
+    pub(crate) spare: SpareVecs,
 }
 
 impl SensitivityAt {
@@ -102,11 +106,12 @@ impl SensitivityAt {
             columns: carried.columns(),
             observation_jacobians: Vec::new(),
             final_jacobian: None,
+            spare: SpareVecs::default(),
         }
     }
 
-    fn matrix(&self, y: &[f64]) -> DMatrix<f64> {
-        DMatrix::from_column_slice(self.n, self.columns, &y[self.n..])
+    fn matrix(&mut self, y: &[f64]) -> DMatrix<f64> {
+        DMatrix::from_vec(self.n, self.columns, self.spare.copy_of(&y[self.n..]))
     }
 }
 
@@ -140,7 +145,32 @@ impl ForwardSensitivity {
             event_time_gradients: Vec::new(),
             recording: EventRecording::All,
             cascade_time_gradient: Vec::new(),
+            spare: SpareVecs::default(),
         }
+    }
+
+    /// [`ForwardSensitivity::new`] in the buffers of `self`, an earlier
+    /// run's, when they have the system's shape (nothing of that run is
+    /// remembered).
+    pub(crate) fn renew(
+        mut self,
+        system: &HybridSystem,
+        error_controlled: bool,
+        apply_saltation: bool,
+    ) -> Self {
+        if (self.n, self.n_params) != (system.state_dim(), system.param_dim()) {
+            let mut fresh = Self::new(system, error_controlled, apply_saltation);
+            fresh.spare = self.spare;
+            fresh.event_time_gradients = self.event_time_gradients;
+            return fresh;
+        }
+        self.error_controlled = error_controlled;
+        self.apply_saltation = apply_saltation;
+        self.chosen = None;
+        self.recording = EventRecording::All;
+        self.cascade_time_gradient.clear();
+        self.saltation.forget();
+        self
     }
 
     /// Keeps the event-time gradients of the events `recording` keeps (as
@@ -163,18 +193,10 @@ impl ForwardSensitivity {
         }
     }
 
-    /// `dt*/dtheta` of the located event `root` that started a cascade.
-    fn cascade_gradient(&self, root: usize) -> Vec<f64> {
-        match self.recording {
-            EventRecording::All => self.event_time_gradients[root].clone(),
-            _ => self.cascade_time_gradient.clone(),
-        }
-    }
-
     /// `dt*/dtheta` of the recorded events, once the run is over.
-    pub(crate) fn into_event_time_gradients(mut self) -> Vec<Vec<f64>> {
+    pub(crate) fn take_event_time_gradients(&mut self) -> Vec<Vec<f64>> {
         self.recording.trim(&mut self.event_time_gradients, true);
-        self.event_time_gradients
+        std::mem::take(&mut self.event_time_gradients)
     }
 
     /// Sensitivities with respect to `columns` only.
@@ -280,19 +302,25 @@ impl ForwardSensitivity {
         };
         self.time_shift
             .copy_from_slice(geometry.time_shift.as_slice());
-        let gradient: Vec<f64> = match jump.cascade_of {
-            None => (0..m)
-                .map(|c| {
-                    event_time_derivative(
+        let gradient = match jump.cascade_of {
+            None => {
+                let mut gradient = self.spare.zeros(m);
+                for (c, dt) in gradient.iter_mut().enumerate() {
+                    *dt = event_time_derivative(
                         geometry.guard.x.as_slice(),
                         geometry.guard.p.as_slice(),
                         geometry.guard_rate,
                         &before[c * n..(c + 1) * n],
                         param(c),
-                    )
-                })
-                .collect(),
-            Some(root) => self.cascade_gradient(root),
+                    );
+                }
+                gradient
+            }
+            // The time of a cascade is that of the located event starting it.
+            Some(root) => self.spare.copy_of(match self.recording {
+                EventRecording::All => &self.event_time_gradients[root],
+                _ => &self.cascade_time_gradient,
+            }),
         };
         for (c, dt) in gradient.iter().enumerate() {
             let tangent = Tangent {

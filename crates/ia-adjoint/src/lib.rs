@@ -74,11 +74,13 @@ pub mod batch;
 pub mod forward;
 pub mod loss;
 pub mod saltation;
+pub mod workspace;
 
 pub use adjoint::{AdjointOptions, LossSeeds, AUTOMATIC_CHECKPOINT_FLOATS};
 pub use batch::{gradient_batch, gradient_batch_each, jacobian_batch, simulate_batch, Batch};
 pub use loss::{LossTerms, Term};
 pub use saltation::{Saltation, SaltationWorkspace};
+pub use workspace::Workspace;
 
 /// The crate of the system vocabulary, re-exported: a user depending on
 /// `ia-adjoint` alone reaches every item of `ia-core` as `ia_adjoint::ia_core`.
@@ -132,7 +134,7 @@ pub mod prelude {
 }
 
 use adjoint::{Backward, Tape};
-use forward::{ForwardSensitivity, SensitivityAt};
+use forward::SensitivityAt;
 use ia_core::{HybridError, Trajectory};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
@@ -498,35 +500,54 @@ fn adjoint_tableau(
 /// (each final-state entry, each observed entry, each event time) is one
 /// backward pass, starting at that output on the tape: an event's or an
 /// observation's pass covers only the steps before it.
+///
+/// [`jacobian_in`] is the same in buffers kept between calls.
 pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, HybridError> {
+    jacobian_in(problem, method, &mut Workspace::new())
+}
+
+/// [`jacobian`] in `workspace`: the integrator's and the sensitivities'
+/// buffers are reused, and the results are built in the vectors and
+/// matrices of earlier results given back with [`Workspace::recycle`]. The
+/// numbers are those of [`jacobian`].
+///
+/// ```
+/// use ia_adjoint::prelude::*;
+/// use ia_adjoint::{jacobian_in, Workspace};
+///
+/// let model = ia_models::by_name("ball2d-flat").unwrap();
+/// let system = model.system();
+/// let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, 0.7], 2.0)
+///     .with_solver(SolverChoice::dopri5(1e-12));
+/// let mut workspace = Workspace::new();
+/// for _ in 0..3 {
+///     let sens = jacobian_in(&problem, Method::Forward, &mut workspace).unwrap();
+///     // d x(T) / d vy0: the saltation term at work (closed form 0.0669724770642)
+///     let d = sens.final_derivative("x", "initial.vy").unwrap();
+///     assert!((d - 0.06697247706422019).abs() < 1e-9);
+///     workspace.recycle(sens);
+/// }
+/// ```
+pub fn jacobian_in(
+    problem: &Problem<'_>,
+    method: Method,
+    workspace: &mut Workspace,
+) -> Result<Sensitivities, HybridError> {
     let sys = problem.system;
-    let wrt = sys.wrt_names().to_vec();
     match method {
         Method::Forward | Method::ForwardOnStateSteps => {
-            let mut carried = ForwardSensitivity::new(sys, method == Method::Forward, true)
-                .with_recording(problem.events.record);
-            let mut at = SensitivityAt::of(&carried);
-            let trajectory = ia_events::run(problem, &mut carried, &mut at)?;
-            let final_jacobian = at.final_jacobian.take().ok_or_else(|| {
-                HybridError::Unsupported("the run ended without a final state".into())
-            })?;
-            let sens = Sensitivities {
-                saltations: Vec::new(),
-                state_names: problem.system.shared_state_names(),
-                trajectory,
-                wrt,
-                final_jacobian,
-                observation_jacobians: at.observation_jacobians,
-                event_time_gradients: carried.into_event_time_gradients(),
-                method,
-            };
-            check_derivatives(&sens, problem.system.state_names())?;
-            Ok(sens)
+            forward_jacobian(problem, method, None, sys.wrt_names(), workspace)
         }
         Method::Adjoint => {
+            let wrt = sys.wrt_names().to_vec();
             let tableau = adjoint_tableau(problem)?;
             let mut tape = Tape::default();
-            let trajectory = ia_events::run(problem, &mut ia_events::NoExtraState, &mut tape)?;
+            let trajectory = ia_events::run_in(
+                problem,
+                &mut workspace.run,
+                &mut ia_events::NoExtraState,
+                &mut tape,
+            )?;
             let mut backward = Backward::new(sys, &problem.params, tableau);
             let n = sys.state_dim();
             let m = wrt.len();
@@ -657,28 +678,59 @@ pub fn jacobian_wrt(
                     }
                 })
                 .collect();
-            let mut carried = ForwardSensitivity::new(sys, method == Method::Forward, true)
-                .with_columns(columns)
-                .with_recording(problem.events.record);
-            let mut at = SensitivityAt::of(&carried);
-            let trajectory = ia_events::run(problem, &mut carried, &mut at)?;
-            let final_jacobian = at.final_jacobian.take().ok_or_else(|| {
-                HybridError::Unsupported("the run ended without a final state".into())
-            })?;
-            let sens = Sensitivities {
-                saltations: Vec::new(),
-                state_names: problem.system.shared_state_names(),
-                trajectory,
-                wrt: names,
-                final_jacobian,
-                observation_jacobians: at.observation_jacobians,
-                event_time_gradients: carried.into_event_time_gradients(),
+            forward_jacobian(
+                problem,
                 method,
-            };
-            check_derivatives(&sens, problem.system.state_names())?;
-            Ok(sens)
+                Some(columns),
+                &names,
+                &mut Workspace::new(),
+            )
         }
     }
+}
+
+/// Forward sensitivities of `problem` in `workspace`, with respect to every
+/// input or to the `chosen` columns, named `wrt`.
+fn forward_jacobian(
+    problem: &Problem<'_>,
+    method: Method,
+    chosen: Option<Vec<forward::Column>>,
+    wrt: &[String],
+    workspace: &mut Workspace,
+) -> Result<Sensitivities, HybridError> {
+    let sys = problem.system;
+    let mut carried = workspace
+        .forward(sys, method == Method::Forward, true)
+        .with_recording(problem.events.record);
+    if let Some(columns) = chosen {
+        carried = carried.with_columns(columns);
+    }
+    let mut at = SensitivityAt::of(&carried);
+    at.spare = std::mem::take(&mut workspace.matrices);
+    at.observation_jacobians = workspace.observation_list();
+    let run = ia_events::run_in(problem, &mut workspace.run, &mut carried, &mut at);
+    let event_time_gradients = carried.take_event_time_gradients();
+    workspace.keep_forward(carried);
+    workspace.matrices = std::mem::take(&mut at.spare);
+    let trajectory = run?;
+    let final_jacobian = at
+        .final_jacobian
+        .take()
+        .ok_or_else(|| HybridError::Unsupported("the run ended without a final state".into()))?;
+    let mut names = std::mem::take(&mut workspace.wrt);
+    wrt.clone_into(&mut names);
+    let sens = Sensitivities {
+        saltations: Vec::new(),
+        state_names: sys.shared_state_names(),
+        trajectory,
+        wrt: names,
+        final_jacobian,
+        observation_jacobians: at.observation_jacobians,
+        event_time_gradients,
+        method,
+    };
+    check_derivatives(&sens, sys.state_names())?;
+    Ok(sens)
 }
 
 /// Every derivative of `sens` must be finite (an overflow of the
@@ -736,7 +788,7 @@ fn check_derivatives(sens: &Sensitivities, names: &[String]) -> Result<(), Hybri
 /// real sensitivities. Only with the `testing` feature (ia-verify's studies).
 #[cfg(any(test, feature = "testing"))]
 pub fn jacobian_without_saltation(problem: &Problem<'_>) -> Result<DMatrix<f64>, HybridError> {
-    let mut carried = ForwardSensitivity::new(problem.system, true, false);
+    let mut carried = forward::ForwardSensitivity::new(problem.system, true, false);
     let mut at = SensitivityAt::of(&carried);
     ia_events::run(problem, &mut carried, &mut at)?;
     at.final_jacobian

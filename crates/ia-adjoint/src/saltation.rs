@@ -81,6 +81,14 @@ impl SaltationWorkspace {
         }
     }
 
+    /// Forgets the events seen so far, keeping the buffers (for a new run,
+    /// whose parameters may differ).
+    pub fn forget(&mut self) {
+        if let Some(events) = &mut self.events {
+            events.forget();
+        }
+    }
+
     /// The geometry of a recorded event, formed here (the integrator hands
     /// the geometry of the event it fires to its consumers in
     /// [`ia_events::EventJump::geometry`]).

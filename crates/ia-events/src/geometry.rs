@@ -209,6 +209,19 @@ impl GeometryWorkspace {
         }
     }
 
+    /// The state and parameter dimensions the buffers are for.
+    pub fn dims(&self) -> (usize, usize) {
+        (self.n, self.n_params)
+    }
+
+    /// Forgets the events seen so far (the reset partials kept for the last
+    /// one), keeping the buffers: for a new run, whose parameters may
+    /// differ.
+    pub fn forget(&mut self) {
+        self.reset_at.formed = false;
+        self.last_transition = None;
+    }
+
     /// The geometry of the last [`Self::compute`] (or [`Self::crossing`]
     /// and [`Self::complete`]).
     pub fn geometry(&self) -> &EventGeometry {

@@ -51,11 +51,13 @@
 use crate::geometry::{guard_rate, EventAt, EventGeometry, GeometryWorkspace};
 use crate::problem::{Problem, Progress, PROGRESS_EVERY_STEPS};
 use crate::stepper::{OdeRhs, StepFailure, Stepper};
+use crate::workspace::{refill, Buffers, SpareVecs, Workspace};
 use ia_core::{
     Direction, EventRecord, Guard, GuardPartials, HybridError, HybridSystem, Observation, Segment,
     SolverStats, Trajectory,
 };
 use roots::{find_root_brent, Convergency};
+use std::mem::take;
 
 /// A state jump as the sensitivity layer sees it.
 #[derive(Debug)]
@@ -234,9 +236,39 @@ pub fn run<E: ExtraState, O: Observer>(
     extra: &mut E,
     observer: &mut O,
 ) -> Result<Trajectory, HybridError> {
+    run_in(problem, &mut Workspace::new(), extra, observer)
+}
+
+/// [`simulate`] in `workspace`: its stepper and buffers are reused, and the
+/// records are built in the vectors of trajectories given back with
+/// [`Workspace::recycle`]. The numbers are those of [`simulate`].
+pub fn simulate_in(
+    problem: &Problem<'_>,
+    workspace: &mut Workspace,
+) -> Result<Trajectory, HybridError> {
+    run_in(problem, workspace, &mut NoExtraState, &mut NoObserver)
+}
+
+/// [`run`] in `workspace` (see [`simulate_in`]).
+pub fn run_in<E: ExtraState, O: Observer>(
+    problem: &Problem<'_>,
+    workspace: &mut Workspace,
+    extra: &mut E,
+    observer: &mut O,
+) -> Result<Trajectory, HybridError> {
     problem.validate()?;
-    let mut stepper = problem.solver.stepper()?;
-    Run::new(problem, extra, observer, stepper.as_mut())?.go()
+    let (stepper, buffers) = workspace.stepper_and_buffers(&problem.solver)?;
+    let mut run = Run::new(problem, extra, observer, stepper, buffers)?;
+    let result = run.go();
+    run.release(buffers);
+    result
+}
+
+/// `v` emptied, with room for `capacity` entries.
+fn with_capacity<T>(mut v: Vec<T>, capacity: usize) -> Vec<T> {
+    v.clear();
+    v.reserve(capacity);
+    v
 }
 
 /// The flow of the current mode, with the extra components' rates.
@@ -400,6 +432,8 @@ struct Run<'p, 's, E, O> {
     /// ...completed after the reset when a consumer reads it.
     wants_geometry: bool,
     trajectory: Trajectory,
+    /// Vectors to build records in (see [`Workspace::recycle`]).
+    spare: SpareVecs,
     segment_start: f64,
     segment_steps: usize,
     next_observation: usize,
@@ -418,12 +452,15 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         extra: &'p mut E,
         observer: &'p mut O,
         stepper: &'s mut dyn Stepper,
+        buffers: &mut Buffers,
     ) -> Result<Self, HybridError> {
         let system = problem.system;
         let n = system.state_dim();
+        let n_params = system.param_dim();
         let dim = n + extra.dim();
         let controlled = if extra.error_controlled() { dim } else { n };
-        let mut y = vec![0.0; dim];
+        let b = buffers;
+        let mut y = refill(take(&mut b.y), dim, 0.0);
         y[..n].copy_from_slice(&problem.initial_state);
         let context = RunContext {
             system,
@@ -432,14 +469,15 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         extra.initial(context, &mut y[n..]);
         let transitions = system.transitions().len();
         let wants_geometry = extra.wants_event_geometry() || observer.wants_event_geometry();
+        let mut spare = take(&mut b.spare);
         let trajectory = Trajectory {
             initial_time: problem.t0,
-            initial_state: problem.initial_state.clone(),
-            segments: Vec::new(),
-            events: Vec::new(),
-            observations: Vec::new(),
+            initial_state: spare.copy_of(&problem.initial_state),
+            segments: take(&mut b.segments),
+            events: take(&mut b.events),
+            observations: take(&mut b.observations),
             final_time: problem.t0,
-            final_state: problem.initial_state.clone(),
+            final_state: Vec::new(),
             final_mode: problem.initial_mode,
             stats: SolverStats::default(),
         };
@@ -457,23 +495,24 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             observer,
             stepper,
             time_tolerance: problem.time_tolerance(),
-            sides: vec![0.0; transitions],
-            zero_bands: vec![0.0; transitions],
-            band_ends: vec![f64::NEG_INFINITY; transitions],
-            guard_values: vec![0.0; transitions],
-            crossed: Vec::with_capacity(transitions),
-            still_crossed: Vec::with_capacity(transitions),
-            dip_candidates: Vec::with_capacity(transitions),
-            y_after: vec![0.0; dim],
+            sides: refill(take(&mut b.sides), transitions, 0.0),
+            zero_bands: refill(take(&mut b.zero_bands), transitions, 0.0),
+            band_ends: refill(take(&mut b.band_ends), transitions, f64::NEG_INFINITY),
+            guard_values: refill(take(&mut b.guard_values), transitions, 0.0),
+            crossed: with_capacity(take(&mut b.crossed), transitions),
+            still_crossed: with_capacity(take(&mut b.still_crossed), transitions),
+            dip_candidates: with_capacity(take(&mut b.dip_candidates), transitions),
+            y_after: refill(take(&mut b.y_after), dim, 0.0),
             y,
-            x_probe: vec![0.0; n],
-            rate: vec![0.0; n],
-            dip_rates: vec![0.0; 2 * n],
-            dip_states: vec![0.0; 2 * n],
-            guard_partials: GuardPartials::zeros(n, system.param_dim()),
-            geometry: GeometryWorkspace::new(n, system.param_dim()),
+            x_probe: refill(take(&mut b.x_probe), n, 0.0),
+            rate: refill(take(&mut b.rate), n, 0.0),
+            dip_rates: refill(take(&mut b.dip_rates), 2 * n, 0.0),
+            dip_states: refill(take(&mut b.dip_states), 2 * n, 0.0),
+            guard_partials: b.take_guard_partials(n, n_params),
+            geometry: b.take_geometry(n, n_params),
             wants_geometry,
             trajectory,
+            spare,
             segment_start: problem.t0,
             segment_steps: 0,
             next_observation: 0,
@@ -484,6 +523,42 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         })
     }
 
+    /// Gives the buffers back to `buffers` (the records stay with the
+    /// returned trajectory; after an error, what the run recorded is kept
+    /// for the next).
+    fn release(self, buffers: &mut Buffers) {
+        let b = buffers;
+        b.sides = self.sides;
+        b.zero_bands = self.zero_bands;
+        b.band_ends = self.band_ends;
+        b.guard_values = self.guard_values;
+        b.crossed = self.crossed;
+        b.still_crossed = self.still_crossed;
+        b.dip_candidates = self.dip_candidates;
+        b.y = self.y;
+        b.y_after = self.y_after;
+        b.x_probe = self.x_probe;
+        b.rate = self.rate;
+        b.dip_rates = self.dip_rates;
+        b.dip_states = self.dip_states;
+        b.guard_partials = Some(self.guard_partials);
+        b.geometry = Some(self.geometry);
+        b.spare = self.spare;
+        let mut trajectory = self.trajectory;
+        trajectory.segments.clear();
+        b.segments = trajectory.segments;
+        for event in trajectory.events.drain(..) {
+            b.spare.give(event.state_before);
+            b.spare.give(event.state_after);
+        }
+        b.events = trajectory.events;
+        for observation in trajectory.observations.drain(..) {
+            b.spare.give(observation.state);
+        }
+        b.observations = trajectory.observations;
+        b.spare.give(trajectory.initial_state);
+    }
+
     fn system(&self) -> &'p HybridSystem {
         self.problem.system
     }
@@ -492,7 +567,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         self.rhs.mode
     }
 
-    fn go(mut self) -> Result<Trajectory, HybridError> {
+    fn go(&mut self) -> Result<Trajectory, HybridError> {
         let t0 = self.problem.t0;
         self.check_start_guards()?;
         self.restart(t0)?;
@@ -500,8 +575,11 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         loop {
             t = self.record_observations_at(t);
             if t >= self.problem.t_end {
-                let y = self.stepper.state().to_vec();
-                return Ok(self.finish(t, &y));
+                let mut y = std::mem::take(&mut self.y_after);
+                y.copy_from_slice(self.stepper.state());
+                let done = self.finish(t, &y);
+                self.y_after = y;
+                return Ok(done);
             }
             let steps = self.trajectory.stats.steps;
             if let Some(hook) = self.problem.progress {
@@ -595,7 +673,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             self.trajectory.observations.push(Observation {
                 time,
                 mode: self.mode(),
-                state: y[..self.rhs.n].to_vec(),
+                state: self.spare.copy_of(&y[..self.rhs.n]),
             });
             self.observer
                 .observed(self.rhs.context(), self.next_observation, time, y);
@@ -1210,8 +1288,8 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 transition: k,
                 from_mode: from,
                 to_mode: transition.to,
-                state_before: self.y[..n].to_vec(),
-                state_after: self.y_after[..n].to_vec(),
+                state_before: self.spare.copy_of(&self.y[..n]),
+                state_after: self.spare.copy_of(&self.y_after[..n]),
                 guard_rate,
                 terminal: transition.terminal,
                 cascade_of,
@@ -1410,7 +1488,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         self.observer.finished(self.rhs.context(), t, y);
         let stats = self.stats();
         let final_mode = self.mode();
-        let final_state = y[..self.rhs.n].to_vec();
+        let final_state = self.spare.copy_of(&y[..self.rhs.n]);
         let recording = self.problem.events.record;
         recording.trim(&mut self.trajectory.segments, true);
         recording.trim(&mut self.trajectory.events, true);

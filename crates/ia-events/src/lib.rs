@@ -21,10 +21,12 @@ pub mod ode_solvers_adapter;
 mod problem;
 pub mod stepper;
 pub mod tableau;
+pub mod workspace;
 
 pub use geometry::{EventAt, EventGeometry, GeometryWorkspace};
 pub use integrator::{
-    run, simulate, EventJump, ExtraState, NoExtraState, NoObserver, Observer, RunContext,
+    run, run_in, simulate, simulate_in, EventJump, ExtraState, NoExtraState, NoObserver, Observer,
+    RunContext,
 };
 pub use ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 pub use problem::{
@@ -33,3 +35,4 @@ pub use problem::{
 };
 pub use stepper::{OdeRhs, RkStepper, StepControl, StepCounters, StepFailure, Stepper};
 pub use tableau::{ButcherTableau, DenseOutput, DOPRI5, RK4};
+pub use workspace::{SpareVecs, Workspace};

@@ -103,6 +103,14 @@ pub trait Stepper {
     }
     /// Work done so far.
     fn counters(&self) -> StepCounters;
+    /// Forgets the last run (its counters, the step size it would try
+    /// next), keeping the buffers, so that the next [`Stepper::start`]
+    /// begins a run exactly as a new stepper would; returns whether it did.
+    /// The default does not (a [`crate::Workspace`] then builds a new
+    /// stepper for each run).
+    fn rewind(&mut self) -> bool {
+        false
+    }
     /// The Runge-Kutta tableau of each step, when every accepted step is one
     /// explicit Runge-Kutta step from its start (needed by the discrete adjoint).
     fn tableau(&self) -> Option<&'static ButcherTableau> {
@@ -600,6 +608,15 @@ impl Stepper for RkStepper {
     }
     fn counters(&self) -> StepCounters {
         self.counters
+    }
+    fn rewind(&mut self) -> bool {
+        self.t_prev = 0.0;
+        self.t = 0.0;
+        self.h_next = 0.0;
+        self.h_taken = 0.0;
+        self.dense_ready = 0;
+        self.counters = StepCounters::default();
+        true
     }
 
     fn step_rates(&self) -> Option<(&[f64], &[f64])> {

@@ -1,0 +1,248 @@
+//! Buffers of sensitivity runs, kept between calls.
+//!
+//! [`jacobian_in`](crate::jacobian_in) runs in a [`Workspace`]: the
+//! integrator's stepper and buffers ([`ia_events::Workspace`]), the carried
+//! sensitivities' buffers, and the vectors and matrices of results given
+//! back with [`Workspace::recycle`]. A Jacobian repeated in one workspace
+//! (a fit, a Newton iteration, an ensemble on one thread) allocates only
+//! what earlier results did not give back; the numbers are those of
+//! [`jacobian`](crate::jacobian).
+//!
+//! ```
+//! use ia_adjoint::prelude::*;
+//! use ia_adjoint::{jacobian_in, Workspace};
+//!
+//! let model = ia_models::by_name("ball1d").unwrap();
+//! let system = model.system();
+//! let mut workspace = Workspace::new();
+//! for e in [0.5, 0.6, 0.7] {
+//!     let problem = Problem::new(&system, vec![1.0, 0.0], vec![9.81, e, 0.0], 1.0)
+//!         .with_solver(SolverChoice::dopri5(1e-10));
+//!     let sens = jacobian_in(&problem, Method::Forward, &mut workspace).unwrap();
+//!     assert_eq!(sens, jacobian(&problem, Method::Forward).unwrap());
+//!     workspace.recycle(sens);
+//! }
+//! ```
+
+use crate::forward::ForwardSensitivity;
+use crate::Sensitivities;
+use ia_core::HybridSystem;
+use ia_events::workspace::keep_larger;
+use ia_events::SpareVecs;
+use nalgebra::DMatrix;
+
+/// Buffers of sensitivity runs, kept between calls (see the [module
+/// documentation](self)). One workspace serves one call at a time; give
+/// each thread its own.
+#[derive(Default)]
+pub struct Workspace {
+    pub(crate) run: ia_events::Workspace,
+    forward: Option<ForwardSensitivity>,
+    /// Storage of `n x m` matrices.
+    pub(crate) matrices: SpareVecs,
+    /// Rows of event-time gradients, and the emptied lists of the last
+    /// results given back.
+    rows: SpareVecs,
+    time_gradients: Vec<Vec<f64>>,
+    observation_jacobians: Vec<DMatrix<f64>>,
+    pub(crate) wrt: Vec<String>,
+}
+
+impl std::fmt::Debug for Workspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workspace")
+            .field("run", &self.run)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Workspace {
+    /// An empty workspace: the first call in it allocates its buffers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes back the vectors and matrices of `sens` (from this workspace
+    /// or not) for the next calls' results.
+    pub fn recycle(&mut self, sens: Sensitivities) {
+        let Sensitivities {
+            trajectory,
+            wrt,
+            final_jacobian,
+            mut observation_jacobians,
+            mut event_time_gradients,
+            ..
+        } = sens;
+        self.run.recycle(trajectory);
+        self.matrices.give(final_jacobian.data.into());
+        for jac in observation_jacobians.drain(..) {
+            self.matrices.give(jac.data.into());
+        }
+        for row in event_time_gradients.drain(..) {
+            self.rows.give(row);
+        }
+        keep_larger(&mut self.observation_jacobians, observation_jacobians);
+        keep_larger(&mut self.time_gradients, event_time_gradients);
+        if wrt.capacity() > self.wrt.capacity() {
+            self.wrt = wrt;
+        }
+    }
+
+    /// The carried forward sensitivities for `system`, in kept buffers.
+    pub(crate) fn forward(
+        &mut self,
+        system: &HybridSystem,
+        error_controlled: bool,
+        apply_saltation: bool,
+    ) -> ForwardSensitivity {
+        let mut carried = match self.forward.take() {
+            Some(kept) => kept.renew(system, error_controlled, apply_saltation),
+            None => ForwardSensitivity::new(system, error_controlled, apply_saltation),
+        };
+        carried.spare = std::mem::take(&mut self.rows);
+        carried.event_time_gradients = std::mem::take(&mut self.time_gradients);
+        carried
+    }
+
+    /// Keeps `carried`'s buffers for the next call.
+    pub(crate) fn keep_forward(&mut self, mut carried: ForwardSensitivity) {
+        self.rows = std::mem::take(&mut carried.spare);
+        self.forward = Some(carried);
+    }
+
+    /// The emptied list of observation Jacobians of the last results given
+    /// back.
+    pub(crate) fn observation_list(&mut self) -> Vec<DMatrix<f64>> {
+        std::mem::take(&mut self.observation_jacobians)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{jacobian, jacobian_in, Method};
+    use ia_events::{EventOptions, EventRecording, Problem, SolverChoice};
+    use rstest::rstest;
+
+    /// The default run of every ready model, then the same with every
+    /// parameter 1 % larger (some parameters change only a reset, so the
+    /// first event's time and state repeat with new reset partials).
+    struct Run {
+        name: String,
+        system: ia_core::HybridSystem,
+        x0: Vec<f64>,
+        p: Vec<f64>,
+        t_end: f64,
+        mode: String,
+    }
+
+    fn second_only(n_p: usize) -> Vec<f64> {
+        (0..n_p).map(|j| if j == 1 { 1.1 } else { 1.0 }).collect()
+    }
+
+    fn runs(method: Method) -> Vec<Run> {
+        let mut runs = Vec::new();
+        for model in ia_models::catalog() {
+            let spec = model.spec();
+            // The default, only the second parameter 10 % larger (for the
+            // balls, the restitution: the first impact repeats at the same
+            // time and state, with other reset partials), and every
+            // parameter 1 % larger.
+            let n_p = spec.params.len();
+            for scales in [vec![1.0; n_p], second_only(n_p), vec![1.01; n_p]] {
+                let params = spec
+                    .default_params()
+                    .iter()
+                    .zip(&scales)
+                    .map(|(p, s)| p * s)
+                    .collect();
+                let t_end = if method == Method::Adjoint {
+                    spec.t_end.min(1.0)
+                } else {
+                    spec.t_end
+                };
+                runs.push(Run {
+                    name: spec.name.clone(),
+                    system: model.system(),
+                    x0: spec.default_state(),
+                    p: params,
+                    t_end,
+                    mode: spec.initial_mode.clone(),
+                });
+            }
+        }
+        runs
+    }
+
+    /// Reference: the same call in a fresh workspace ([`jacobian`]). One
+    /// workspace runs every ready model in turn, so it meets other state
+    /// and parameter dimensions, other solvers and recordings, and a failed
+    /// run, and must give the fresh numbers to the bit.
+    #[rstest]
+    #[case::forward(Method::Forward)]
+    #[case::forward_on_state_steps(Method::ForwardOnStateSteps)]
+    #[case::adjoint(Method::Adjoint)]
+    fn a_kept_workspace_gives_the_numbers_of_a_fresh_one(#[case] method: Method) {
+        let mut workspace = Workspace::new();
+        for (k, run) in runs(method).iter().enumerate() {
+            let t_end = run.t_end;
+            let solver = if k % 3 == 2 {
+                SolverChoice::Rk4 { dt: t_end / 4000.0 }
+            } else {
+                SolverChoice::dopri5(1e-10)
+            };
+            let record = if k % 4 == 3 {
+                EventRecording::Last(2)
+            } else {
+                EventRecording::All
+            };
+            let problem = Problem::new(&run.system, run.x0.clone(), run.p.clone(), t_end)
+                .with_mode(&run.mode)
+                .unwrap()
+                .with_solver(solver)
+                .with_observations(vec![t_end / 3.0])
+                .with_event_options(EventOptions {
+                    record,
+                    ..EventOptions::default()
+                });
+            let fresh = jacobian(&problem, method);
+            let kept = jacobian_in(&problem, method, &mut workspace);
+            match (fresh, kept) {
+                (Ok(fresh), Ok(kept)) => {
+                    assert_eq!(kept, fresh, "{} run {k}", run.name);
+                    workspace.recycle(kept);
+                }
+                (Err(fresh), Err(kept)) => assert_eq!(kept.to_string(), fresh.to_string()),
+                (fresh, kept) => panic!("run {k}: fresh {fresh:?}, kept {kept:?}"),
+            }
+            // A run that fails (a step limit) between two that do not.
+            let failing = problem.clone().with_event_options(EventOptions {
+                max_steps: 3,
+                ..EventOptions::default()
+            });
+            assert!(jacobian_in(&failing, method, &mut workspace).is_err());
+        }
+    }
+
+    /// Reference: [`jacobian`] in a fresh workspace. One impact, at the
+    /// same time and state in both runs (the restitution acts only after
+    /// it): whatever a workspace keeps of the last event must not be read
+    /// with the new parameters.
+    #[rstest]
+    #[case::forward(Method::Forward)]
+    #[case::adjoint(Method::Adjoint)]
+    fn the_last_event_of_a_run_is_forgotten(#[case] method: Method) {
+        // Its reset has dense partials only: the kept ones are keyed by the
+        // event.
+        let system = ia_models::by_name("ball2d-flat").unwrap().system();
+        let mut workspace = Workspace::new();
+        for e in [0.8, 0.88] {
+            let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, e, 0.7], 0.6)
+                .with_solver(SolverChoice::dopri5(1e-10));
+            let kept = jacobian_in(&problem, method, &mut workspace).unwrap();
+            assert_eq!(kept.trajectory.events.len(), 1);
+            assert_eq!(kept, jacobian(&problem, method).unwrap(), "e = {e}");
+            workspace.recycle(kept);
+        }
+    }
+}
