@@ -281,6 +281,28 @@ impl Tape {
         }
     }
 
+    /// This tape emptied and set to `options`, keeping its buffers (for a
+    /// new run).
+    pub(crate) fn renew(mut self, options: &AdjointOptions) -> Self {
+        self.entries.clear();
+        self.states.clear();
+        self.events.clear();
+        self.event_states.clear();
+        self.guard_terms.clear();
+        self.event_positions.clear();
+        self.observation_cursors.clear();
+        Self {
+            entries: self.entries,
+            states: self.states,
+            events: self.events,
+            event_states: self.event_states,
+            guard_terms: self.guard_terms,
+            event_positions: self.event_positions,
+            observation_cursors: self.observation_cursors,
+            ..Self::new(options)
+        }
+    }
+
     /// With more than `2 K` kept states, keeps every second one (those of
     /// the steps at multiples of twice the stride) and doubles the stride.
     fn thin(&mut self, n: usize) {
@@ -474,32 +496,95 @@ pub(crate) struct Backward<'a> {
     replay_next: Vec<f64>,
 }
 
+/// The buffers of a [`Backward`] pass, kept between passes by a
+/// [`crate::Workspace`].
+#[derive(Default)]
+pub(crate) struct BackwardBuffers {
+    partials: Option<FlowPartials>,
+    saltation: Option<SaltationWorkspace>,
+    stages: Vec<f64>,
+    stage_states: Vec<f64>,
+    stage_bars: Vec<f64>,
+    state_bar: Vec<f64>,
+    scratch: Vec<f64>,
+    guard_terms: Vec<(usize, f64)>,
+    replay: Vec<f64>,
+    replay_state: Vec<f64>,
+    replay_next: Vec<f64>,
+}
+
 impl<'a> Backward<'a> {
+    #[cfg(test)]
     pub(crate) fn new(
         system: &'a HybridSystem,
         params: &'a [f64],
         tableau: &'static ButcherTableau,
     ) -> Self {
+        Self::new_in(system, params, tableau, &mut BackwardBuffers::default())
+    }
+
+    /// [`Backward::new`] in the buffers of `kept` (taken from it; give them
+    /// back with [`Backward::release`]). Nothing of an earlier pass is
+    /// remembered.
+    pub(crate) fn new_in(
+        system: &'a HybridSystem,
+        params: &'a [f64],
+        tableau: &'static ButcherTableau,
+        kept: &mut BackwardBuffers,
+    ) -> Self {
+        use ia_events::workspace::refill;
+        use std::mem::take;
         let (n, np) = (system.state_dim(), system.param_dim());
         let s = tableau.solution_stages();
+        let partials = match kept.partials.take() {
+            Some(p) if p.x.nrows() == n && p.p.ncols() == np => p,
+            _ => FlowPartials::zeros(n, np),
+        };
+        let saltation = match kept.saltation.take() {
+            Some(mut w) if w.dims() == (n, np) => {
+                w.forget();
+                w
+            }
+            _ => SaltationWorkspace::new(n, np),
+        };
+        let mut guard_terms = take(&mut kept.guard_terms);
+        guard_terms.clear();
+        guard_terms.reserve(n);
         Self {
             system,
             params,
             tableau,
             n,
-            partials: FlowPartials::zeros(n, np),
-            saltation: SaltationWorkspace::new(n, np),
-            stages: vec![0.0; s * n],
-            stage_states: vec![0.0; s * n],
-            stage_bars: vec![0.0; s * n],
-            state_bar: vec![0.0; n],
-            scratch: vec![0.0; n],
-            guard_terms: Vec::with_capacity(n),
-            replay: Vec::new(),
+            partials,
+            saltation,
+            stages: refill(take(&mut kept.stages), s * n, 0.0),
+            stage_states: refill(take(&mut kept.stage_states), s * n, 0.0),
+            stage_bars: refill(take(&mut kept.stage_bars), s * n, 0.0),
+            state_bar: refill(take(&mut kept.state_bar), n, 0.0),
+            scratch: refill(take(&mut kept.scratch), n, 0.0),
+            guard_terms,
+            replay: refill(take(&mut kept.replay), 0, 0.0),
             replay_from: 0,
-            replay_state: Vec::new(),
-            replay_next: Vec::new(),
+            replay_state: refill(take(&mut kept.replay_state), 0, 0.0),
+            replay_next: refill(take(&mut kept.replay_next), 0, 0.0),
         }
+    }
+
+    /// Gives the buffers back to `kept`.
+    pub(crate) fn release(self, kept: &mut BackwardBuffers) {
+        *kept = BackwardBuffers {
+            partials: Some(self.partials),
+            saltation: Some(self.saltation),
+            stages: self.stages,
+            stage_states: self.stage_states,
+            stage_bars: self.stage_bars,
+            state_bar: self.state_bar,
+            scratch: self.scratch,
+            guard_terms: self.guard_terms,
+            replay: self.replay,
+            replay_state: self.replay_state,
+            replay_next: self.replay_next,
+        };
     }
 
     /// Makes sure `self.replay` holds the stage states of the step at tape

@@ -5,8 +5,9 @@
 //! [`jacobian`], [`gradient`]) over a slice of problems on a [`Batch`]'s
 //! worker threads (a local rayon thread pool, never the global one). The
 //! results come back in input order, one per problem: a failed problem gives
-//! its own error and the others run on. Each run is the single call, so a
-//! batch result equals it to the last bit.
+//! its own error and the others run on. Each worker runs its items in one
+//! [`Workspace`] (the `*_in` form of the single call), so a batch result
+//! equals the single call to the last bit.
 //!
 //! ```
 //! use ia_adjoint::batch::Batch;
@@ -26,7 +27,9 @@
 //! }
 //! ```
 
-use crate::{gradient, jacobian, Gradient, Loss, Method, Sensitivities};
+use crate::{
+    gradient_in, jacobian_in, AdjointOptions, Gradient, Loss, Method, Sensitivities, Workspace,
+};
 use ia_core::{HybridError, Trajectory};
 use ia_events::Problem;
 use rayon::prelude::*;
@@ -65,9 +68,24 @@ impl Batch {
         self.pool.install(|| items.par_iter().map(run).collect())
     }
 
+    /// `run` over every item in a [`Workspace`] kept by the worker for the
+    /// items it takes, in parallel, results in input order.
+    pub fn map_in<T: Sync, R: Send>(
+        &self,
+        items: &[T],
+        run: impl Fn(&T, &mut Workspace) -> R + Sync + Send,
+    ) -> Vec<R> {
+        self.pool.install(|| {
+            items
+                .par_iter()
+                .map_init(Workspace::new, |workspace, item| run(item, workspace))
+                .collect()
+        })
+    }
+
     /// [`ia_events::simulate`] of every problem.
     pub fn simulate(&self, problems: &[Problem<'_>]) -> Vec<Result<Trajectory, HybridError>> {
-        self.map(problems, ia_events::simulate)
+        self.map_in(problems, |p, w| ia_events::simulate_in(p, &mut w.run))
     }
 
     /// [`jacobian`] of every problem by `method`.
@@ -76,7 +94,7 @@ impl Batch {
         problems: &[Problem<'_>],
         method: Method,
     ) -> Vec<Result<Sensitivities, HybridError>> {
-        self.map(problems, |p| jacobian(p, method))
+        self.map_in(problems, |p, w| jacobian_in(p, method, w))
     }
 
     /// [`gradient`] of the same `loss` for every problem.
@@ -85,7 +103,8 @@ impl Batch {
         problems: &[Problem<'_>],
         loss: &(dyn Loss + Sync),
     ) -> Vec<Result<Gradient, HybridError>> {
-        self.map(problems, |p| gradient(p, loss))
+        let options = AdjointOptions::default();
+        self.map_in(problems, |p, w| gradient_in(p, loss, &options, w))
     }
 
     /// [`gradient`] of its own loss for every problem (a fit to each
@@ -98,8 +117,9 @@ impl Batch {
         losses: &[L],
     ) -> Vec<Result<Gradient, HybridError>> {
         let indices: Vec<usize> = (0..problems.len()).collect();
-        self.map(&indices, |&i| match losses.get(i) {
-            Some(loss) => gradient(&problems[i], loss),
+        let options = AdjointOptions::default();
+        self.map_in(&indices, |&i, w| match losses.get(i) {
+            Some(loss) => gradient_in(&problems[i], loss, &options, w),
             None => Err(HybridError::DimensionMismatch {
                 what: "losses for the batch's problems".into(),
                 expected: problems.len(),
@@ -162,7 +182,7 @@ mod tests {
     //! `[1e-15, 1)`) whose error must be the single call's.
     use super::*;
     use crate::tests::{ball, problem};
-    use crate::{FinalComponent, LossSeeds};
+    use crate::{gradient, jacobian, FinalComponent, LossSeeds};
     use ia_events::SolverChoice;
 
     /// Eight runs of the ball with different restitutions and heights; the

@@ -133,7 +133,7 @@ pub mod prelude {
     pub use ia_events::{EventOptions, Problem, SolverChoice};
 }
 
-use adjoint::{Backward, Tape};
+use adjoint::Backward;
 use forward::SensitivityAt;
 use ia_core::{HybridError, Trajectory};
 use nalgebra::DMatrix;
@@ -541,14 +541,22 @@ pub fn jacobian_in(
         Method::Adjoint => {
             let wrt = sys.wrt_names().to_vec();
             let tableau = adjoint_tableau(problem)?;
-            let mut tape = Tape::default();
-            let trajectory = ia_events::run_in(
+            let mut tape = workspace.tape(&AdjointOptions::default());
+            let run = ia_events::run_in(
                 problem,
                 &mut workspace.run,
                 &mut ia_events::NoExtraState,
                 &mut tape,
-            )?;
-            let mut backward = Backward::new(sys, &problem.params, tableau);
+            );
+            let trajectory = match run {
+                Ok(trajectory) => trajectory,
+                Err(e) => {
+                    workspace.keep_tape(tape);
+                    return Err(e);
+                }
+            };
+            let mut backward =
+                Backward::new_in(sys, &problem.params, tableau, &mut workspace.backward);
             let n = sys.state_dim();
             let m = wrt.len();
             // Each row's pass starts at the output it seeds: an event's or an
@@ -586,6 +594,9 @@ pub fn jacobian_in(
                 event_time_gradients.push(row(&seeds, tape.event_end(first_recorded + k))?);
                 seeds.event_times[k] = 0.0;
             }
+            // (A failed row leaves the buffers to be allocated anew.)
+            backward.release(&mut workspace.backward);
+            workspace.keep_tape(tape);
             let sens = Sensitivities {
                 saltations: Vec::new(),
                 state_names: problem.system.shared_state_names(),
@@ -827,24 +838,69 @@ pub fn gradient_with(
     loss: &dyn Loss,
     options: &AdjointOptions,
 ) -> Result<Gradient, HybridError> {
+    gradient_in(problem, loss, options, &mut Workspace::new())
+}
+
+/// [`gradient_with`] in `workspace`: the integrator's buffers, the tape and
+/// the backward pass's buffers are reused, and the result is built in the
+/// vectors of earlier results given back with
+/// [`Workspace::recycle_gradient`]. The numbers are those of
+/// [`gradient_with`].
+///
+/// ```
+/// use ia_adjoint::{gradient, gradient_in, AdjointOptions, FinalComponent, Workspace};
+/// use ia_events::{Problem, SolverChoice};
+///
+/// let model = ia_models::by_name("ball2d-flat").unwrap();
+/// let system = model.system();
+/// let mut workspace = Workspace::new();
+/// for e in [0.7, 0.8, 0.9] {
+///     let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, e, 0.7], 2.0)
+///         .with_solver(SolverChoice::dopri5(1e-10));
+///     let options = AdjointOptions::default();
+///     let grad = gradient_in(&problem, &FinalComponent(0), &options, &mut workspace).unwrap();
+///     assert_eq!(grad, gradient(&problem, &FinalComponent(0)).unwrap());
+///     workspace.recycle_gradient(grad);
+/// }
+/// ```
+pub fn gradient_in(
+    problem: &Problem<'_>,
+    loss: &dyn Loss,
+    options: &AdjointOptions,
+    workspace: &mut Workspace,
+) -> Result<Gradient, HybridError> {
+    let sys = problem.system;
     let tableau = adjoint_tableau(problem)?;
-    loss.check(problem.system.state_dim())?;
-    let mut tape = Tape::new(options);
-    let trajectory = ia_events::run(problem, &mut ia_events::NoExtraState, &mut tape)?;
-    loss.check_run(&trajectory)?;
-    let mut seeds = LossSeeds::zeros(&trajectory);
-    let value = loss.evaluate(&trajectory, &mut seeds);
-    check_seeds(&seeds, &trajectory)?;
-    let mut backward = Backward::new(problem.system, &problem.params, tableau);
-    let (initial_state, params) = backward.gradient(&tape, &trajectory, &seeds)?;
-    Ok(Gradient {
-        value,
-        wrt: problem.system.wrt_names().to_vec(),
-        initial_state,
-        params,
-        tape_floats: tape.stored_floats(),
-        trajectory,
-    })
+    loss.check(sys.state_dim())?;
+    let mut tape = workspace.tape(options);
+    let run = ia_events::run_in(
+        problem,
+        &mut workspace.run,
+        &mut ia_events::NoExtraState,
+        &mut tape,
+    );
+    let result = run.and_then(|trajectory| {
+        loss.check_run(&trajectory)?;
+        let mut seeds = LossSeeds::zeros(&trajectory);
+        let value = loss.evaluate(&trajectory, &mut seeds);
+        check_seeds(&seeds, &trajectory)?;
+        let mut backward = Backward::new_in(sys, &problem.params, tableau, &mut workspace.backward);
+        let pass = backward.gradient(&tape, &trajectory, &seeds);
+        backward.release(&mut workspace.backward);
+        let (initial_state, params) = pass?;
+        let mut wrt = std::mem::take(&mut workspace.wrt);
+        sys.wrt_names().clone_into(&mut wrt);
+        Ok(Gradient {
+            value,
+            wrt,
+            initial_state,
+            params,
+            tape_floats: tape.stored_floats(),
+            trajectory,
+        })
+    });
+    workspace.keep_tape(tape);
+    result
 }
 
 /// The gradient of `loss` by forward sensitivities (the full Jacobian

@@ -81,6 +81,11 @@ impl SaltationWorkspace {
         }
     }
 
+    /// The state and parameter dimensions the buffers are for.
+    pub fn dims(&self) -> (usize, usize) {
+        (self.n, self.n_params)
+    }
+
     /// Forgets the events seen so far, keeping the buffers (for a new run,
     /// whose parameters may differ).
     pub fn forget(&mut self) {

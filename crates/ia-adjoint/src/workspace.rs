@@ -24,8 +24,9 @@
 //! }
 //! ```
 
+use crate::adjoint::{BackwardBuffers, Tape};
 use crate::forward::ForwardSensitivity;
-use crate::Sensitivities;
+use crate::{AdjointOptions, Gradient, Sensitivities};
 use ia_core::HybridSystem;
 use ia_events::workspace::keep_larger;
 use ia_events::SpareVecs;
@@ -46,6 +47,8 @@ pub struct Workspace {
     time_gradients: Vec<Vec<f64>>,
     observation_jacobians: Vec<DMatrix<f64>>,
     pub(crate) wrt: Vec<String>,
+    tape: Option<Tape>,
+    pub(crate) backward: BackwardBuffers,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -86,6 +89,37 @@ impl Workspace {
         if wrt.capacity() > self.wrt.capacity() {
             self.wrt = wrt;
         }
+    }
+
+    /// Takes back the vectors of `gradient` (from this workspace or not) for
+    /// the next calls' results.
+    pub fn recycle_gradient(&mut self, gradient: Gradient) {
+        let Gradient {
+            trajectory,
+            wrt,
+            initial_state,
+            params,
+            ..
+        } = gradient;
+        self.run.recycle(trajectory);
+        self.rows.give(initial_state);
+        self.rows.give(params);
+        if wrt.capacity() > self.wrt.capacity() {
+            self.wrt = wrt;
+        }
+    }
+
+    /// An empty tape set to `options`, in kept buffers.
+    pub(crate) fn tape(&mut self, options: &AdjointOptions) -> Tape {
+        match self.tape.take() {
+            Some(kept) => kept.renew(options),
+            None => Tape::new(options),
+        }
+    }
+
+    /// Keeps `tape`'s buffers for the next call.
+    pub(crate) fn keep_tape(&mut self, tape: Tape) {
+        self.tape = Some(tape);
     }
 
     /// The carried forward sensitivities for `system`, in kept buffers.
@@ -243,6 +277,43 @@ mod tests {
             assert_eq!(kept.trajectory.events.len(), 1);
             assert_eq!(kept, jacobian(&problem, method).unwrap(), "e = {e}");
             workspace.recycle(kept);
+        }
+    }
+
+    /// Reference: [`crate::gradient_with`] in a fresh workspace. Every
+    /// ready model in turn in one workspace, with the full tape and with
+    /// checkpoints every other run, and a failed run between: the same
+    /// gradients to the bit.
+    #[test]
+    fn a_kept_workspace_gives_the_gradients_of_a_fresh_one() {
+        use crate::{gradient_in, gradient_with, AdjointOptions, LossSeeds};
+        let loss = |tr: &ia_core::Trajectory, seeds: &mut LossSeeds| {
+            seeds.final_state[0] = 1.0;
+            let last = tr.events.len().checked_sub(1);
+            if let Some(k) = last {
+                seeds.event_times[k] = 0.5;
+            }
+            tr.final_state[0] + last.map_or(0.0, |k| 0.5 * tr.events[k].time)
+        };
+        let mut workspace = Workspace::new();
+        for (k, run) in runs(Method::Adjoint).iter().enumerate() {
+            let options = AdjointOptions {
+                checkpoints: (k % 2 == 1).then_some(3),
+            };
+            let problem = Problem::new(&run.system, run.x0.clone(), run.p.clone(), run.t_end)
+                .with_mode(&run.mode)
+                .unwrap()
+                .with_solver(SolverChoice::dopri5(1e-10))
+                .with_observations(vec![run.t_end / 3.0]);
+            let fresh = gradient_with(&problem, &loss, &options).unwrap();
+            let kept = gradient_in(&problem, &loss, &options, &mut workspace).unwrap();
+            assert_eq!(kept, fresh, "{} run {k}", run.name);
+            workspace.recycle_gradient(kept);
+            let failing = problem.with_event_options(EventOptions {
+                max_steps: 3,
+                ..EventOptions::default()
+            });
+            assert!(gradient_in(&failing, &loss, &options, &mut workspace).is_err());
         }
     }
 }

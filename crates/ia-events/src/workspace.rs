@@ -101,8 +101,14 @@ pub(crate) struct Buffers {
 }
 
 /// `v` emptied and refilled with `len` copies of `value` (no allocation when
-/// its capacity suffices).
-pub(crate) fn refill<T: Clone>(mut v: Vec<T>, len: usize, value: T) -> Vec<T> {
+/// its capacity suffices): how a kept buffer is made ready for a new run.
+///
+/// ```
+/// # use ia_events::workspace::refill;
+/// let v = refill(vec![1.0, 2.0, 3.0], 2, 0.0);
+/// assert_eq!(v, [0.0, 0.0]);
+/// ```
+pub fn refill<T: Clone>(mut v: Vec<T>, len: usize, value: T) -> Vec<T> {
     v.clear();
     v.resize(len, value);
     v
