@@ -82,7 +82,9 @@ use argmin::core::{CostFunction, Executor, Gradient, State, TerminationReason};
 use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::quasinewton::LBFGS;
 use ia_adjoint::nalgebra::DMatrix;
-use ia_adjoint::{gradient, jacobian_wrt, LossTerms, Method, Problem, Term};
+use ia_adjoint::{
+    gradient_in, jacobian_wrt, AdjointOptions, LossTerms, Method, Problem, Term, Workspace,
+};
 use ia_core::HybridError;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
@@ -170,6 +172,8 @@ pub struct FitProblem<'a> {
     /// the cost and the gradient at the same point separately; one adjoint
     /// pass gives both).
     last: Mutex<Option<Evaluation>>,
+    /// The buffers of the gradient runs, kept from one to the next.
+    workspace: Mutex<Workspace>,
 }
 
 /// A point `u`, the loss there and `dL/du`.
@@ -354,6 +358,7 @@ impl<'a> FitProblem<'a> {
             reads,
             loss,
             last: Mutex::new(None),
+            workspace: Mutex::new(Workspace::new()),
         })
     }
 
@@ -471,9 +476,16 @@ impl<'a> FitProblem<'a> {
 
     /// The loss and `dL/dtheta` at `values` (one adjoint pass).
     pub fn loss_gradient(&self, values: &[f64]) -> Result<(f64, Vec<f64>), HybridError> {
-        let g = gradient(&self.problem_at(values), &self.loss)?;
+        let problem = self.problem_at(values);
+        let options = AdjointOptions::default();
+        // A poisoned lock only means another evaluation panicked: its
+        // buffers are renewed by the next run all the same.
+        let mut workspace = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
+        let g = gradient_in(&problem, &self.loss, &options, &mut workspace)?;
         let all = g.concatenated();
-        Ok((g.value, self.free.iter().map(|f| all[f.column]).collect()))
+        let result = (g.value, self.free.iter().map(|f| all[f.column]).collect());
+        workspace.recycle_gradient(g);
+        Ok(result)
     }
 
     /// The loss and `dL/du` at `u`, from the cache when `u` is the last point.
