@@ -65,6 +65,12 @@ impl Workspace {
         Self::default()
     }
 
+    /// The integrator's workspace within, for runs without sensitivities
+    /// ([`ia_events::simulate_in`]).
+    pub fn integrator(&mut self) -> &mut ia_events::Workspace {
+        &mut self.run
+    }
+
     /// Takes back the vectors and matrices of `sens` (from this workspace
     /// or not) for the next calls' results.
     pub fn recycle(&mut self, sens: Sensitivities) {
@@ -256,6 +262,16 @@ mod tests {
             });
             assert!(jacobian_in(&failing, method, &mut workspace).is_err());
         }
+    }
+
+    /// A workspace may be moved to another thread (kept per worker, or in
+    /// a solver object shared by threads behind a lock): checked when this
+    /// compiles.
+    #[test]
+    fn workspaces_move_between_threads() {
+        fn send<T: Send>() {}
+        send::<Workspace>();
+        send::<ia_events::Workspace>();
     }
 
     /// Reference: [`jacobian`] in a fresh workspace. One impact, at the

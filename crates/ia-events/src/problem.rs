@@ -148,7 +148,7 @@ impl SolverChoice {
     }
 
     /// Builds the stepper.
-    pub fn stepper(&self) -> Result<Box<dyn Stepper>, HybridError> {
+    pub fn stepper(&self) -> Result<Box<dyn Stepper + Send>, HybridError> {
         self.validate()?;
         Ok(match *self {
             SolverChoice::Rk4 { dt } => Box::new(RkStepper::new(&RK4, StepControl::Fixed { dt })?),

@@ -143,7 +143,7 @@ impl Buffers {
 /// time; give each thread its own.
 #[derive(Default)]
 pub struct Workspace {
-    stepper: Option<(SolverChoice, Box<dyn Stepper>)>,
+    stepper: Option<(SolverChoice, Box<dyn Stepper + Send>)>,
     pub(crate) buffers: Buffers,
 }
 

@@ -180,6 +180,8 @@ pub(crate) struct CotangentsIn<'a> {
 pub(crate) struct SolverCore {
     scenario: Scenario,
     max_events: usize,
+    /// The buffers of single runs, kept from one call to the next.
+    workspace: Mutex<ia_adjoint::Workspace>,
 }
 
 /// The worker pool of batches (under `jax.vmap`), made once per process: a
@@ -297,10 +299,13 @@ impl SolverCore {
             batch * n_obs * n,
         )?;
         let problems = self.problems(batch, x0s, params)?;
-        let runs = if batch == 1 {
-            vec![ia_events::simulate(&problems[0])]
-        } else {
-            pool()?.simulate(&problems)
+        let mut kept = (batch == 1).then(|| self.kept_workspace());
+        let runs = match kept.as_deref_mut() {
+            Some(workspace) => vec![ia_events::simulate_in(
+                &problems[0],
+                workspace.integrator(),
+            )],
+            None => pool()?.simulate(&problems),
         };
         for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
             let trajectory = run.map_err(|e| self.explain(problem, e))?;
@@ -318,8 +323,17 @@ impl SolverCore {
             {
                 row.copy_from_slice(&o.state);
             }
+            if let Some(workspace) = kept.as_deref_mut() {
+                workspace.integrator().recycle(trajectory);
+            }
         }
         Ok(())
+    }
+
+    /// The kept workspace (a poisoned lock only means an earlier call
+    /// panicked: a run renews every buffer it takes all the same).
+    fn kept_workspace(&self) -> std::sync::MutexGuard<'_, ia_adjoint::Workspace> {
+        self.workspace.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The vector-Jacobian products of the runs' outputs with the
@@ -366,16 +380,27 @@ impl SolverCore {
                 observations: &input.observed[b * n_obs * n..(b + 1) * n_obs * n],
             })
             .collect();
-        let runs = if batch == 1 {
-            vec![ia_adjoint::gradient(&problems[0], &losses[0])]
-        } else {
-            pool()?.gradient_each(&problems, &losses)
+        let mut kept = (batch == 1).then(|| self.kept_workspace());
+        let runs = match kept.as_deref_mut() {
+            Some(workspace) => {
+                let options = ia_adjoint::AdjointOptions::default();
+                vec![ia_adjoint::gradient_in(
+                    &problems[0],
+                    &losses[0],
+                    &options,
+                    workspace,
+                )]
+            }
+            None => pool()?.gradient_each(&problems, &losses),
         };
         for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
             let grad = run.map_err(|e| self.explain(problem, e))?;
             self.check_observed(&grad.trajectory)?;
             gx[b * n..(b + 1) * n].copy_from_slice(&grad.initial_state);
             gp[b * n_params..(b + 1) * n_params].copy_from_slice(&grad.params);
+            if let Some(workspace) = kept.as_deref_mut() {
+                workspace.recycle_gradient(grad);
+            }
         }
         Ok(())
     }
@@ -432,6 +457,7 @@ impl JaxSolver {
         })?;
         scenario.solver = ia_cli::adjoint_solver(&scenario.solver).map_err(to_py)?;
         let core = Arc::new(SolverCore {
+            workspace: Mutex::new(ia_adjoint::Workspace::new()),
             scenario,
             max_events,
         });
