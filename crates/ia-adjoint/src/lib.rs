@@ -642,6 +642,34 @@ pub fn jacobian_wrt(
     method: Method,
     wrt: &[&str],
 ) -> Result<Sensitivities, HybridError> {
+    jacobian_wrt_in(problem, method, wrt, &mut Workspace::new())
+}
+
+/// [`jacobian_wrt`] in `workspace` (see [`jacobian_in`]); the numbers are
+/// those of [`jacobian_wrt`].
+///
+/// ```
+/// use ia_adjoint::{jacobian_wrt, jacobian_wrt_in, Method, Workspace};
+/// use ia_events::{Problem, SolverChoice};
+///
+/// let model = ia_models::by_name("ball2d-flat").unwrap();
+/// let system = model.system();
+/// let mut workspace = Workspace::new();
+/// for mu in [0.5, 0.7] {
+///     let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, mu], 2.0)
+///         .with_solver(SolverChoice::dopri5(1e-12));
+///     let wrt = ["initial.vy", "param.mu"];
+///     let two = jacobian_wrt_in(&problem, Method::Forward, &wrt, &mut workspace).unwrap();
+///     assert_eq!(two, jacobian_wrt(&problem, Method::Forward, &wrt).unwrap());
+///     workspace.recycle(two);
+/// }
+/// ```
+pub fn jacobian_wrt_in(
+    problem: &Problem<'_>,
+    method: Method,
+    wrt: &[&str],
+    workspace: &mut Workspace,
+) -> Result<Sensitivities, HybridError> {
     let sys = problem.system;
     let n = sys.state_dim();
     let all = sys.wrt_names();
@@ -660,7 +688,7 @@ pub fn jacobian_wrt(
     let names: Vec<String> = indices.iter().map(|&j| all[j].clone()).collect();
     match method {
         Method::Adjoint => {
-            let full = jacobian(problem, method)?;
+            let full = jacobian_in(problem, method, workspace)?;
             let select = |row: &[f64]| indices.iter().map(|&j| row[j]).collect::<Vec<f64>>();
             let columns = |m: &DMatrix<f64>| m.select_columns(indices.iter());
             Ok(Sensitivities {
@@ -689,13 +717,7 @@ pub fn jacobian_wrt(
                     }
                 })
                 .collect();
-            forward_jacobian(
-                problem,
-                method,
-                Some(columns),
-                &names,
-                &mut Workspace::new(),
-            )
+            forward_jacobian(problem, method, Some(columns), &names, workspace)
         }
     }
 }

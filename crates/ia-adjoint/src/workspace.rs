@@ -160,7 +160,7 @@ impl Workspace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{jacobian, jacobian_in, Method};
+    use crate::{jacobian, jacobian_in, jacobian_wrt, jacobian_wrt_in, Method};
     use ia_events::{EventOptions, EventRecording, Problem, SolverChoice};
     use rstest::rstest;
 
@@ -250,6 +250,21 @@ mod tests {
             match (fresh, kept) {
                 (Ok(fresh), Ok(kept)) => {
                     assert_eq!(kept, fresh, "{} run {k}", run.name);
+                    workspace.recycle(kept);
+                }
+                (Err(fresh), Err(kept)) => assert_eq!(kept.to_string(), fresh.to_string()),
+                (fresh, kept) => panic!("run {k}: fresh {fresh:?}, kept {kept:?}"),
+            }
+            // Two chosen columns (the first and the last input) between runs
+            // with all of them.
+            let all = run.system.wrt_names();
+            let chosen = [all[0].as_str(), all[all.len() - 1].as_str()];
+            match (
+                jacobian_wrt(&problem, method, &chosen),
+                jacobian_wrt_in(&problem, method, &chosen, &mut workspace),
+            ) {
+                (Ok(fresh), Ok(kept)) => {
+                    assert_eq!(kept, fresh, "{} run {k}, chosen columns", run.name);
                     workspace.recycle(kept);
                 }
                 (Err(fresh), Err(kept)) => assert_eq!(kept.to_string(), fresh.to_string()),
