@@ -96,3 +96,48 @@ fn forward_jacobian_of_ball2d_counts_its_allocations() {
         "{count} allocations per forward Jacobian, more than the {MEASURED} measured"
     );
 }
+
+/// The thermostat over about 1,000 and 10,000 switches, keeping the last
+/// ten events, in one kept workspace shared by the primal and the forward
+/// Jacobian (so the stepper is resized between them): once warm, neither
+/// allocates at all, whatever the number of events (the dropped records'
+/// vectors hold the next ones').
+#[test]
+fn long_runs_in_a_kept_workspace_allocate_nothing_per_event() {
+    use ia_adjoint::{jacobian_in, Method, Workspace};
+    use ia_events::{simulate_in, EventOptions, EventRecording, Problem, SolverChoice};
+    let _serial = SERIAL.lock().unwrap();
+    let model = ia_models::by_name("thermostat").unwrap();
+    let spec = model.spec();
+    let system = model.system();
+    let problem = |t_end: f64| {
+        Problem::new(&system, spec.default_state(), spec.default_params(), t_end)
+            .with_mode(&spec.initial_mode)
+            .unwrap()
+            .with_solver(SolverChoice::dopri5(1e-10))
+            .with_event_options(EventOptions {
+                max_events: 100_000,
+                record: EventRecording::Last(10),
+                ..EventOptions::default()
+            })
+    };
+    let (short, long) = (problem(1640.0), problem(16400.0));
+    let mut workspace = Workspace::new();
+    let mut counts = Vec::new();
+    for run in [&short, &long, &short, &long] {
+        let primal = allocations_of(|| {
+            let trajectory = simulate_in(run, workspace.integrator()).unwrap();
+            assert_eq!(trajectory.events.len(), 10);
+            workspace.integrator().recycle(trajectory);
+        });
+        let forward = allocations_of(|| {
+            let sens = jacobian_in(run, Method::Forward, &mut workspace).unwrap();
+            assert_eq!(sens.event_time_gradients.len(), 10);
+            workspace.recycle(sens);
+        });
+        counts.push((primal, forward));
+    }
+    eprintln!("allocations (primal, forward) for 1e3, 1e4, 1e3, 1e4 switches: {counts:?}");
+    // Warm (after the first run): none, for ten times the events as well.
+    assert!(counts[1..].iter().all(|&c| c == (0, 0)), "{counts:?}");
+}

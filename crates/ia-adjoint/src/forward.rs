@@ -189,13 +189,19 @@ impl ForwardSensitivity {
         }
         if self.recording.keeps_any() {
             self.event_time_gradients.push(gradient);
-            self.recording.trim(&mut self.event_time_gradients, false);
+            let spare = &mut self.spare;
+            self.recording
+                .trim_with(&mut self.event_time_gradients, false, |g| spare.give(g));
+        } else {
+            self.spare.give(gradient);
         }
     }
 
     /// `dt*/dtheta` of the recorded events, once the run is over.
     pub(crate) fn take_event_time_gradients(&mut self) -> Vec<Vec<f64>> {
-        self.recording.trim(&mut self.event_time_gradients, true);
+        let spare = &mut self.spare;
+        self.recording
+            .trim_with(&mut self.event_time_gradients, true, |g| spare.give(g));
         std::mem::take(&mut self.event_time_gradients)
     }
 

@@ -1294,7 +1294,11 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 terminal: transition.terminal,
                 cascade_of,
             });
-            recording.trim(&mut self.trajectory.events, false);
+            let spare = &mut self.spare;
+            recording.trim_with(&mut self.trajectory.events, false, |e| {
+                spare.give(e.state_before);
+                spare.give(e.state_after);
+            });
         }
         self.trajectory.stats.events += 1;
         self.recent_event_times.rotate_left(1);
@@ -1491,7 +1495,11 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let final_state = self.spare.copy_of(&y[..self.rhs.n]);
         let recording = self.problem.events.record;
         recording.trim(&mut self.trajectory.segments, true);
-        recording.trim(&mut self.trajectory.events, true);
+        let spare = &mut self.spare;
+        recording.trim_with(&mut self.trajectory.events, true, |e| {
+            spare.give(e.state_before);
+            spare.give(e.state_after);
+        });
         Trajectory {
             segments: std::mem::take(&mut self.trajectory.segments),
             events: std::mem::take(&mut self.trajectory.events),

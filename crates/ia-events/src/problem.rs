@@ -258,6 +258,22 @@ impl EventRecording {
     /// at the end of a run: at most twice that while running (so the cost
     /// is amortised constant per entry), exactly that when `finished`.
     pub fn trim<T>(self, records: &mut Vec<T>, finished: bool) {
+        self.trim_with(records, finished, drop);
+    }
+
+    /// [`EventRecording::trim`], handing each dropped record to `dropped`
+    /// (to keep its buffers for the records to come).
+    ///
+    /// ```
+    /// use ia_events::EventRecording;
+    ///
+    /// let mut records: Vec<u32> = (0..40).collect();
+    /// let mut dropped = Vec::new();
+    /// EventRecording::Last(3).trim_with(&mut records, true, |r| dropped.push(r));
+    /// assert_eq!(records, [37, 38, 39]);
+    /// assert_eq!(dropped.len(), 37);
+    /// ```
+    pub fn trim_with<T>(self, records: &mut Vec<T>, finished: bool, dropped: impl FnMut(T)) {
         let keep = match self {
             EventRecording::All => return,
             EventRecording::None => 0,
@@ -265,7 +281,7 @@ impl EventRecording {
         };
         let limit = if finished { keep } else { 2 * keep.max(16) };
         if records.len() > limit {
-            records.drain(..records.len() - keep);
+            records.drain(..records.len() - keep).for_each(dropped);
         }
     }
 

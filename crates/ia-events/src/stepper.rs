@@ -419,13 +419,21 @@ impl Stepper for RkStepper {
     fn start(&mut self, rhs: &mut dyn OdeRhs, t: f64, y: &[f64]) -> Result<(), StepFailure> {
         let n = y.len();
         if n != self.dim {
+            // Resized in place: a rewound stepper keeps its buffers for runs
+            // of another dimension (with and without sensitivities).
             self.dim = n;
-            self.y_prev = vec![0.0; n];
-            self.y = vec![0.0; n];
-            self.k = vec![0.0; (self.stages() + 1) * n];
-            self.stage = vec![0.0; n];
-            self.y_new = vec![0.0; n];
-            self.dense = vec![0.0; 5 * n];
+            let k = (self.stages() + 1) * n;
+            for (buffer, len) in [
+                (&mut self.y_prev, n),
+                (&mut self.y, n),
+                (&mut self.k, k),
+                (&mut self.stage, n),
+                (&mut self.y_new, n),
+                (&mut self.dense, 5 * n),
+            ] {
+                buffer.clear();
+                buffer.resize(len, 0.0);
+            }
         }
         self.y.copy_from_slice(y);
         self.y_prev.copy_from_slice(y);
