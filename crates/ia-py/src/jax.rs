@@ -301,10 +301,7 @@ impl SolverCore {
         let problems = self.problems(batch, x0s, params)?;
         let mut kept = (batch == 1).then(|| self.kept_workspace());
         let runs = match kept.as_deref_mut() {
-            Some(workspace) => vec![ia_events::simulate_in(
-                &problems[0],
-                workspace.integrator(),
-            )],
+            Some(workspace) => vec![ia_events::simulate_in(&problems[0], workspace.integrator())],
             None => pool()?.simulate(&problems),
         };
         for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
