@@ -2,7 +2,7 @@
 //!
 //! [`simulate_batch`], [`jacobian_batch`], [`gradient_batch`] and
 //! [`gradient_batch_each`] run the single-run functions ([`ia_events::simulate`],
-//! [`jacobian`], [`gradient`]) over a slice of problems on a [`Batch`]'s
+//! [`jacobian`](crate::jacobian), [`gradient`](crate::gradient)) over a slice of problems on a [`Batch`]'s
 //! worker threads (a local rayon thread pool, never the global one). The
 //! results come back in input order, one per problem: a failed problem gives
 //! its own error and the others run on. Each worker runs its items in one
@@ -88,7 +88,7 @@ impl Batch {
         self.map_in(problems, |p, w| ia_events::simulate_in(p, &mut w.run))
     }
 
-    /// [`jacobian`] of every problem by `method`.
+    /// [`jacobian`](crate::jacobian) of every problem by `method`.
     pub fn jacobian(
         &self,
         problems: &[Problem<'_>],
@@ -97,7 +97,7 @@ impl Batch {
         self.map_in(problems, |p, w| jacobian_in(p, method, w))
     }
 
-    /// [`gradient`] of the same `loss` for every problem.
+    /// [`gradient`](crate::gradient) of the same `loss` for every problem.
     pub fn gradient(
         &self,
         problems: &[Problem<'_>],
@@ -107,7 +107,7 @@ impl Batch {
         self.map_in(problems, |p, w| gradient_in(p, loss, &options, w))
     }
 
-    /// [`gradient`] of its own loss for every problem (a fit to each
+    /// [`gradient`](crate::gradient) of its own loss for every problem (a fit to each
     /// problem's own data, say): `losses[i]` goes with `problems[i]`; a
     /// problem without a loss (the slices differ in length) is a
     /// `dimension_mismatch` error of that item.
