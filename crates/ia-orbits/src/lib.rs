@@ -125,7 +125,7 @@ mod floquet;
 pub use error::OrbitError;
 
 use floquet::{eigen_triples, EigenTriple};
-use ia_adjoint::{jacobian, Method};
+use ia_adjoint::{jacobian_in, Method, Workspace};
 use ia_core::{HybridError, HybridSystem};
 use ia_events::{EventOptions, Problem, SolverChoice};
 use nalgebra::{Complex, DMatrix, DVector};
@@ -319,6 +319,9 @@ struct Shooting<'a> {
     section_name: &'a str,
     start_mode: usize,
     options: &'a OrbitOptions,
+    /// The buffers of the periods run, kept from one to the next (Newton
+    /// iterations, line search, differences).
+    workspace: std::cell::RefCell<Workspace>,
 }
 
 impl Shooting<'_> {
@@ -336,7 +339,8 @@ impl Shooting<'_> {
         .with_start_band(self.options.start_band)
         .with_stop_after(self.section_name, k)?;
         problem.initial_mode = self.start_mode;
-        let sens = jacobian(&problem, Method::Forward)?;
+        let mut workspace = self.workspace.borrow_mut();
+        let sens = jacobian_in(&problem, Method::Forward, &mut workspace)?;
         let events = &sens.trajectory.events;
         let fired = events
             .iter()
@@ -364,7 +368,7 @@ impl Shooting<'_> {
             p,
             flow_after.as_mut_slice(),
         );
-        Ok(Return {
+        let period = Return {
             state: DVector::from_column_slice(&last.state_after),
             period: last.time,
             monodromy: sens.final_jacobian.columns(0, n).into_owned(),
@@ -372,7 +376,9 @@ impl Shooting<'_> {
             period_x: DVector::from_column_slice(&gradient[..n]),
             period_p: DVector::from_column_slice(&gradient[n..]),
             flow_after,
-        })
+        };
+        workspace.recycle(sens);
+        Ok(period)
     }
 
     /// Newton's method with backtracking from `guess`: the fixed point, its
@@ -625,6 +631,7 @@ pub fn periodic_orbit(
         section_name: &names[index],
         start_mode: system.transitions()[index].to,
         options,
+        workspace: std::cell::RefCell::new(Workspace::new()),
     };
     let (x, ret, newton_iterations, residual) = shooting.newton(guess, params)?;
     let triples = eigen_triples(&ret.monodromy);
