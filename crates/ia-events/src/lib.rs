@@ -11,6 +11,10 @@
 //! observation (the adjoint's tape): the two roles of the sensitivity layer
 //! (ia-adjoint), each told the system and the parameters ([`RunContext`]).
 //!
+//! Repeated runs go through a [`Workspace`] ([`simulate_in`], [`run_in`]):
+//! the stepper and the buffers are kept, and the records of a trajectory
+//! given back ([`Workspace::recycle`]) hold the next run's.
+//!
 //! See [`Problem`] for a runnable example.
 
 #![deny(missing_docs)]
