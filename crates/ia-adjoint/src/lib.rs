@@ -12,6 +12,12 @@
 //! * [`saltation`]: the saltation matrices that carry sensitivities across
 //!   events.
 //!
+//! Each has a form that runs in a kept [`Workspace`] ([`jacobian_in`],
+//! [`jacobian_wrt_in`], [`gradient_in`]): called again and again (a fit, a
+//! Newton iteration, an ensemble), it reuses the stepper, the tape and every
+//! buffer, and builds its result in the vectors of results given back, with
+//! the same numbers as the one-shot call.
+//!
 //! The mathematics is in `docs/method.md` and the module docs of
 //! [`saltation`], [`mod@forward`] and [`adjoint`].
 //!
