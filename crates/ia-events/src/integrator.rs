@@ -544,19 +544,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         b.guard_partials = Some(self.guard_partials);
         b.geometry = Some(self.geometry);
         b.spare = self.spare;
-        let mut trajectory = self.trajectory;
-        trajectory.segments.clear();
-        b.segments = trajectory.segments;
-        for event in trajectory.events.drain(..) {
-            b.spare.give(event.state_before);
-            b.spare.give(event.state_after);
-        }
-        b.events = trajectory.events;
-        for observation in trajectory.observations.drain(..) {
-            b.spare.give(observation.state);
-        }
-        b.observations = trajectory.observations;
-        b.spare.give(trajectory.initial_state);
+        b.recycle(self.trajectory);
     }
 
     fn system(&self) -> &'p HybridSystem {
@@ -1295,10 +1283,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 cascade_of,
             });
             let spare = &mut self.spare;
-            recording.trim_with(&mut self.trajectory.events, false, |e| {
-                spare.give(e.state_before);
-                spare.give(e.state_after);
-            });
+            recording.trim_with(&mut self.trajectory.events, false, |e| spare.give_event(e));
         }
         self.trajectory.stats.events += 1;
         self.recent_event_times.rotate_left(1);
@@ -1496,10 +1481,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let recording = self.problem.events.record;
         recording.trim(&mut self.trajectory.segments, true);
         let spare = &mut self.spare;
-        recording.trim_with(&mut self.trajectory.events, true, |e| {
-            spare.give(e.state_before);
-            spare.give(e.state_after);
-        });
+        recording.trim_with(&mut self.trajectory.events, true, |e| spare.give_event(e));
         Trajectory {
             segments: std::mem::take(&mut self.trajectory.segments),
             events: std::mem::take(&mut self.trajectory.events),

@@ -72,6 +72,12 @@ impl SpareVecs {
             self.0.push(v);
         }
     }
+
+    /// Keeps the state vectors of a dropped event record.
+    pub(crate) fn give_event(&mut self, event: EventRecord) {
+        self.give(event.state_before);
+        self.give(event.state_after);
+    }
 }
 
 /// The integrator's per-run buffers (see [`crate::integrator`]'s `Run`),
@@ -115,6 +121,28 @@ pub fn refill<T: Clone>(mut v: Vec<T>, len: usize, value: T) -> Vec<T> {
 }
 
 impl Buffers {
+    /// Takes back the vectors of `trajectory`: its records' into the spare
+    /// vectors, its emptied lists when larger than the kept ones.
+    pub(crate) fn recycle(&mut self, trajectory: Trajectory) {
+        let Trajectory {
+            initial_state,
+            final_state,
+            segments,
+            mut events,
+            mut observations,
+            ..
+        } = trajectory;
+        self.spare.give(initial_state);
+        self.spare.give(final_state);
+        events.drain(..).for_each(|e| self.spare.give_event(e));
+        for observation in observations.drain(..) {
+            self.spare.give(observation.state);
+        }
+        keep_larger(&mut self.segments, segments);
+        keep_larger(&mut self.events, events);
+        keep_larger(&mut self.observations, observations);
+    }
+
     /// The guard partials for `n` states and `n_params` parameters, the
     /// kept ones when they have that shape.
     pub(crate) fn take_guard_partials(&mut self, n: usize, n_params: usize) -> GuardPartials {
@@ -164,28 +192,7 @@ impl Workspace {
     /// Takes back the vectors of `trajectory` (a finished run's, from this
     /// workspace or not) for the next runs' records.
     pub fn recycle(&mut self, trajectory: Trajectory) {
-        let b = &mut self.buffers;
-        let Trajectory {
-            initial_state,
-            final_state,
-            mut segments,
-            mut events,
-            mut observations,
-            ..
-        } = trajectory;
-        b.spare.give(initial_state);
-        b.spare.give(final_state);
-        for event in events.drain(..) {
-            b.spare.give(event.state_before);
-            b.spare.give(event.state_after);
-        }
-        for observation in observations.drain(..) {
-            b.spare.give(observation.state);
-        }
-        segments.clear();
-        keep_larger(&mut b.segments, segments);
-        keep_larger(&mut b.events, events);
-        keep_larger(&mut b.observations, observations);
+        self.buffers.recycle(trajectory);
     }
 
     /// A stepper for `choice`, ready for a new run: the kept one rewound
