@@ -51,7 +51,7 @@
 use crate::geometry::{guard_rate, EventAt, EventGeometry, GeometryWorkspace};
 use crate::problem::{Problem, Progress, PROGRESS_EVERY_STEPS};
 use crate::stepper::{OdeRhs, StepFailure, Stepper};
-use crate::workspace::{refill, Buffers, SpareVecs, Workspace};
+use crate::workspace::{refill, with_capacity, Buffers, SpareVecs, Workspace};
 use ia_core::{
     Direction, EventRecord, Guard, GuardPartials, HybridError, HybridSystem, Observation, Segment,
     SolverStats, Trajectory,
@@ -262,13 +262,6 @@ pub fn run_in<E: ExtraState, O: Observer>(
     let result = run.go();
     run.release(buffers);
     result
-}
-
-/// `v` emptied, with room for `capacity` entries.
-fn with_capacity<T>(mut v: Vec<T>, capacity: usize) -> Vec<T> {
-    v.clear();
-    v.reserve(capacity);
-    v
 }
 
 /// The flow of the current mode, with the extra components' rates.

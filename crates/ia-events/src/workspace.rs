@@ -120,6 +120,14 @@ pub fn refill<T: Clone>(mut v: Vec<T>, len: usize, value: T) -> Vec<T> {
     v
 }
 
+/// `v` emptied, with room for `capacity` entries (no allocation when its
+/// capacity suffices).
+pub(crate) fn with_capacity<T>(mut v: Vec<T>, capacity: usize) -> Vec<T> {
+    v.clear();
+    v.reserve(capacity);
+    v
+}
+
 impl Buffers {
     /// Takes back the vectors of `trajectory`: its records' into the spare
     /// vectors, its emptied lists when larger than the kept ones.
