@@ -97,7 +97,7 @@ fn forward_jacobian_of_ball2d_counts_its_allocations() {
     let sens = kept.unwrap();
     assert_eq!(sens.trajectory.events.len(), 3);
     eprintln!("allocations per forward Jacobian: {count}");
-    const MEASURED: usize = 60;
+    const MEASURED: usize = 61;
     assert!(
         count <= MEASURED,
         "{count} allocations per forward Jacobian, more than the {MEASURED} measured"

@@ -7,8 +7,9 @@
 //! * Detection: after every accepted step each guard of the current mode is
 //!   evaluated at the step's end; a transition fires when its guard went from
 //!   the side it was on to zero or beyond in its declared direction.
-//! * Location: the crossing time is found with Brent's method (the `roots`
-//!   crate) on the stepper's dense output, to the problem's time tolerance.
+//! * Location: the crossing time is found with the Illinois variant of
+//!   regula falsi (the `roots` crate) on the stepper's dense output, to the
+//!   problem's time tolerance.
 //!   The step is then replaced by one that ends exactly at the event time, so
 //!   the state before the reset is a Runge-Kutta value, not an interpolant.
 //! * Several guards crossing in one step: the earliest fires. Guards crossing
@@ -56,7 +57,7 @@ use ia_core::{
     Direction, EventRecord, Guard, GuardPartials, HybridError, HybridSystem, Observation, Segment,
     SolverStats, Trajectory,
 };
-use roots::{find_root_brent, Convergency};
+use roots::{find_root_regula_falsi, Convergency};
 use std::mem::take;
 
 /// A state jump as the sensitivity layer sees it.
@@ -400,8 +401,12 @@ struct Run<'p, 's, E, O> {
     /// its rate, clears the band by then).
     band_ends: Vec<f64>,
     /// Guard values at the end of the current step (or of the narrowed
-    /// bracket of the crossing being located), per transition.
+    /// bracket of the crossing being located), per transition...
     guard_values: Vec<f64>,
+    /// ...and at its start: the values at the end of the step before, or
+    /// those formed after the last event or at the start of the run (the
+    /// stepper starts from that very state, so they need no evaluation).
+    guard_start_values: Vec<f64>,
     /// Transitions whose guards crossed in the current bracket, in
     /// declaration order, and the next bracket's (buffers of `detect`).
     crossed: Vec<usize>,
@@ -492,6 +497,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             zero_bands: refill(take(&mut b.zero_bands), transitions, 0.0),
             band_ends: refill(take(&mut b.band_ends), transitions, f64::NEG_INFINITY),
             guard_values: refill(take(&mut b.guard_values), transitions, 0.0),
+            guard_start_values: refill(take(&mut b.guard_start_values), transitions, 0.0),
             crossed: with_capacity(take(&mut b.crossed), transitions),
             still_crossed: with_capacity(take(&mut b.still_crossed), transitions),
             dip_candidates: with_capacity(take(&mut b.dip_candidates), transitions),
@@ -525,6 +531,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         b.zero_bands = self.zero_bands;
         b.band_ends = self.band_ends;
         b.guard_values = self.guard_values;
+        b.guard_start_values = self.guard_start_values;
         b.crossed = self.crossed;
         b.still_crossed = self.still_crossed;
         b.dip_candidates = self.dip_candidates;
@@ -705,6 +712,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 });
             }
             self.take_side(k, t0, heading, if at_zero { band } else { 0.0 });
+            self.guard_values[k] = g;
         }
         Ok(())
     }
@@ -755,6 +763,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     t_new,
                 ));
             }
+            self.guard_start_values[k] = self.guard_values[k];
             self.guard_values[k] = g;
             if self.crossed_from_side(k, t_prev, g) {
                 self.crossed.push(k);
@@ -889,7 +898,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         for &k in &self.dip_candidates {
             let guard = &system.transitions()[k].guard;
             let side = self.sides[k];
-            let start = guard.value(t0 + eps, ahead, p) - guard.value(t0, x0, p);
+            let start = guard.value(t0 + eps, ahead, p) - self.guard_start_values[k];
             let end = self.guard_values[k] - guard.value(t1 - eps, behind, p);
             // Heading into zero at the start, away from it at the end.
             if side * start < 0.0 && side * end > 0.0 {
@@ -958,7 +967,13 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     /// `t_start`, went from its recorded side to zero or beyond in its
     /// direction (a value within the rounding band of the last event is not
     /// a crossing).
+    #[inline]
     fn crossed_from_side(&self, k: usize, t_start: f64, g: f64) -> bool {
+        // Still strictly on its side: not crossed, whatever the direction
+        // (the common case, decided without the guard's direction).
+        if self.sides[k] * g > 0.0 {
+            return false;
+        }
         g.abs() > self.band(k, t_start)
             && self.system().transitions()[k]
                 .guard
@@ -1002,7 +1017,13 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         // past the crossing, the guard left zero and came back within the
         // first eighth, so search that eighth at offsets growing
         // geometrically from the start.
-        let g_start = g_at(t_prev);
+        // At the step's start the value is known; a bracket narrowed to a
+        // later start needs the guard there.
+        let g_start = if t_prev == t_start {
+            self.guard_start_values[k]
+        } else {
+            g_at(t_prev)
+        };
         let (mut lo, mut hi) = (t_prev, t_new);
         let (mut lo_value, mut hi_value) = (g_start, self.guard_values[k]);
         let mut scale = g_start.abs().max(self.guard_values[k].abs());
@@ -1066,27 +1087,23 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             noise,
             max_iterations: 200,
         };
-        // `find_root_brent` evaluates both ends first, whose values are known
-        // here, and then every iteration evaluates the new point and again
-        // one end of the bracket, which was evaluated (or looked up) on the
-        // iteration before: a few recent values answer those repeats.
-        let mut recent = [
-            (lo, lo_value),
-            (hi, hi_value),
-            (f64::NAN, 0.0),
-            (f64::NAN, 0.0),
-        ];
-        let mut oldest = 2;
+        // The Illinois variant of regula falsi (`roots`): superlinear on a
+        // smooth guard, and the halved weight of an end that stays moves
+        // that end too, so the bracket closes from both sides. Brent's
+        // method as `roots` writes it (no minimum step towards the far end)
+        // took bisections to close it: 10.5 guard evaluations per
+        // thermostat event against 6.3. It evaluates both ends first, whose
+        // values are known here.
         let mut g_cached = |t: f64| {
-            if let Some(&(_, g)) = recent.iter().find(|(at, _)| *at == t) {
-                return g;
+            if t == lo {
+                lo_value
+            } else if t == hi {
+                hi_value
+            } else {
+                g_at(t)
             }
-            let g = g_at(t);
-            recent[oldest] = (t, g);
-            oldest = (oldest + 1) % recent.len();
-            g
         };
-        let located = find_root_brent(lo, hi, &mut g_cached, &mut convergence);
+        let located = find_root_regula_falsi(lo, hi, &mut g_cached, &mut convergence);
         self.trajectory.stats.root_iterations += evaluations;
         located.map_err(|e| {
             let name = system.transitions()[k].name.clone();
@@ -1359,6 +1376,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 heading,
                 if at_zero { band } else { 0.0 },
             );
+            self.guard_values[k] = g;
         }
         Ok(None)
     }

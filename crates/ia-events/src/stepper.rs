@@ -177,6 +177,15 @@ const SAFETY: f64 = 0.9;
 const MIN_FACTOR: f64 = 0.2;
 const MAX_FACTOR: f64 = 10.0;
 
+/// The step-size factor `SAFETY err^(-1/q)` for the error norm `err`
+/// (finite and positive) of a method of order `q`, clamped to
+/// `[MIN_FACTOR, max]`: the error estimate of an embedded pair of orders
+/// `q (q - 1)` scales as `h^q`. (Newton's method for the root from a
+/// guess read off the exponent bits ran as many instructions as `powf`.)
+fn step_factor(err: f64, q: u32, max: f64) -> f64 {
+    (SAFETY * err.powf(-1.0 / f64::from(q))).clamp(MIN_FACTOR, max)
+}
+
 impl RkStepper {
     /// Classical RK4 with fixed step `dt`.
     pub fn rk4(dt: f64) -> Self {
@@ -512,7 +521,7 @@ impl Stepper for RkStepper {
                         let mut factor = if err == 0.0 {
                             MAX_FACTOR
                         } else {
-                            (SAFETY * err.powf(-0.2)).clamp(MIN_FACTOR, MAX_FACTOR)
+                            step_factor(err, self.tableau.order, MAX_FACTOR)
                         };
                         if rejected_last {
                             factor = factor.min(1.0);
@@ -533,7 +542,7 @@ impl Stepper for RkStepper {
                     self.counters.rejected_steps += 1;
                     rejected_last = true;
                     self.h_next = if finite {
-                        h * (SAFETY * err.powf(-0.2)).clamp(MIN_FACTOR, 1.0)
+                        h * step_factor(err, self.tableau.order, 1.0)
                     } else {
                         h * MIN_FACTOR
                     };

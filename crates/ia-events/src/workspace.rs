@@ -88,6 +88,7 @@ pub(crate) struct Buffers {
     pub(crate) zero_bands: Vec<f64>,
     pub(crate) band_ends: Vec<f64>,
     pub(crate) guard_values: Vec<f64>,
+    pub(crate) guard_start_values: Vec<f64>,
     pub(crate) crossed: Vec<usize>,
     pub(crate) still_crossed: Vec<usize>,
     pub(crate) dip_candidates: Vec<usize>,
