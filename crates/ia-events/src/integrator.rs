@@ -310,23 +310,101 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
     }
 }
 
-/// Records the side guard `k` is on at `t` in `(sides, zero_bands,
-/// band_ends)`: the sign of `heading` (its value, or its rate when it sits on
-/// zero within `band`, 0 if not) and how long the zero band lasts.
-fn take_side(
-    (sides, zero_bands, band_ends): (&mut [f64], &mut [f64], &mut [f64]),
-    k: usize,
-    t: f64,
-    heading: f64,
-    band: f64,
-) {
-    sides[k] = heading.signum();
-    zero_bands[k] = band;
-    band_ends[k] = if band > 0.0 && heading != 0.0 {
-        t + 10.0 * band / heading.abs()
-    } else {
-        t
-    };
+/// What a run knows of each transition's guard (indexed by transition):
+/// the side it was last seen on, the rounding band of the last event, its
+/// values at the ends of the current step, and the lists `detect` builds.
+/// Kept between runs by a [`Workspace`].
+#[derive(Debug, Default)]
+pub(crate) struct GuardTable {
+    /// Side (+1 or -1) each guard was last seen on.
+    sides: Vec<f64>,
+    /// The band around zero within which the guard's value is rounding
+    /// noise of the last event...
+    zero_bands: Vec<f64>,
+    /// ...for steps starting before this time (the guard, leaving zero at
+    /// its rate, clears the band by then).
+    band_ends: Vec<f64>,
+    /// Values at the end of the current step (or of the narrowed bracket of
+    /// the crossing being located)...
+    values: Vec<f64>,
+    /// ...and at its start: the values at the end of the step before, or
+    /// those formed after the last event or at the start of the run (the
+    /// stepper starts from that very state, so they need no evaluation).
+    start_values: Vec<f64>,
+    /// Guards that crossed in the current bracket, in declaration order,
+    /// and the next bracket's.
+    crossed: Vec<usize>,
+    still_crossed: Vec<usize>,
+    /// Guards on their side at both ends of the step, searched for a
+    /// crossing and return inside it.
+    dip_candidates: Vec<usize>,
+}
+
+impl GuardTable {
+    /// Ready for a run of a system with `transitions` transitions.
+    fn prepare(self, transitions: usize) -> Self {
+        Self {
+            sides: refill(self.sides, transitions, 0.0),
+            zero_bands: refill(self.zero_bands, transitions, 0.0),
+            band_ends: refill(self.band_ends, transitions, f64::NEG_INFINITY),
+            values: refill(self.values, transitions, 0.0),
+            start_values: refill(self.start_values, transitions, 0.0),
+            crossed: with_capacity(self.crossed, transitions),
+            still_crossed: with_capacity(self.still_crossed, transitions),
+            dip_candidates: with_capacity(self.dip_candidates, transitions),
+        }
+    }
+
+    /// Records the side guard `k` is on at `t`: the sign of `heading` (its
+    /// value, or its rate when it sits on zero within `band`, 0 if not) and
+    /// how long the zero band lasts.
+    fn take_side(&mut self, k: usize, t: f64, heading: f64, band: f64) {
+        self.sides[k] = heading.signum();
+        self.zero_bands[k] = band;
+        self.band_ends[k] = if band > 0.0 && heading != 0.0 {
+            t + 10.0 * band / heading.abs()
+        } else {
+            t
+        };
+    }
+
+    /// The rounding band of guard `k` for a step from `t_start`.
+    fn band(&self, k: usize, t_start: f64) -> f64 {
+        if t_start <= self.band_ends[k] {
+            self.zero_bands[k]
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A run's state-sized buffers, kept between runs by a [`Workspace`].
+#[derive(Debug, Default)]
+pub(crate) struct StateBuffers {
+    /// State (full, with extras) right after the last event or at the start.
+    y: Vec<f64>,
+    y_after: Vec<f64>,
+    x_probe: Vec<f64>,
+    rate: Vec<f64>,
+    /// Rates of the state at the start and end of a step, when the stepper
+    /// does not keep them.
+    dip_rates: Vec<f64>,
+    /// States at the start and end of a step, for the same search.
+    dip_states: Vec<f64>,
+}
+
+impl StateBuffers {
+    /// Ready for a run of `n` states and `dim` components with the extras.
+    fn prepare(self, n: usize, dim: usize) -> Self {
+        Self {
+            y: refill(self.y, dim, 0.0),
+            y_after: refill(self.y_after, dim, 0.0),
+            x_probe: refill(self.x_probe, n, 0.0),
+            rate: refill(self.rate, n, 0.0),
+            dip_rates: refill(self.dip_rates, 2 * n, 0.0),
+            dip_states: refill(self.dip_states, 2 * n, 0.0),
+        }
+    }
 }
 
 /// The guard's rate `gdot = g_x . f + g_t` at `(t, x)` with the state's rate
@@ -392,38 +470,10 @@ struct Run<'p, 's, E, O> {
     observer: &'p mut O,
     stepper: &'s mut dyn Stepper,
     time_tolerance: f64,
-    /// Side (+1 or -1) each transition's guard was last seen on.
-    sides: Vec<f64>,
-    /// Per transition, the band around zero within which the guard's value
-    /// is rounding noise of the last event...
-    zero_bands: Vec<f64>,
-    /// ...for steps starting before this time (the guard, leaving zero at
-    /// its rate, clears the band by then).
-    band_ends: Vec<f64>,
-    /// Guard values at the end of the current step (or of the narrowed
-    /// bracket of the crossing being located), per transition...
-    guard_values: Vec<f64>,
-    /// ...and at its start: the values at the end of the step before, or
-    /// those formed after the last event or at the start of the run (the
-    /// stepper starts from that very state, so they need no evaluation).
-    guard_start_values: Vec<f64>,
-    /// Transitions whose guards crossed in the current bracket, in
-    /// declaration order, and the next bracket's (buffers of `detect`).
-    crossed: Vec<usize>,
-    still_crossed: Vec<usize>,
-    /// Transitions whose guards are on their side at both ends of the step
-    /// (buffer of `detect`), searched for a crossing and return inside it.
-    dip_candidates: Vec<usize>,
-    /// State (full, with extras) right after the last event or at the start.
-    y: Vec<f64>,
-    y_after: Vec<f64>,
-    x_probe: Vec<f64>,
-    rate: Vec<f64>,
-    /// Rates of the state at the start and end of a step, when the stepper
-    /// does not keep them.
-    dip_rates: Vec<f64>,
-    /// States at the start and end of a step, for the same search.
-    dip_states: Vec<f64>,
+    /// What the run knows of each guard.
+    guards: GuardTable,
+    /// The state-sized buffers.
+    states: StateBuffers,
     guard_partials: GuardPartials,
     /// The geometry of the event being fired...
     geometry: GeometryWorkspace,
@@ -458,14 +508,14 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let dim = n + extra.dim();
         let controlled = if extra.error_controlled() { dim } else { n };
         let b = buffers;
-        let mut y = refill(take(&mut b.y), dim, 0.0);
-        y[..n].copy_from_slice(&problem.initial_state);
+        let transitions = system.transitions().len();
+        let mut states = take(&mut b.states).prepare(n, dim);
+        states.y[..n].copy_from_slice(&problem.initial_state);
         let context = RunContext {
             system,
             params: &problem.params,
         };
-        extra.initial(context, &mut y[n..]);
-        let transitions = system.transitions().len();
+        extra.initial(context, &mut states.y[n..]);
         let wants_geometry = extra.wants_event_geometry() || observer.wants_event_geometry();
         let mut spare = take(&mut b.spare);
         let trajectory = Trajectory {
@@ -493,20 +543,8 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             observer,
             stepper,
             time_tolerance: problem.time_tolerance(),
-            sides: refill(take(&mut b.sides), transitions, 0.0),
-            zero_bands: refill(take(&mut b.zero_bands), transitions, 0.0),
-            band_ends: refill(take(&mut b.band_ends), transitions, f64::NEG_INFINITY),
-            guard_values: refill(take(&mut b.guard_values), transitions, 0.0),
-            guard_start_values: refill(take(&mut b.guard_start_values), transitions, 0.0),
-            crossed: with_capacity(take(&mut b.crossed), transitions),
-            still_crossed: with_capacity(take(&mut b.still_crossed), transitions),
-            dip_candidates: with_capacity(take(&mut b.dip_candidates), transitions),
-            y_after: refill(take(&mut b.y_after), dim, 0.0),
-            y,
-            x_probe: refill(take(&mut b.x_probe), n, 0.0),
-            rate: refill(take(&mut b.rate), n, 0.0),
-            dip_rates: refill(take(&mut b.dip_rates), 2 * n, 0.0),
-            dip_states: refill(take(&mut b.dip_states), 2 * n, 0.0),
+            guards: take(&mut b.guards).prepare(transitions),
+            states,
             guard_partials: b.take_guard_partials(n, n_params),
             geometry: b.take_geometry(n, n_params),
             wants_geometry,
@@ -527,20 +565,8 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     /// for the next).
     fn release(self, buffers: &mut Buffers) {
         let b = buffers;
-        b.sides = self.sides;
-        b.zero_bands = self.zero_bands;
-        b.band_ends = self.band_ends;
-        b.guard_values = self.guard_values;
-        b.guard_start_values = self.guard_start_values;
-        b.crossed = self.crossed;
-        b.still_crossed = self.still_crossed;
-        b.dip_candidates = self.dip_candidates;
-        b.y = self.y;
-        b.y_after = self.y_after;
-        b.x_probe = self.x_probe;
-        b.rate = self.rate;
-        b.dip_rates = self.dip_rates;
-        b.dip_states = self.dip_states;
+        b.guards = self.guards;
+        b.states = self.states;
         b.guard_partials = Some(self.guard_partials);
         b.geometry = Some(self.geometry);
         b.spare = self.spare;
@@ -563,10 +589,10 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         loop {
             t = self.record_observations_at(t);
             if t >= self.problem.t_end {
-                let mut y = std::mem::take(&mut self.y_after);
+                let mut y = std::mem::take(&mut self.states.y_after);
                 y.copy_from_slice(self.stepper.state());
                 let done = self.finish(t, &y);
-                self.y_after = y;
+                self.states.y_after = y;
                 return Ok(done);
             }
             let steps = self.trajectory.stats.steps;
@@ -612,7 +638,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                         }
                     }
                     self.step_taken();
-                    self.y.copy_from_slice(self.stepper.state());
+                    self.states.y.copy_from_slice(self.stepper.state());
                     if let Some(done) = self.fire_cascade(t_event, transition)? {
                         return Ok(done);
                     }
@@ -621,23 +647,14 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 None => {
                     self.step_taken();
                     for &k in &self.system().modes()[self.mode()].outgoing {
-                        let g = self.guard_values[k];
-                        if g.abs() > self.band(k, t_prev) {
-                            self.sides[k] = g.signum();
+                        let g = self.guards.values[k];
+                        if g.abs() > self.guards.band(k, t_prev) {
+                            self.guards.sides[k] = g.signum();
                         }
                     }
                     t = t_new;
                 }
             }
-        }
-    }
-
-    /// The rounding band of transition `k`'s guard for a step from `t_start`.
-    fn band(&self, k: usize, t_start: f64) -> f64 {
-        if t_start <= self.band_ends[k] {
-            self.zero_bands[k]
-        } else {
-            0.0
         }
     }
 
@@ -690,14 +707,14 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             let heading = if at_zero {
                 system.modes()[self.mode()]
                     .flow
-                    .rate(t0, x0, p, &mut self.rate);
+                    .rate(t0, x0, p, &mut self.states.rate);
                 self.extra_rhs_evaluations += 1;
                 guard_rate_at(
                     &*transition.guard,
                     t0,
                     x0,
                     p,
-                    &self.rate,
+                    &self.states.rate,
                     &mut self.guard_partials,
                 )
             } else {
@@ -711,31 +728,20 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     direction: format!("{direction:?}").to_lowercase(),
                 });
             }
-            self.take_side(k, t0, heading, if at_zero { band } else { 0.0 });
-            self.guard_values[k] = g;
+            self.guards
+                .take_side(k, t0, heading, if at_zero { band } else { 0.0 });
+            self.guards.values[k] = g;
         }
         Ok(())
     }
 
-    /// Records the side guard `k` is on at `t` (the sign of `heading`: its
-    /// value, or its rate when it sits on zero within `band`, 0 if not).
-    fn take_side(&mut self, k: usize, t: f64, heading: f64, band: f64) {
-        take_side(
-            (&mut self.sides, &mut self.zero_bands, &mut self.band_ends),
-            k,
-            t,
-            heading,
-            band,
-        );
-    }
-
-    /// Starts a segment at `t` from `self.y`.
+    /// Starts a segment at `t` from `self.states.y`.
     fn restart(&mut self, t: f64) -> Result<(), HybridError> {
         self.segment_start = t;
         self.segment_steps = 0;
-        let y = std::mem::take(&mut self.y);
+        let y = std::mem::take(&mut self.states.y);
         let result = self.stepper.start(&mut self.rhs, t, &y);
-        self.y = y;
+        self.states.y = y;
         result.map_err(|f| self.step_failure(f))
     }
 
@@ -751,8 +757,8 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let system = self.system();
         let n = self.rhs.n;
         let p = &self.problem.params;
-        self.crossed.clear();
-        self.dip_candidates.clear();
+        self.guards.crossed.clear();
+        self.guards.dip_candidates.clear();
         for &k in &system.modes()[self.mode()].outgoing {
             let transition = &system.transitions()[k];
             let x = &self.stepper.state()[..n];
@@ -763,12 +769,12 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     t_new,
                 ));
             }
-            self.guard_start_values[k] = self.guard_values[k];
-            self.guard_values[k] = g;
+            self.guards.start_values[k] = self.guards.values[k];
+            self.guards.values[k] = g;
             if self.crossed_from_side(k, t_prev, g) {
-                self.crossed.push(k);
-            } else if g.abs() > self.band(k, t_prev) && self.sides[k] != 0.0 {
-                self.dip_candidates.push(k);
+                self.guards.crossed.push(k);
+            } else if g.abs() > self.guards.band(k, t_prev) && self.guards.sides[k] != 0.0 {
+                self.guards.dip_candidates.push(k);
             }
         }
         let (mut lo, mut hi) = (t_prev, t_new);
@@ -778,19 +784,21 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         if let Some(t_past) = self.earliest_dip(t_prev, t_new)? {
             hi = t_past;
             self.stepper
-                .interpolate(&mut self.rhs, hi, &mut self.x_probe);
+                .interpolate(&mut self.rhs, hi, &mut self.states.x_probe);
             self.trajectory.stats.root_iterations += 1;
-            self.crossed.clear();
+            self.guards.crossed.clear();
             for &k in &system.modes()[self.mode()].outgoing {
-                let g = system.transitions()[k].guard.value(hi, &self.x_probe, p);
+                let g = system.transitions()[k]
+                    .guard
+                    .value(hi, &self.states.x_probe, p);
                 if self.crossed_from_side(k, t_prev, g) {
-                    self.guard_values[k] = g;
-                    self.crossed.push(k);
+                    self.guards.values[k] = g;
+                    self.guards.crossed.push(k);
                 }
             }
         }
         let mut halvings = 0;
-        while self.crossed.len() > 1 && hi - lo > self.time_tolerance && halvings < 200 {
+        while self.guards.crossed.len() > 1 && hi - lo > self.time_tolerance && halvings < 200 {
             halvings += 1;
             let mid = lo + 0.5 * (hi - lo);
             if mid <= lo || mid >= hi {
@@ -799,27 +807,34 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             // The state at the trial time, once for all remaining guards: only
             // the entries they read when each names them.
             let all_supported = self
+                .guards
                 .crossed
                 .iter()
                 .all(|&k| system.transitions()[k].guard.support().is_some());
             if all_supported {
-                for &k in &self.crossed {
+                for &k in &self.guards.crossed {
                     let read = system.transitions()[k]
                         .guard
                         .support()
                         .map_or(&[][..], |s| s.states);
-                    self.stepper
-                        .interpolate_entries(&mut self.rhs, mid, read, &mut self.x_probe);
+                    self.stepper.interpolate_entries(
+                        &mut self.rhs,
+                        mid,
+                        read,
+                        &mut self.states.x_probe,
+                    );
                 }
             } else {
                 self.stepper
-                    .interpolate(&mut self.rhs, mid, &mut self.x_probe);
+                    .interpolate(&mut self.rhs, mid, &mut self.states.x_probe);
             }
             self.trajectory.stats.root_iterations += 1;
-            self.still_crossed.clear();
-            for i in 0..self.crossed.len() {
-                let k = self.crossed[i];
-                let g = system.transitions()[k].guard.value(mid, &self.x_probe, p);
+            self.guards.still_crossed.clear();
+            for i in 0..self.guards.crossed.len() {
+                let k = self.guards.crossed[i];
+                let g = system.transitions()[k]
+                    .guard
+                    .value(mid, &self.states.x_probe, p);
                 if !g.is_finite() {
                     let name = &system.transitions()[k].name;
                     return Err(
@@ -827,18 +842,18 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     );
                 }
                 if self.crossed_from_side(k, t_prev, g) {
-                    self.guard_values[k] = g;
-                    self.still_crossed.push(k);
+                    self.guards.values[k] = g;
+                    self.guards.still_crossed.push(k);
                 }
             }
-            if self.still_crossed.is_empty() {
+            if self.guards.still_crossed.is_empty() {
                 lo = mid;
             } else {
                 hi = mid;
-                std::mem::swap(&mut self.crossed, &mut self.still_crossed);
+                std::mem::swap(&mut self.guards.crossed, &mut self.guards.still_crossed);
             }
         }
-        match self.crossed.first() {
+        match self.guards.crossed.first() {
             None => Ok(None),
             Some(&k) => Ok(Some((self.locate(k, t_prev, lo, hi)?, k))),
         }
@@ -848,9 +863,9 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     fn guard_at(&mut self, k: usize, t: f64) -> f64 {
         let guard = &self.problem.system.transitions()[k].guard;
         self.stepper
-            .interpolate(&mut self.rhs, t, &mut self.x_probe);
+            .interpolate(&mut self.rhs, t, &mut self.states.x_probe);
         self.trajectory.stats.root_iterations += 1;
-        guard.value(t, &self.x_probe, &self.problem.params)
+        guard.value(t, &self.states.x_probe, &self.problem.params)
     }
 
     /// The earliest time inside `[t_prev, t_new]` at which a guard that is
@@ -861,22 +876,22 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     /// all guards, so the test costs two guard evaluations per guard; only
     /// a guard that passes it is searched on the dense output.
     fn earliest_dip(&mut self, t_prev: f64, t_new: f64) -> Result<Option<f64>, HybridError> {
-        if self.dip_candidates.is_empty() || t_new <= t_prev {
+        if self.guards.dip_candidates.is_empty() || t_new <= t_prev {
             return Ok(None);
         }
         let n = self.rhs.n;
         let (t0, t1) = (t_prev, t_new);
         let eps = DIP_PROBE * (t1 - t0);
-        let mut states = std::mem::take(&mut self.dip_states);
+        let mut states = std::mem::take(&mut self.states.dip_states);
         match self.stepper.step_rates() {
             Some((f0, f1)) => {
-                self.dip_rates[..n].copy_from_slice(&f0[..n]);
-                self.dip_rates[n..].copy_from_slice(&f1[..n]);
+                self.states.dip_rates[..n].copy_from_slice(&f0[..n]);
+                self.states.dip_rates[n..].copy_from_slice(&f1[..n]);
             }
             None => {
                 let flow = &self.problem.system.modes()[self.mode()].flow;
                 let p = &self.problem.params;
-                let (f0, f1) = self.dip_rates.split_at_mut(n);
+                let (f0, f1) = self.states.dip_rates.split_at_mut(n);
                 flow.rate(t0, &self.stepper.previous_state()[..n], p, f0);
                 flow.rate(t1, &self.stepper.state()[..n], p, f1);
                 self.extra_rhs_evaluations += 2;
@@ -888,27 +903,27 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         );
         let (ahead, behind) = states.split_at_mut(n);
         for i in 0..n {
-            ahead[i] = x0[i] + eps * self.dip_rates[i];
-            behind[i] = x1[i] - eps * self.dip_rates[n + i];
+            ahead[i] = x0[i] + eps * self.states.dip_rates[i];
+            behind[i] = x1[i] - eps * self.states.dip_rates[n + i];
         }
         let system = self.system();
         let p = &self.problem.params;
         // The suspects, into a buffer free until the bracket is narrowed.
-        self.still_crossed.clear();
-        for &k in &self.dip_candidates {
+        self.guards.still_crossed.clear();
+        for &k in &self.guards.dip_candidates {
             let guard = &system.transitions()[k].guard;
-            let side = self.sides[k];
-            let start = guard.value(t0 + eps, ahead, p) - self.guard_start_values[k];
-            let end = self.guard_values[k] - guard.value(t1 - eps, behind, p);
+            let side = self.guards.sides[k];
+            let start = guard.value(t0 + eps, ahead, p) - self.guards.start_values[k];
+            let end = self.guards.values[k] - guard.value(t1 - eps, behind, p);
             // Heading into zero at the start, away from it at the end.
             if side * start < 0.0 && side * end > 0.0 {
-                self.still_crossed.push(k);
+                self.guards.still_crossed.push(k);
             }
         }
-        self.dip_states = states;
+        self.states.dip_states = states;
         let mut earliest: Option<f64> = None;
-        for c in 0..self.still_crossed.len() {
-            let k = self.still_crossed[c];
+        for c in 0..self.guards.still_crossed.len() {
+            let k = self.guards.still_crossed[c];
             if let Some(t_past) = self.dip(k, t0, earliest.unwrap_or(t1))? {
                 earliest = Some(t_past);
             }
@@ -920,7 +935,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     /// past zero in its direction (golden section for the extremum of the
     /// guard on the dense output), if there is one.
     fn dip(&mut self, k: usize, t0: f64, t1: f64) -> Result<Option<f64>, HybridError> {
-        let side = self.sides[k];
+        let side = self.guards.sides[k];
         let direction = self.problem.system.transitions()[k].guard.direction();
         let past = |g: f64| direction.crossed(side, g);
         // Golden-section search for the minimum of side * g.
@@ -971,14 +986,14 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     fn crossed_from_side(&self, k: usize, t_start: f64, g: f64) -> bool {
         // Still strictly on its side: not crossed, whatever the direction
         // (the common case, decided without the guard's direction).
-        if self.sides[k] * g > 0.0 {
+        if self.guards.sides[k] * g > 0.0 {
             return false;
         }
-        g.abs() > self.band(k, t_start)
+        g.abs() > self.guards.band(k, t_start)
             && self.system().transitions()[k]
                 .guard
                 .direction()
-                .crossed(self.sides[k], g)
+                .crossed(self.guards.sides[k], g)
     }
 
     /// Locates the crossing of transition `k`'s guard from its recorded side
@@ -993,12 +1008,12 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     ) -> Result<f64, HybridError> {
         let system = self.system();
         let guard = &system.transitions()[k].guard;
-        let side = self.sides[k];
-        let band = self.band(k, t_start);
+        let side = self.guards.sides[k];
+        let band = self.guards.band(k, t_start);
         let p = &self.problem.params;
         let stepper = &mut *self.stepper;
         let rhs = &mut self.rhs;
-        let x_probe = &mut self.x_probe;
+        let x_probe = &mut self.states.x_probe;
         let mut evaluations = 0usize;
         // A guard that names the entries it reads costs their interpolation
         // only, not the state's.
@@ -1020,13 +1035,13 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         // At the step's start the value is known; a bracket narrowed to a
         // later start needs the guard there.
         let g_start = if t_prev == t_start {
-            self.guard_start_values[k]
+            self.guards.start_values[k]
         } else {
             g_at(t_prev)
         };
         let (mut lo, mut hi) = (t_prev, t_new);
-        let (mut lo_value, mut hi_value) = (g_start, self.guard_values[k]);
-        let mut scale = g_start.abs().max(self.guard_values[k].abs());
+        let (mut lo_value, mut hi_value) = (g_start, self.guards.values[k]);
+        let mut scale = g_start.abs().max(self.guards.values[k].abs());
         if g_start * side <= band {
             let width = t_new - t_prev;
             let eighth = width / COARSE_SAMPLES as f64;
@@ -1124,7 +1139,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         })
     }
 
-    /// Fires `transition` at `t` from `self.y`, then every guard due at once
+    /// Fires `transition` at `t` from `self.states.y`, then every guard due at once
     /// after its reset (see the module's event rules). Returns the finished
     /// trajectory when a terminal transition fired.
     fn fire_cascade(
@@ -1140,7 +1155,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             let tr = &self.system().transitions()[transition];
             if tr.terminal || self.stops_after(transition) {
                 self.rhs.mode = tr.to;
-                let y = std::mem::take(&mut self.y);
+                let y = std::mem::take(&mut self.states.y);
                 return Ok(Some(self.finish(t, &y)));
             }
             self.rhs.mode = tr.to;
@@ -1176,7 +1191,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         }
     }
 
-    /// Applies transition `k` at `t` to `self.y` (state and extras). Returns
+    /// Applies transition `k` at `t` to `self.states.y` (state and extras). Returns
     /// the rounding band within which a guard counts as sitting on zero
     /// after the reset: the located event's residual and the uncertainty of
     /// its time, never the overshoot of a guard pushed past zero (an event
@@ -1188,7 +1203,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let p = &self.problem.params;
         let transition = &system.transitions()[k];
         let from = self.mode();
-        let x_minus = &self.y[..n];
+        let x_minus = &self.states.y[..n];
         let (crossing, gx_norm) = self.geometry.crossing(system, p, k, t, x_minus);
         self.extra_rhs_evaluations += 1;
         let (guard_rate, gt) = (crossing.guard_rate, crossing.guard.t);
@@ -1233,7 +1248,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 trajectory: Box::new(self.snapshot()),
             });
         }
-        let (y_minus, y_after) = (&self.y, &mut self.y_after);
+        let (y_minus, y_after) = (&self.states.y, &mut self.states.y_after);
         transition
             .reset
             .apply(t, &y_minus[..n], p, &mut y_after[..n]);
@@ -1286,8 +1301,8 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 transition: k,
                 from_mode: from,
                 to_mode: transition.to,
-                state_before: self.spare.copy_of(&self.y[..n]),
-                state_after: self.spare.copy_of(&self.y_after[..n]),
+                state_before: self.spare.copy_of(&self.states.y[..n]),
+                state_after: self.spare.copy_of(&self.states.y_after[..n]),
                 guard_rate,
                 terminal: transition.terminal,
                 cascade_of,
@@ -1298,9 +1313,9 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         self.trajectory.stats.events += 1;
         self.recent_event_times.rotate_left(1);
         self.recent_event_times[2] = t;
-        std::mem::swap(&mut self.y, &mut self.y_after);
+        std::mem::swap(&mut self.states.y, &mut self.states.y_after);
         self.check_zeno(t, cascade_of)?;
-        let x_scale: f64 = self.y[..n].iter().map(|v| v * v).sum::<f64>().sqrt();
+        let x_scale: f64 = self.states.y[..n].iter().map(|v| v * v).sum::<f64>().sqrt();
         let location_residual = if cascade_of.is_none() {
             2.0 * g_minus.abs()
         } else {
@@ -1311,7 +1326,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             + 8.0 * f64::EPSILON * gx_norm * x_scale)
     }
 
-    /// Sets each guard's side in the new mode at `t` from `self.y`; returns a
+    /// Sets each guard's side in the new mode at `t` from `self.states.y`; returns a
     /// transition that must fire at once, if any (the first declared), and
     /// whether the reset pushed its guard strictly past zero (a cascade)
     /// rather than leaving it on zero (a simultaneous crossing).
@@ -1335,7 +1350,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let n = self.rhs.n;
         let p = &self.problem.params;
         let mode = self.mode();
-        let x = &self.y[..n];
+        let x = &self.states.y[..n];
         let mut rate_ready = false;
         for &k in &system.modes()[mode].outgoing {
             let guard = &system.transitions()[k].guard;
@@ -1350,11 +1365,20 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             let at_zero = g.abs() <= band;
             let heading = if at_zero {
                 if !rate_ready {
-                    system.modes()[mode].flow.rate(t, x, p, &mut self.rate);
+                    system.modes()[mode]
+                        .flow
+                        .rate(t, x, p, &mut self.states.rate);
                     self.extra_rhs_evaluations += 1;
                     rate_ready = true;
                 }
-                guard_rate_at(&**guard, t, x, p, &self.rate, &mut self.guard_partials)
+                guard_rate_at(
+                    &**guard,
+                    t,
+                    x,
+                    p,
+                    &self.states.rate,
+                    &mut self.guard_partials,
+                )
             } else {
                 g
             };
@@ -1362,21 +1386,16 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             let due = if k == fired && at_zero {
                 false
             } else if same_mode {
-                direction.crossed(self.sides[k], heading)
+                direction.crossed(self.guards.sides[k], heading)
             } else {
                 direction.violated_at_start(heading)
             };
             if due {
                 return Ok(Some((k, !at_zero)));
             }
-            take_side(
-                (&mut self.sides, &mut self.zero_bands, &mut self.band_ends),
-                k,
-                t,
-                heading,
-                if at_zero { band } else { 0.0 },
-            );
-            self.guard_values[k] = g;
+            self.guards
+                .take_side(k, t, heading, if at_zero { band } else { 0.0 });
+            self.guards.values[k] = g;
         }
         Ok(None)
     }
@@ -1439,7 +1458,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             Some(reason) => Err(HybridError::Zeno {
                 reason,
                 last_event_time: t,
-                trajectory: Box::new(self.snapshot_at(t, &self.y[..self.rhs.n])),
+                trajectory: Box::new(self.snapshot_at(t, &self.states.y[..self.rhs.n])),
             }),
         }
     }

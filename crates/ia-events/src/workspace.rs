@@ -26,6 +26,7 @@
 //! ```
 
 use crate::geometry::GeometryWorkspace;
+use crate::integrator::{GuardTable, StateBuffers};
 use crate::problem::SolverChoice;
 use crate::stepper::Stepper;
 use ia_core::{EventRecord, GuardPartials, HybridError, Observation, Segment, Trajectory};
@@ -84,20 +85,8 @@ impl SpareVecs {
 /// taken by a run and given back when it ends.
 #[derive(Debug, Default)]
 pub(crate) struct Buffers {
-    pub(crate) sides: Vec<f64>,
-    pub(crate) zero_bands: Vec<f64>,
-    pub(crate) band_ends: Vec<f64>,
-    pub(crate) guard_values: Vec<f64>,
-    pub(crate) guard_start_values: Vec<f64>,
-    pub(crate) crossed: Vec<usize>,
-    pub(crate) still_crossed: Vec<usize>,
-    pub(crate) dip_candidates: Vec<usize>,
-    pub(crate) y: Vec<f64>,
-    pub(crate) y_after: Vec<f64>,
-    pub(crate) x_probe: Vec<f64>,
-    pub(crate) rate: Vec<f64>,
-    pub(crate) dip_rates: Vec<f64>,
-    pub(crate) dip_states: Vec<f64>,
+    pub(crate) guards: GuardTable,
+    pub(crate) states: StateBuffers,
     pub(crate) guard_partials: Option<GuardPartials>,
     pub(crate) geometry: Option<GeometryWorkspace>,
     /// The record lists of recycled trajectories, emptied.
