@@ -480,6 +480,24 @@ pub(crate) struct Backward<'a> {
     n: usize,
     partials: FlowPartials,
     saltation: SaltationWorkspace,
+    vectors: BackwardVectors,
+    /// Checkpointing: the tape position of the first step whose stage
+    /// states `vectors.replay` holds.
+    replay_from: usize,
+}
+
+/// The buffers of a [`Backward`] pass, kept between passes by a
+/// [`crate::Workspace`].
+#[derive(Default)]
+pub(crate) struct BackwardBuffers {
+    partials: Option<FlowPartials>,
+    saltation: Option<SaltationWorkspace>,
+    vectors: BackwardVectors,
+}
+
+/// The vectors of a backward pass.
+#[derive(Default)]
+struct BackwardVectors {
     stages: Vec<f64>,
     stage_states: Vec<f64>,
     stage_bars: Vec<f64>,
@@ -489,28 +507,31 @@ pub(crate) struct Backward<'a> {
     guard_terms: Vec<(usize, f64)>,
     /// Checkpointing: the stage states of each step of the segment being
     /// walked back through (`s n` floats per tape entry, zeros for events
-    /// and observations), with the tape position of the first.
+    /// and observations).
     replay: Vec<f64>,
-    replay_from: usize,
     replay_state: Vec<f64>,
     replay_next: Vec<f64>,
 }
 
-/// The buffers of a [`Backward`] pass, kept between passes by a
-/// [`crate::Workspace`].
-#[derive(Default)]
-pub(crate) struct BackwardBuffers {
-    partials: Option<FlowPartials>,
-    saltation: Option<SaltationWorkspace>,
-    stages: Vec<f64>,
-    stage_states: Vec<f64>,
-    stage_bars: Vec<f64>,
-    state_bar: Vec<f64>,
-    scratch: Vec<f64>,
-    guard_terms: Vec<(usize, f64)>,
-    replay: Vec<f64>,
-    replay_state: Vec<f64>,
-    replay_next: Vec<f64>,
+impl BackwardVectors {
+    /// Ready for a pass of `n` states through a method of `s` stages.
+    fn prepare(self, s: usize, n: usize) -> Self {
+        use ia_events::workspace::refill;
+        let mut guard_terms = self.guard_terms;
+        guard_terms.clear();
+        guard_terms.reserve(n);
+        Self {
+            stages: refill(self.stages, s * n, 0.0),
+            stage_states: refill(self.stage_states, s * n, 0.0),
+            stage_bars: refill(self.stage_bars, s * n, 0.0),
+            state_bar: refill(self.state_bar, n, 0.0),
+            scratch: refill(self.scratch, n, 0.0),
+            guard_terms,
+            replay: refill(self.replay, 0, 0.0),
+            replay_state: refill(self.replay_state, 0, 0.0),
+            replay_next: refill(self.replay_next, 0, 0.0),
+        }
+    }
 }
 
 impl<'a> Backward<'a> {
@@ -532,7 +553,6 @@ impl<'a> Backward<'a> {
         tableau: &'static ButcherTableau,
         kept: &mut BackwardBuffers,
     ) -> Self {
-        use ia_events::workspace::refill;
         use std::mem::take;
         let (n, np) = (system.state_dim(), system.param_dim());
         let s = tableau.solution_stages();
@@ -547,9 +567,6 @@ impl<'a> Backward<'a> {
             }
             _ => SaltationWorkspace::new(n, np),
         };
-        let mut guard_terms = take(&mut kept.guard_terms);
-        guard_terms.clear();
-        guard_terms.reserve(n);
         Self {
             system,
             params,
@@ -557,16 +574,8 @@ impl<'a> Backward<'a> {
             n,
             partials,
             saltation,
-            stages: refill(take(&mut kept.stages), s * n, 0.0),
-            stage_states: refill(take(&mut kept.stage_states), s * n, 0.0),
-            stage_bars: refill(take(&mut kept.stage_bars), s * n, 0.0),
-            state_bar: refill(take(&mut kept.state_bar), n, 0.0),
-            scratch: refill(take(&mut kept.scratch), n, 0.0),
-            guard_terms,
-            replay: refill(take(&mut kept.replay), 0, 0.0),
+            vectors: take(&mut kept.vectors).prepare(s, n),
             replay_from: 0,
-            replay_state: refill(take(&mut kept.replay_state), 0, 0.0),
-            replay_next: refill(take(&mut kept.replay_next), 0, 0.0),
         }
     }
 
@@ -575,19 +584,11 @@ impl<'a> Backward<'a> {
         *kept = BackwardBuffers {
             partials: Some(self.partials),
             saltation: Some(self.saltation),
-            stages: self.stages,
-            stage_states: self.stage_states,
-            stage_bars: self.stage_bars,
-            state_bar: self.state_bar,
-            scratch: self.scratch,
-            guard_terms: self.guard_terms,
-            replay: self.replay,
-            replay_state: self.replay_state,
-            replay_next: self.replay_next,
+            vectors: self.vectors,
         };
     }
 
-    /// Makes sure `self.replay` holds the stage states of the step at tape
+    /// Makes sure `self.vectors.replay` holds the stage states of the step at tape
     /// `position`, step number `step` in `mode`, whose start state was not
     /// kept: if not, replays the segment from the last kept state before it
     /// up to it, keeping `s n` floats per tape entry from `replay_from` on.
@@ -595,7 +596,7 @@ impl<'a> Backward<'a> {
         let n = self.n;
         let width = self.tableau.solution_stages() * n;
         if self.replay_from <= position
-            && (position - self.replay_from + 1) * width <= self.replay.len()
+            && (position - self.replay_from + 1) * width <= self.vectors.replay.len()
         {
             return;
         }
@@ -616,10 +617,10 @@ impl<'a> Backward<'a> {
         let kept = tape
             .kept_state(step - step % tape.stride, n)
             .expect("a multiple of the stride is kept");
-        self.replay.clear();
+        self.vectors.replay.clear();
         self.replay_from = start;
-        let mut y = std::mem::take(&mut self.replay_state);
-        let mut next = std::mem::take(&mut self.replay_next);
+        let mut y = std::mem::take(&mut self.vectors.replay_state);
+        let mut next = std::mem::take(&mut self.vectors.replay_next);
         y.clear();
         y.extend_from_slice(kept);
         next.resize(n, 0.0);
@@ -634,17 +635,21 @@ impl<'a> Backward<'a> {
                         h,
                         &y,
                         0,
-                        &mut self.stages,
-                        &mut self.stage_states,
+                        &mut self.vectors.stages,
+                        &mut self.vectors.stage_states,
                     );
                     // The backward step reads these stage states, so it
                     // need not form them again.
-                    self.replay.extend_from_slice(&self.stage_states);
-                    tab.solution(h, &y, &self.stages, &mut next);
+                    self.vectors
+                        .replay
+                        .extend_from_slice(&self.vectors.stage_states);
+                    tab.solution(h, &y, &self.vectors.stages, &mut next);
                     std::mem::swap(&mut y, &mut next);
                 }
                 TapeEntry::Event { index } => {
-                    self.replay.resize(self.replay.len() + width, 0.0);
+                    self.vectors
+                        .replay
+                        .resize(self.vectors.replay.len() + width, 0.0);
                     // The state after the reset, formed as the integrator
                     // formed it (the same function of the same state).
                     let event = tape.events[index];
@@ -654,12 +659,14 @@ impl<'a> Backward<'a> {
                     mode = transition.to;
                 }
                 TapeEntry::Observation { .. } => {
-                    self.replay.resize(self.replay.len() + width, 0.0);
+                    self.vectors
+                        .replay
+                        .resize(self.vectors.replay.len() + width, 0.0);
                 }
             }
         }
-        self.replay_state = y;
-        self.replay_next = next;
+        self.vectors.replay_state = y;
+        self.vectors.replay_next = next;
     }
 
     /// Runs the backward pass over the whole of `tape` with `seeds`;
@@ -697,7 +704,7 @@ impl<'a> Backward<'a> {
         // Where the guard partials of the events met so far end (walking
         // back, each event's begin where the next one's end).
         let mut guard_end = tape.guard_terms_before(self.system, end);
-        self.replay.clear();
+        self.vectors.replay.clear();
         self.replay_from = usize::MAX;
         for position in (0..end).rev() {
             let entry = tape.entries[position].unpack();
@@ -737,10 +744,11 @@ impl<'a> Backward<'a> {
                         self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
                     } else {
                         self.replay_segment(tape, position, step, mode);
-                        let width = self.stage_states.len();
+                        let width = self.vectors.stage_states.len();
                         let at = (position - self.replay_from) * width;
-                        self.stage_states
-                            .copy_from_slice(&self.replay[at..at + width]);
+                        self.vectors
+                            .stage_states
+                            .copy_from_slice(&self.vectors.replay[at..at + width]);
                         self.transpose_step(mode, t0, h, &mut lambda, &mut param_bar);
                     }
                 }
@@ -789,13 +797,14 @@ impl<'a> Backward<'a> {
         };
         // g_x c and g_p c over what the guard reads (its support, or every
         // entry), as the tape keeps them.
-        self.guard_terms.clear();
+        self.vectors.guard_terms.clear();
         if coefficient != 0.0 {
             let terms = event.guard_terms;
             match self.system.transitions()[event.transition].guard.support() {
                 Some(read) => {
                     let (gx, gp) = terms.split_at(read.states.len());
-                    self.guard_terms
+                    self.vectors
+                        .guard_terms
                         .extend(read.states.iter().copied().zip(gx.iter().copied()));
                     for (&j, g) in read.params.iter().zip(gp) {
                         param_bar[j] += coefficient * g;
@@ -803,7 +812,9 @@ impl<'a> Backward<'a> {
                 }
                 None => {
                     let (gx, gp) = terms.split_at(self.n);
-                    self.guard_terms.extend(gx.iter().copied().enumerate());
+                    self.vectors
+                        .guard_terms
+                        .extend(gx.iter().copied().enumerate());
                     for (pb, g) in param_bar.iter_mut().zip(gp) {
                         *pb += coefficient * g;
                     }
@@ -815,13 +826,13 @@ impl<'a> Backward<'a> {
             self.params,
             event.at(),
             lambda,
-            &mut self.scratch,
+            &mut self.vectors.scratch,
             param_bar,
         );
-        for &(i, gx) in &self.guard_terms {
-            self.scratch[i] += coefficient * gx;
+        for &(i, gx) in &self.vectors.guard_terms {
+            self.vectors.scratch[i] += coefficient * gx;
         }
-        lambda.copy_from_slice(&self.scratch);
+        lambda.copy_from_slice(&self.vectors.scratch);
     }
 
     /// Transposes one Runge-Kutta step `y1 = y0 + h sum b_i K_i`.
@@ -844,14 +855,14 @@ impl<'a> Backward<'a> {
             h,
             y0,
             0,
-            &mut self.stages,
-            &mut self.stage_states,
+            &mut self.vectors.stages,
+            &mut self.vectors.stage_states,
         );
         self.transpose_step(mode, t0, h, lambda, param_bar);
     }
 
     /// Transposes the step of [`Backward::step`] whose stage states are in
-    /// `self.stage_states`.
+    /// `self.vectors.stage_states`.
     fn transpose_step(
         &mut self,
         mode: usize,
@@ -865,54 +876,57 @@ impl<'a> Backward<'a> {
         let s = tab.solution_stages();
         let flow = &self.system.modes()[mode].flow;
         for i in 0..s {
-            for (kb, &l) in self.stage_bars[i * n..(i + 1) * n]
+            for (kb, &l) in self.vectors.stage_bars[i * n..(i + 1) * n]
                 .iter_mut()
                 .zip(lambda.iter())
             {
                 *kb = h * tab.b[i] * l;
             }
         }
-        self.state_bar.copy_from_slice(lambda);
+        self.vectors.state_bar.copy_from_slice(lambda);
         for i in (0..s).rev() {
-            let k_bar = &self.stage_bars[i * n..(i + 1) * n];
+            let k_bar = &self.vectors.stage_bars[i * n..(i + 1) * n];
             if k_bar.iter().all(|&v| v == 0.0) {
                 continue;
             }
             let stage_time = t0 + tab.c[i] * h;
-            let stage_state = &self.stage_states[i * n..(i + 1) * n];
+            let stage_state = &self.vectors.stage_states[i * n..(i + 1) * n];
             // Y_bar = f_x^T K_bar; p_bar += f_p^T K_bar
             let fast = flow.vector_jacobian_product(
                 stage_time,
                 stage_state,
                 self.params,
                 k_bar,
-                &mut self.scratch,
+                &mut self.vectors.scratch,
                 param_bar,
             );
             if !fast {
                 self.partials.clear();
                 flow.partials(stage_time, stage_state, self.params, &mut self.partials);
                 let k_bar = nalgebra::DVectorView::from_slice(k_bar, n);
-                for (c, yb) in self.scratch.iter_mut().enumerate() {
+                for (c, yb) in self.vectors.scratch.iter_mut().enumerate() {
                     *yb = self.partials.x.column(c).dot(&k_bar);
                 }
                 for (c, pb) in param_bar.iter_mut().enumerate() {
                     *pb += self.partials.p.column(c).dot(&k_bar);
                 }
             }
-            for (sb, &yb) in self.state_bar.iter_mut().zip(&self.scratch) {
+            for (sb, &yb) in self.vectors.state_bar.iter_mut().zip(&self.vectors.scratch) {
                 *sb += yb;
             }
-            let (before, _) = self.stage_bars.split_at_mut(i * n);
+            let (before, _) = self.vectors.stage_bars.split_at_mut(i * n);
             for (j, &a) in tab.a[i].iter().enumerate() {
                 if a != 0.0 {
-                    for (kb, &yb) in before[j * n..(j + 1) * n].iter_mut().zip(&self.scratch) {
+                    for (kb, &yb) in before[j * n..(j + 1) * n]
+                        .iter_mut()
+                        .zip(&self.vectors.scratch)
+                    {
                         *kb += h * a * yb;
                     }
                 }
             }
         }
-        lambda.copy_from_slice(&self.state_bar);
+        lambda.copy_from_slice(&self.vectors.state_bar);
     }
 }
 
