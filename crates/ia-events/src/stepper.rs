@@ -742,6 +742,49 @@ mod tests {
         assert!((1.9..2.1).contains(&order), "order {order}");
     }
 
+    /// Bogacki-Shampine 3(2), built by hand with its error weights
+    /// `b - b_hat` over the three stages and the end rate.
+    static BOGACKI_SHAMPINE: ButcherTableau = ButcherTableau {
+        name: "bs3",
+        a: &[&[], &[0.5], &[0.0, 0.75]],
+        b: &[2.0 / 9.0, 1.0 / 3.0, 4.0 / 9.0],
+        c: &[0.0, 0.5, 0.75],
+        order: 3,
+        error: Some(&[
+            2.0 / 9.0 - 7.0 / 24.0,
+            1.0 / 3.0 - 1.0 / 4.0,
+            4.0 / 9.0 - 1.0 / 3.0,
+            -1.0 / 8.0,
+        ]),
+        dense: DenseOutput::Hermite,
+    };
+
+    #[test]
+    fn a_hand_built_adaptive_method_meets_its_tolerance_at_its_order() {
+        // Reference: e^1, and the third order: a thousandth of the
+        // tolerance takes about 1000^(1/3) = 10 times the work. (Both hold
+        // with the controller's exponent of a fifth-order pair too, which
+        // every adaptive method had before; the exponent is now -1/order,
+        // the same number for DOPRI5, and this checks it breaks nothing.)
+        let run = |tol: f64| {
+            let control = StepControl::Adaptive {
+                rtol: tol,
+                atol: tol,
+                max_step: f64::INFINITY,
+                initial_step: None,
+            };
+            let mut stepper = RkStepper::new(&BOGACKI_SHAMPINE, control).unwrap();
+            let error = (integrate(&mut stepper, 1.0) - 1f64.exp()).abs();
+            assert!(
+                error < 20.0 * tol * 1f64.exp(),
+                "tolerance {tol}: error {error}"
+            );
+            stepper.counters().rhs_evaluations
+        };
+        let ratio = run(1e-10) as f64 / run(1e-7) as f64;
+        assert!((7.0..14.0).contains(&ratio), "work ratio {ratio}");
+    }
+
     #[test]
     fn adaptive_control_of_a_method_without_error_weights_is_refused() {
         let control = StepControl::Adaptive {
