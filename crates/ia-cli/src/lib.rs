@@ -119,7 +119,8 @@
 //! be physically possible: see the per-model table in [`rules`] (for
 //! example `g > 0`, masses, lengths and time constants `> 0`, restitution
 //! `e` in `[0, 1]`, and in `(0, 1]` for a ball on a floor, where `e = 0`
-//! would leave it resting on the floor; `Vr < Vth` for `lif`).
+//! would leave it resting on the floor; `Vr < Vth` for `lif`, `Tlo < Thi` for
+//! `thermostat`).
 //!
 //! ## Loss
 //!

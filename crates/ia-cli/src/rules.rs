@@ -15,7 +15,7 @@
 //! | `two-ball` | `r >= 0`, `m1 > 0`, `m2 > 0`, `e` in `[0, 1]` |
 //! | `lif` | `tau > 0`, `Vr < Vth` |
 //! | `lif-network` | `tau > 0`, `Vr < Vth` |
-//! | `thermostat` | `a > 0` |
+//! | `thermostat` | `a > 0`, `Tlo < Thi` |
 //! | `impact-pendulum` | `g > 0`, `l > 0`, `e` in `[0, 1]` |
 //! | `rimless-wheel` | `g > 0`, `l > 0`, `alpha` in `(0, pi/2)` |
 //! | `slip-hopper` | `m > 0`, `k > 0`, `l0 > 0`, `g > 0` |
@@ -95,6 +95,14 @@ pub type Relation = (&'static str, &'static str, &'static str);
 pub const RELATION_RULES: &[(&str, &[Relation])] = &[
     ("lif", &[RESET_BELOW_THRESHOLD]),
     ("lif-network", &[RESET_BELOW_THRESHOLD]),
+    (
+        "thermostat",
+        &[(
+            "Tlo",
+            "Thi",
+            "the heater switches on below Tlo and off above Thi; with Tlo >= Thi each switch is due at once after the other and the run ends in a Zeno error",
+        )],
+    ),
 ];
 
 const RESET_BELOW_THRESHOLD: Relation = (
@@ -325,6 +333,20 @@ mod tests {
             "{msg}"
         );
         check_params("lif", &names, &[1.3, 0.01, 1.0, 0.999]).unwrap();
+    }
+
+    /// An inverted hysteresis band ended in a Zeno error that did not say
+    /// which parameters were wrong.
+    #[test]
+    fn thermostat_switch_on_below_switch_off() {
+        let names: Vec<String> = ["a", "b", "Tout", "Tlo", "Thi"].map(String::from).to_vec();
+        for tlo in [23.0, 30.0] {
+            let msg = check_params("thermostat", &names, &[0.2, 5.0, 10.0, tlo, 23.0])
+                .unwrap_err()
+                .to_string();
+            assert!(msg.contains("'Tlo'") && msg.contains("'Thi' = 23"), "{msg}");
+        }
+        check_params("thermostat", &names, &[0.2, 5.0, 10.0, 22.9, 23.0]).unwrap();
     }
 
     /// Issue 10: `rimless-wheel` with `alpha = 0` ran silently.

@@ -110,10 +110,11 @@ fn scenario(index: usize, u: &[f64], bad: Option<(usize, f64)>, rk4: bool) -> Va
         );
         params.insert(q.name.clone(), json!(v));
     }
-    // Keep the valid draws valid: lif needs Vr < Vth.
-    if spec.name == "lif" {
-        let vth = params["Vth"].as_f64().unwrap();
-        params.insert("Vr".into(), json!(vth - 1.0));
+    // Keep the valid draws valid: each relation `lower < upper` (lif's
+    // Vr < Vth, the thermostat's Tlo < Thi) by putting `lower` one below.
+    for &(lower, upper, _) in ia_cli::rules::relations_for(&spec.name) {
+        let high = params[upper].as_f64().unwrap();
+        params.insert(lower.into(), json!(high - 1.0));
     }
     let mut state = Map::new();
     for q in &spec.states {
