@@ -154,6 +154,9 @@
 //! times the one before, so the ball comes to rest) has the error of the
 //! solver (`zeno`, `grazing`, `event_location` or `step_size_underflow`)
 //! followed by that explanation, naming `e` and when the ball comes to rest.
+//! So does a `slip-hopper` run that lifts off below the touchdown height
+//! `l0 cos(theta_td)` (touchdown is then due at once with the leg
+//! compressed, outside the model's scope), naming where it lifted off.
 //!
 //! ## Output format
 //!
@@ -491,7 +494,9 @@ pub fn adjoint_solver(solver: &SolverChoice) -> Result<SolverChoice, CliError> {
 /// where that is known: a ball on a floor whose bounces accumulate (each
 /// rebound `e` times the last) fails with `zeno`, `grazing`,
 /// `event_location` or `step_size_underflow` once the rebounds are too small
-/// to resolve; the hint names `e` and when the ball comes to rest.
+/// to resolve; the hint names `e` and when the ball comes to rest. A
+/// slip-hopper that lifts off below its touchdown height (outside the
+/// model's scope) fails the same ways; the hint says where and why.
 /// `params` are the run's parameters (the scenario's own, or those given to
 /// [`Scenario::problem_from`]).
 pub fn explain(scenario: &Scenario, params: &[f64], error: HybridError) -> CliError {
@@ -509,6 +514,12 @@ pub fn explain(scenario: &Scenario, params: &[f64], error: HybridError) -> CliEr
         error.kind(),
         "zeno" | "grazing" | "event_location" | "step_size_underflow"
     );
+    if let Some(hint) = accumulating
+        .then(|| low_liftoff(scenario, params, &error))
+        .flatten()
+    {
+        return CliError::Explained { error, hint };
+    }
     let floor = rules::rules_for(&scenario.spec.name)
         .iter()
         .any(|&(p, r, _)| p == "e" && r == rules::Rule::PositiveUnit);
@@ -538,6 +549,41 @@ pub fn explain(scenario: &Scenario, params: &[f64], error: HybridError) -> CliEr
         }
     );
     CliError::Explained { error, hint }
+}
+
+/// The slip-hopper's scope limit, when a failed run met it: a liftoff below
+/// the touchdown height `l0 cos(theta_td)`, after which touchdown is due at
+/// once with the leg compressed (see `ia_models::slip_hopper`).
+fn low_liftoff(scenario: &Scenario, params: &[f64], error: &HybridError) -> Option<String> {
+    let spec = &scenario.spec;
+    if spec.name != "slip-hopper" {
+        return None;
+    }
+    let param = |name: &str| spec.param_index(name).ok().and_then(|i| params.get(i));
+    let (&l0, &theta_td) = (param("l0")?, param("theta_td")?);
+    let names = scenario.system.transition_names();
+    let y = spec.state_index("y").ok()?;
+    let events = &error.trajectory()?.events;
+    let liftoff = events.windows(2).find_map(|pair| {
+        let (lift, touch) = (&pair[0], &pair[1]);
+        (names[lift.transition] == "liftoff"
+            && names[touch.transition] == "touchdown"
+            && touch.time == lift.time)
+            .then_some(lift)
+    })?;
+    let height = l0 * theta_td.cos();
+    let at = liftoff.state_before[y];
+    let through_ground = if at < 0.0 {
+        " (below the ground: the leg did not hold the mass up)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "the leg lifted off at t = {} with the mass at y = {}{through_ground}, below the touchdown height l0 cos(theta_td) = {}, so touchdown was due at once with the leg compressed: a step that lifts off flatter than it touched down is outside this model's scope; a smaller theta_td or a stiffer leg (k) keeps liftoff above the touchdown height",
+        short_num(liftoff.time),
+        short_num(at),
+        short_num(height)
+    ))
 }
 
 /// `impact-adjoint models --equations FILE`: how the model written as

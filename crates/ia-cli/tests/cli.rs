@@ -624,6 +624,20 @@ fn models_table_lists_every_model() {
     r#"{"model": "lif", "t_end": 1e300, "observe": [1e308]}"#,
     &["observe[0] = 1e308", "[0, 1e300]"]
 )]
+#[case::thermostat_band_inverted(
+    r#"{"model": "thermostat", "t_end": 20, "params": {"Tlo": 30}}"#,
+    &["error: invalid_option: ", "parameter 'Tlo' = 30", "less than parameter 'Thi' = 23"]
+)]
+// The slip-hopper's scope limit (a liftoff below the touchdown height) was a
+// bare cascade error.
+#[case::slip_hopper_low_liftoff(
+    r#"{"model": "slip-hopper", "t_end": 5, "params": {"k": 1}}"#,
+    &["error: zeno: ", "cascade", "lifted off at t = 0.46", "below the ground", "touchdown height l0 cos(theta_td) = 0.92866", "theta_td", "(k)"]
+)]
+#[case::slip_hopper_flat_leg(
+    r#"{"model": "slip-hopper", "t_end": 5, "params": {"theta_td": 1.5}}"#,
+    &["below the touchdown height", "outside this model's scope"]
+)]
 #[case::zeno(r#"{"model": "ball1d", "t_end": 10}"#, &["Zeno"])]
 #[case::too_many_events(r#"{"model": "ball1d", "t_end": 2, "max_events": 2}"#, &["Zeno", "max_events = 2"])]
 #[case::grazing(
