@@ -21,12 +21,12 @@ pub enum OrbitError {
         reason: String,
     },
     /// The section's transition did not fire often enough within one run.
-    #[error("no return to section '{section}': from the state [{}], '{section}' fired {fired} of the {needed} times of one period before max_period = {}; give a longer max_period, or a starting state just after '{section}' fires on the orbit", state.iter().map(|v| short_num(*v)).collect::<Vec<_>>().join(", "), short_num(*max_period))]
+    #[error("no return to section '{section}': from the state {{{}}}, '{section}' fired {fired} of the {needed} times of one period before max_period = {}; give a longer max_period, or a starting state just after '{section}' fires on the orbit", state.iter().map(|(name, v)| format!("{name}: {}", short_num(*v))).collect::<Vec<_>>().join(", "), short_num(*max_period))]
     NoReturn {
         /// The section's transition.
         section: String,
-        /// The state the period started from.
-        state: Vec<f64>,
+        /// The state the period started from, by state name.
+        state: Vec<(String, f64)>,
         /// Firings seen.
         fired: usize,
         /// Firings in one period (`events_per_period`).

@@ -350,7 +350,9 @@ impl Shooting<'_> {
         let Some(last) = last.filter(|_| fired == k) else {
             return Err(OrbitError::NoReturn {
                 section: self.section_name.to_string(),
-                state: x0.to_vec(),
+                state: (self.system.state_names().iter().cloned())
+                    .zip(x0.iter().copied())
+                    .collect(),
                 fired,
                 needed: k,
                 max_period: self.options.max_period,

@@ -291,6 +291,10 @@ fn a_guess_that_never_returns_and_an_unknown_section_are_clear_errors() {
     .unwrap_err();
     assert_eq!(e.kind(), "no_return", "{e}");
     assert!(e.to_string().contains("max_period = 3"), "{e}");
+    assert!(
+        e.to_string().contains("omega: -2}"),
+        "the state by name: {e}"
+    );
     let e = periodic_orbit(
         &system,
         "stride",
