@@ -40,10 +40,30 @@ pub struct Batch {
     pool: rayon::ThreadPool,
 }
 
+/// The most worker threads a [`Batch`] starts. The runs are CPU-bound, so
+/// workers beyond the cores only share them; tens of thousands exhausted
+/// memory while the threads started (a panic inside a starting thread,
+/// and the pool waited for it forever).
+pub const MAX_THREADS: usize = 256;
+
 impl Batch {
     /// A pool of `threads` workers (`0` means one per core, as rayon counts
-    /// them).
+    /// them), at most [`MAX_THREADS`].
+    ///
+    /// ```
+    /// let batch = ia_adjoint::Batch::with_threads(2).unwrap();
+    /// assert_eq!(batch.threads(), 2);
+    /// let err = ia_adjoint::Batch::with_threads(100_000).unwrap_err();
+    /// assert!(err.to_string().contains("at most 256"), "{err}");
+    /// ```
     pub fn with_threads(threads: usize) -> Result<Self, HybridError> {
+        if threads > MAX_THREADS {
+            return Err(HybridError::invalid_num(
+                "number of worker threads",
+                threads as f64,
+                format!("must be at most {MAX_THREADS} (0 means one per core)"),
+            ));
+        }
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("ia-batch-{i}"))

@@ -37,6 +37,7 @@
 //! before it are written).
 
 use crate::{compact_json, CliError, GradientMethod};
+use ia_core::HybridError;
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, ErrorKind, Read, Write};
 
@@ -94,6 +95,17 @@ pub fn batch_to(
     jobs: usize,
     output: &mut impl Write,
 ) -> Result<(), CliError> {
+    if jobs > ia_adjoint::batch::MAX_THREADS {
+        return Err(HybridError::invalid_num(
+            "--jobs",
+            jobs as f64,
+            format!(
+                "must be at most {} (0, the default, runs one worker per core)",
+                ia_adjoint::batch::MAX_THREADS
+            ),
+        )
+        .into());
+    }
     let pool = ia_adjoint::Batch::with_threads(jobs)?;
     let mut read = 0;
     let mut buffer = Vec::new();

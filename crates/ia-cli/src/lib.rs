@@ -52,7 +52,7 @@
 //!   their standard errors, the final loss and gradient norm, the
 //!   iterations and why the optimiser stopped.
 //! * `batch FILE` reads JSON Lines, one command and its scenario a line,
-//!   runs them on `--jobs N` threads (default: one per core) and prints
+//!   runs them on `--jobs N` threads (default: one per core; at most 256) and prints
 //!   JSON Lines in input order: each line's compact document, or an error
 //!   object for a line that failed (see [`mod@batch`] for the format).
 //!

@@ -82,7 +82,7 @@ enum Command {
     Batch {
         /// JSON Lines file; `-` reads standard input.
         file: String,
-        /// Worker threads (default: one per core).
+        /// Worker threads (default: one per core; at most 256).
         #[arg(long, default_value_t = 0, hide_default_value = true)]
         jobs: usize,
     },

@@ -470,3 +470,20 @@ fn a_line_past_the_limit_ends_the_run_with_an_io_error() {
         "{err}"
     );
 }
+
+/// Tens of thousands of workers exhausted memory while the threads started
+/// (a panic in a starting thread, then a hang). Reference: the limit
+/// `ia_adjoint::batch::MAX_THREADS`.
+#[test]
+fn too_many_jobs_is_a_clear_error() {
+    let line = r#"{"command": "simulate", "scenario": {"model": "ball1d", "t_end": 0.2}}"#;
+    let out = run_stdin(&["batch", "-", "--jobs", "99999"], line);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--jobs = 99999") && err.contains("at most 256"),
+        "{err}"
+    );
+    let out = run_stdin(&["batch", "-", "--jobs", "256"], line);
+    assert!(out.status.success(), "{out:?}");
+}
