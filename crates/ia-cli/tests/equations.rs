@@ -160,7 +160,28 @@ fn models_equations_prints_the_model_as_understood() {
 )]
 #[case::not_an_object_form(
     json!({"states": ["y"], "modes": []}),
-    "error: invalid_scenario: 'model' (equations): invalid type: sequence, expected an object"
+    "error: invalid_scenario: 'model' (equations): modes: invalid type: sequence, expected an object"
+)]
+// Shape errors inside a scenario name their key (serde alone said only
+// "invalid type: map, expected a sequence").
+#[case::transitions_as_an_object(
+    json!({"states": ["y"], "modes": {"m": {"flow": {"y": "-1"}}},
+           "transitions": {"a": {"from": "m"}}}),
+    r#"error: invalid_scenario: 'model' (equations): transitions: invalid type: map, expected a sequence (a list of transitions, each {"name": .., "from": .., "to": .., "guard": .., "direction": .., "reset": {..}})"#
+)]
+#[case::transition_missing_a_key(
+    json!({"states": ["y"], "modes": {"m": {"flow": {"y": "-1"}}},
+           "transitions": [{"name": "a", "from": "m", "to": "m", "guard": "y", "direction": "falling"},
+                           {"name": "b", "from": "m", "to": "m", "guard": "y"}]}),
+    "error: invalid_scenario: 'model' (equations): transitions[1]: missing field `direction`"
+)]
+#[case::mode_with_a_misspelt_key(
+    json!({"states": ["y"], "modes": {"m": {"flows": {"y": "-1"}}}}),
+    "error: invalid_scenario: 'model' (equations): modes.m: unknown field `flows`, expected `flow`"
+)]
+#[case::param_not_a_number(
+    json!({"states": ["y"], "params": {"k": "two"}, "modes": {"m": {"flow": {"y": "-k"}}}}),
+    r#"error: invalid_scenario: 'model' (equations): params: invalid type: string "two", expected f64"#
 )]
 fn bad_equations_are_scenario_errors(#[case] model: Value, #[case] expected: &str) {
     let text = json!({"model": model, "t_end": 1.0}).to_string();

@@ -494,8 +494,61 @@ impl EquationModel {
 }
 
 impl EquationsForm {
+    /// The form in `value`; a value of the wrong shape is named by its key
+    /// (`transitions[1]: missing field \`guard\``), where serde alone names
+    /// only what it expected.
     fn deserialize_value(value: &serde_json::Value) -> Result<Self, EquationError> {
-        serde::Deserialize::deserialize(value).map_err(|e| EquationError::Json(e.to_string()))
+        use crate::{ModeForm, States, TransitionForm};
+        use serde::Deserialize;
+        fn shape<'a, T: Deserialize<'a>>(
+            place: &str,
+            v: &'a serde_json::Value,
+        ) -> Result<(), EquationError> {
+            T::deserialize(v)
+                .map(drop)
+                .map_err(|e| EquationError::structure(place, e.to_string()))
+        }
+        if let Some(object) = value.as_object() {
+            for (key, v) in object {
+                match key.as_str() {
+                    "states" => shape::<States>(key, v)?,
+                    "params" => shape::<Ordered<f64>>(key, v)?,
+                    "let" => shape::<Ordered<String>>(key, v)?,
+                    "modes" => match v.as_object() {
+                        Some(modes) => {
+                            for (mode, m) in modes {
+                                shape::<ModeForm>(&format!("modes.{mode}"), m)?;
+                            }
+                        }
+                        None => shape::<Ordered<ModeForm>>(key, v)?,
+                    },
+                    "transitions" => match v.as_array() {
+                        Some(list) => {
+                            for (i, t) in list.iter().enumerate() {
+                                shape::<TransitionForm>(&format!("transitions[{i}]"), t)?;
+                            }
+                        }
+                        None => shape::<Vec<TransitionForm>>(
+                            key,
+                            v,
+                        )
+                        .map_err(|e| match e {
+                            EquationError::Structure { place, message } => {
+                                EquationError::Structure {
+                                    place,
+                                    message: format!(
+                                        "{message} (a list of transitions, each {{\"name\": .., \"from\": .., \"to\": .., \"guard\": .., \"direction\": .., \"reset\": {{..}}}})"
+                                    ),
+                                }
+                            }
+                            other => other,
+                        })?,
+                    },
+                    _ => {}
+                }
+            }
+        }
+        Deserialize::deserialize(value).map_err(|e| EquationError::Json(e.to_string()))
     }
 }
 
