@@ -64,6 +64,12 @@ SAME_AS_CLI = [
         ["simulate"],
     ),
     (
+        ia.InvalidScenarioError,
+        lambda: BALL1D.gradient(t_end=1.0, loss=[]),
+        {"model": "ball1d", "t_end": 1, "loss": []},
+        ["gradient"],
+    ),
+    (
         ia.GuardViolatedAtStartError,
         lambda: BALL1D.simulate({"h": -0.5}, None, 1.0),
         {"model": "ball1d", "t_end": 1, "initial_state": {"h": -0.5}},

@@ -509,6 +509,11 @@ fn parse_loss(value: &Value, system: &HybridSystem) -> Result<LossTerms, CliErro
             type_name(value)
         )));
     };
+    if items.is_empty() {
+        return Err(invalid(
+            "'loss' has no terms: its value and gradient would be zero whatever the run; give at least one, like [{\"of\": \"final.x\", \"weight\": 1.0}], or leave 'loss' out".into(),
+        ));
+    }
     let mut terms = Vec::with_capacity(items.len());
     for (k, item) in items.iter().enumerate() {
         let context = format!("loss[{k}]");

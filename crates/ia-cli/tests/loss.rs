@@ -233,4 +233,12 @@ fn bad_loss_terms_are_errors_in_scenario_words() {
     assert!(err.contains("unknown key 'w' in 'loss[0]'"), "{err}");
     let err = error_of(with(json!({"of": "final.h"})), "adjoint");
     assert!(err.contains("'loss' must be an array"), "{err}");
+    // An empty loss gave a zero value and gradient, a silent answer.
+    for method in ["forward", "adjoint"] {
+        let err = error_of(with(json!([])), method);
+        assert!(
+            err.contains("'loss' has no terms") && err.contains("leave 'loss' out"),
+            "{err}"
+        );
+    }
 }
