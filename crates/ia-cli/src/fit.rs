@@ -148,7 +148,20 @@ impl FitSpec {
                     v => finite(v, &key).map(Some),
                 };
                 match pair.as_array().map(Vec::as_slice) {
-                    Some([low, high]) => bounds.push((name.clone(), side(low)?, side(high)?)),
+                    Some([low, high]) => {
+                        let (low, high) = (side(low)?, side(high)?);
+                        if let (Some(a), Some(b)) = (low, high) {
+                            if a >= b {
+                                return Err(HybridError::invalid(
+                                    key,
+                                    format!("[{}, {}]", short_num(a), short_num(b)),
+                                    "the lower bound must be below the upper bound",
+                                )
+                                .into());
+                            }
+                        }
+                        bounds.push((name.clone(), low, high));
+                    }
                     _ => {
                         return Err(invalid(format!(
                             "'{key}' must be [low, high] (null for an open side), got {pair}"
@@ -208,6 +221,17 @@ impl FitSpec {
                     finite(v, &format!("{key}.state.{state}"))?,
                 ));
             }
+        }
+        if data.len() <= free.len() {
+            return Err(HybridError::invalid(
+                "fit.data",
+                format!("{} values", data.len()),
+                format!(
+                    "a fit of {} free variables (fit.free) needs more data values than that (each state given at a time is one; the standard errors divide by their number less the free variables)",
+                    free.len()
+                ),
+            )
+            .into());
         }
         let options = fit_options(obj)?;
         Ok(Self {

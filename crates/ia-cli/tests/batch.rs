@@ -316,7 +316,12 @@ const FIT_DATA: &str = r#"[{"time": 0.1, "state": {"h": 0.95}}, {"time": 0.2, "s
 #[case::too_few_data(
     r#"{"free": ["param.g", "param.e"], "data": [{"time": 0.5, "state": {"h": 0.9}}]}"#,
     "invalid_option",
-    "more data values"
+    "invalid fit.data = 1 values: a fit of 2 free variables (fit.free) needs more data values"
+)]
+#[case::inverted_bounds(
+    r#"{"free": ["param.g"], "bounds": {"param.g": [5, 1]}, "data": DATA}"#,
+    "invalid_option",
+    "invalid fit.bounds.param.g = [5, 1]: the lower bound must be below the upper bound"
 )]
 #[case::no_free(r#"{"free": [], "data": []}"#, "invalid_scenario", "fit.free")]
 #[case::unknown_key(
