@@ -383,3 +383,12 @@ def test_concurrent_jitted_calls_agree():
     for t in threads:
         t.join()
     assert not failures, failures[:3]
+
+
+@pytest.mark.parametrize(
+    "k, shown", [(-1, "invalid max_events = -1:"), (2.5, "invalid max_events = float 2.5:")]
+)
+def test_a_bad_max_events_is_named_with_its_value(k, shown):
+    with pytest.raises(ia.InvalidOptionError) as caught:
+        iajax.solver(ia.Model.ready("ball2d-flat"), 2.0, max_events=k)
+    assert shown in str(caught.value), str(caught.value)

@@ -437,12 +437,16 @@ impl JaxSolver {
     ) -> PyResult<Self> {
         let max_events = match max_events.extract::<i64>() {
             Ok(k) if k >= 0 => k as usize,
-            _ => {
+            other => {
+                let shown = match other {
+                    Ok(k) => k.to_string(),
+                    Err(_) => crate::convert::describe(max_events),
+                };
                 return Err(library(HybridError::invalid(
                     "max_events",
-                    crate::convert::describe(max_events),
+                    shown,
                     "must be an integer of at least 0: how many event times the solver returns (padded with inf)",
-                )))
+                )));
             }
         };
         let mut scenario = model.scenario(&RunOptions {
