@@ -305,7 +305,20 @@ pub fn fit(text: &str, source: &str) -> Result<String, CliError> {
     let free: Vec<&str> = spec.free.iter().map(String::as_str).collect();
     let mut fit = FitProblem::new(problem, &free, spec.data.clone())?;
     for (name, low, high) in &spec.bounds {
-        fit = fit.with_bounds(name, *low, *high)?;
+        // The library names the bounds in its own words; the scenario's
+        // key is `fit.bounds.<name>`.
+        fit = fit.with_bounds(name, *low, *high).map_err(|e| match e {
+            HybridError::InvalidOption {
+                name: _,
+                value,
+                valid,
+            } => HybridError::InvalidOption {
+                name: format!("fit.bounds.{name}"),
+                value,
+                valid,
+            },
+            other => other,
+        })?;
     }
     let result = fit.fit(&spec.options).map_err(CliError::Fit)?;
     let named = |values: &[f64]| {

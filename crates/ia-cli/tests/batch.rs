@@ -318,6 +318,11 @@ const FIT_DATA: &str = r#"[{"time": 0.1, "state": {"h": 0.95}}, {"time": 0.2, "s
     "invalid_option",
     "invalid fit.data = 1 values: a fit of 2 free variables (fit.free) needs more data values"
 )]
+#[case::start_outside_bounds(
+    r#"{"free": ["param.e"], "bounds": {"param.e": [0.9, 1]}, "data": DATA}"#,
+    "invalid_option",
+    "invalid fit.bounds.param.e = [0.9, 1]: must contain the starting value 0.8"
+)]
 #[case::inverted_bounds(
     r#"{"free": ["param.g"], "bounds": {"param.g": [5, 1]}, "data": DATA}"#,
     "invalid_option",
