@@ -148,20 +148,7 @@ impl FitSpec {
                     v => finite(v, &key).map(Some),
                 };
                 match pair.as_array().map(Vec::as_slice) {
-                    Some([low, high]) => {
-                        let (low, high) = (side(low)?, side(high)?);
-                        if let (Some(a), Some(b)) = (low, high) {
-                            if a >= b {
-                                return Err(HybridError::invalid(
-                                    key,
-                                    format!("[{}, {}]", short_num(a), short_num(b)),
-                                    "the lower bound must be below the upper bound",
-                                )
-                                .into());
-                            }
-                        }
-                        bounds.push((name.clone(), low, high));
-                    }
+                    Some([low, high]) => bounds.push((name.clone(), side(low)?, side(high)?)),
                     _ => {
                         return Err(invalid(format!(
                             "'{key}' must be [low, high] (null for an open side), got {pair}"
@@ -222,17 +209,6 @@ impl FitSpec {
                 ));
             }
         }
-        if data.len() <= free.len() {
-            return Err(HybridError::invalid(
-                "fit.data",
-                format!("{} values", data.len()),
-                format!(
-                    "a fit of {} free variables (fit.free) needs more data values than that (each state given at a time is one; the standard errors divide by their number less the free variables)",
-                    free.len()
-                ),
-            )
-            .into());
-        }
         let options = fit_options(obj)?;
         Ok(Self {
             free,
@@ -240,6 +216,25 @@ impl FitSpec {
             data,
             options,
         })
+    }
+}
+
+/// A library check of the fit's data or bounds, named by the scenario key
+/// `key` (the library says `data`, `bounds of <name>`); the library's
+/// other invalid options (the data's times) already name the scenario's
+/// keys, since the command checks those first.
+fn in_scenario_words(error: HybridError, key: &str) -> HybridError {
+    match error {
+        HybridError::InvalidOption { name, value, valid }
+            if name == "data" || name.starts_with("bounds of ") =>
+        {
+            HybridError::InvalidOption {
+                name: key.to_string(),
+                value,
+                valid,
+            }
+        }
+        other => other,
     }
 }
 
@@ -303,22 +298,12 @@ pub fn fit(text: &str, source: &str) -> Result<String, CliError> {
     })?;
     let problem = scenario.problem()?;
     let free: Vec<&str> = spec.free.iter().map(String::as_str).collect();
-    let mut fit = FitProblem::new(problem, &free, spec.data.clone())?;
+    let mut fit = FitProblem::new(problem, &free, spec.data.clone())
+        .map_err(|e| in_scenario_words(e, "fit.data"))?;
     for (name, low, high) in &spec.bounds {
-        // The library names the bounds in its own words; the scenario's
-        // key is `fit.bounds.<name>`.
-        fit = fit.with_bounds(name, *low, *high).map_err(|e| match e {
-            HybridError::InvalidOption {
-                name: _,
-                value,
-                valid,
-            } => HybridError::InvalidOption {
-                name: format!("fit.bounds.{name}"),
-                value,
-                valid,
-            },
-            other => other,
-        })?;
+        fit = fit
+            .with_bounds(name, *low, *high)
+            .map_err(|e| in_scenario_words(e, &format!("fit.bounds.{name}")))?;
     }
     let result = fit.fit(&spec.options).map_err(CliError::Fit)?;
     let named = |values: &[f64]| {

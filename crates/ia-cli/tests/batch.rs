@@ -316,7 +316,7 @@ const FIT_DATA: &str = r#"[{"time": 0.1, "state": {"h": 0.95}}, {"time": 0.2, "s
 #[case::too_few_data(
     r#"{"free": ["param.g", "param.e"], "data": [{"time": 0.5, "state": {"h": 0.9}}]}"#,
     "invalid_option",
-    "invalid fit.data = 1 values: a fit of 2 free variables (fit.free) needs more data values"
+    "invalid fit.data = 1 values: a fit of 2 free variables needs more data values"
 )]
 #[case::start_outside_bounds(
     r#"{"free": ["param.e"], "bounds": {"param.e": [0.9, 1]}, "data": DATA}"#,
