@@ -1,5 +1,6 @@
 //! Long runs (issue 9): the thermostat switching 10^3, 10^4 and 10^5 times
-//! (`t_end` = 1640, 16400, 164000; `rtol = atol = 1e-10`), recording no
+//! (`t_end` = 1640, 16400, 164000; `rtol = atol = 1e-10`; DOPRI5, the
+//! default, and DOP853, the method for such runs), recording no
 //! events ([`EventRecording::None`]), so the record's memory does not grow
 //! with the run. Three figures per length: the primal solve, the forward
 //! gradient of every final entry and parameter, and the one-pass adjoint of
@@ -26,12 +27,32 @@ use std::time::Duration;
 /// The thermostat's default run switches about once per 1.64 time units.
 const LENGTHS: [f64; 3] = [1640.0, 16400.0, 164000.0];
 
-fn problem(system: &HybridSystem, t_end: f64, record: EventRecording) -> Problem<'_> {
+/// The methods compared, by name.
+fn methods() -> [(&'static str, SolverChoice); 2] {
+    [
+        ("dopri5", SolverChoice::dopri5(1e-10)),
+        (
+            "dop853",
+            SolverChoice::Dop853 {
+                rtol: 1e-10,
+                atol: 1e-10,
+                max_step: None,
+            },
+        ),
+    ]
+}
+
+fn problem(
+    system: &HybridSystem,
+    t_end: f64,
+    record: EventRecording,
+    solver: SolverChoice,
+) -> Problem<'_> {
     let spec = ia_models::by_name("thermostat").unwrap().spec();
     Problem::new(system, spec.default_state(), spec.default_params(), t_end)
         .with_mode(&spec.initial_mode)
         .unwrap()
-        .with_solver(SolverChoice::dopri5(1e-10))
+        .with_solver(solver)
         .with_event_options(EventOptions {
             max_events: 10_000_000,
             record,
@@ -54,8 +75,8 @@ fn loss(system: &HybridSystem) -> LossTerms {
     LossTerms::new(terms, system).unwrap()
 }
 
-fn check(system: &HybridSystem) {
-    let run = problem(system, LENGTHS[0], EventRecording::Last(10));
+fn check(system: &HybridSystem, solver: SolverChoice) {
+    let run = problem(system, LENGTHS[0], EventRecording::Last(10), solver);
     let loss = loss(system);
     let adjoint = gradient(&run, &loss).expect("adjoint gradient");
     let forward = jacobian(&run, Method::ForwardOnStateSteps)
@@ -73,34 +94,35 @@ fn check(system: &HybridSystem) {
 fn bench(c: &mut Criterion) {
     let model = ia_models::by_name("thermostat").unwrap();
     let system = model.system();
-    check(&system);
     let loss = loss(&system);
     let mut group = c.benchmark_group("long_runs");
     group
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(4));
-    for t_end in LENGTHS {
-        let primal = problem(&system, t_end, EventRecording::None);
-        let run = simulate(&primal).expect("the thermostat runs");
-        let events = run.stats.events;
-        eprintln!(
-            "t_end = {t_end}: {events} events, {} steps",
-            run.stats.steps
-        );
-        group.throughput(Throughput::Elements(events as u64));
-        group.bench_with_input(BenchmarkId::new("primal", events), &primal, |b, p| {
-            b.iter(|| black_box(simulate(p).unwrap()))
-        });
-        group.bench_with_input(BenchmarkId::new("forward", events), &primal, |b, p| {
-            b.iter(|| black_box(jacobian(p, Method::Forward).unwrap()))
-        });
-        let last_ten = problem(&system, t_end, EventRecording::Last(10));
-        group.bench_with_input(
-            BenchmarkId::new("adjoint_loss", events),
-            &last_ten,
-            |b, p| b.iter(|| black_box(gradient(p, &loss).unwrap())),
-        );
+    for (name, solver) in methods() {
+        check(&system, solver.clone());
+        for t_end in LENGTHS {
+            let primal = problem(&system, t_end, EventRecording::None, solver.clone());
+            let run = simulate(&primal).expect("the thermostat runs");
+            let events = run.stats.events;
+            eprintln!(
+                "{name}, t_end = {t_end}: {events} events, {} steps",
+                run.stats.steps
+            );
+            group.throughput(Throughput::Elements(events as u64));
+            let id = |figure: &str| BenchmarkId::new(format!("{figure}/{name}"), events);
+            group.bench_with_input(id("primal"), &primal, |b, p| {
+                b.iter(|| black_box(simulate(p).unwrap()))
+            });
+            group.bench_with_input(id("forward"), &primal, |b, p| {
+                b.iter(|| black_box(jacobian(p, Method::Forward).unwrap()))
+            });
+            let last_ten = problem(&system, t_end, EventRecording::Last(10), solver.clone());
+            group.bench_with_input(id("adjoint_loss"), &last_ten, |b, p| {
+                b.iter(|| black_box(gradient(p, &loss).unwrap()))
+            });
+        }
     }
     group.finish();
 }

@@ -99,12 +99,6 @@ SAME_AS_CLI = [
         {"model": "ball1d", "t_end": 2, "solver": {"method": "dopri5", "max_step": 1e-4}, "max_steps": 1000},
         ["simulate"],
     ),
-    (
-        ia.UnsupportedError,
-        lambda: BALL1D.jacobian(t_end=1.0, method="adjoint", solver="ode_solvers.dop853"),
-        {"model": "ball1d", "t_end": 1, "solver": {"method": "ode_solvers.dop853"}},
-        ["gradient", "--method", "adjoint"],
-    ),
 ]
 
 

@@ -494,7 +494,7 @@ fn adjoint_tableau(
 ) -> Result<&'static ia_events::ButcherTableau, HybridError> {
     problem.solver.tableau().ok_or_else(|| {
         HybridError::Unsupported(
-            "the adjoint transposes the Runge-Kutta steps of the forward pass, which the ode_solvers adapter does not expose; use the built-in rk4 or dopri5 solver (SolverChoice::Rk4 or SolverChoice::Dopri5), or forward sensitivities (Method::Forward)".into(),
+            "the adjoint transposes the Runge-Kutta steps of the forward pass, which the ode_solvers adapter does not expose; use the built-in rk4, dopri5 or dop853 solver (SolverChoice::Rk4, SolverChoice::Dopri5 or SolverChoice::Dop853), or forward sensitivities (Method::Forward)".into(),
         )
     })
 }

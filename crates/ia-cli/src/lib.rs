@@ -39,10 +39,9 @@
 //!   row. The adjoint transposes the solver's Runge-Kutta steps, so it runs
 //!   the built-in steppers: `ode_solvers.rk4` runs as `rk4` with
 //!   `dt = macro_step` (the same method on the same steps) and
-//!   `ode_solvers.dopri5` as `dopri5` with the same `rtol` and `atol` and
-//!   `max_step = macro_step` (see [`adjoint_solver`]); `ode_solvers.dop853`
-//!   has no built-in equivalent and fails (kind `unsupported`) with the
-//!   `dopri5` solver to write instead. With a `loss` in the scenario (see
+//!   `ode_solvers.dopri5` and `ode_solvers.dop853` as `dopri5` and `dop853`
+//!   with the same `rtol` and `atol` and `max_step = macro_step` (see
+//!   [`adjoint_solver`]). With a `loss` in the scenario (see
 //!   [Loss](#loss)), `--method adjoint` computes the loss gradient in one
 //!   backward pass and prints the per-output Jacobians only with
 //!   `--jacobian` (which costs one backward pass per output row).
@@ -96,7 +95,7 @@
 //!
 //! | method | keys | defaults |
 //! |---|---|---|
-//! | `dopri5` (default) | `rtol`, `atol`, `max_step` | `rtol = atol = 1e-10`, step unbounded |
+//! | `dopri5` (default), `dop853` | `rtol`, `atol`, `max_step` | `rtol = atol = 1e-10`, step unbounded |
 //! | `rk4` | `dt` (fixed step) | `dt = t_end / 1000` |
 //! | `ode_solvers.dopri5`, `ode_solvers.dop853` | `rtol`, `atol`, `macro_step` | `rtol = atol = 1e-10`, `macro_step = t_end / 100` |
 //! | `ode_solvers.rk4` | `rtol`, `atol` (unused), `macro_step` (its fixed step) | `macro_step = t_end / 1000` |
@@ -366,7 +365,7 @@ pub fn gradient_with(
 ) -> Result<String, CliError> {
     let mut scenario = Scenario::parse(text, source)?;
     if method == GradientMethod::Adjoint {
-        scenario.solver = adjoint_solver(&scenario.solver)?;
+        scenario.solver = adjoint_solver(&scenario.solver);
     }
     let problem = scenario.problem()?;
     let name = &scenario.spec.name;
@@ -450,13 +449,12 @@ pub fn periodic(text: &str, source: &str) -> Result<String, CliError> {
 /// the `ode_solvers` adapter hides, so the `ode_solvers.*` methods run as
 /// their built-in equivalents: `ode_solvers.rk4` as `rk4` with
 /// `dt = macro_step` (the same classical method on the same steps) and
-/// `ode_solvers.dopri5` as `dopri5` with the same `rtol` and `atol` and
-/// `max_step = macro_step` (the same Dormand-Prince pair, its steps no
-/// longer than the adapter's). `ode_solvers.dop853` has no built-in
-/// equivalent: an `unsupported` error says what to write instead. The
+/// `ode_solvers.dopri5` and `ode_solvers.dop853` as `dopri5` and `dop853`
+/// with the same `rtol` and `atol` and `max_step = macro_step` (the same
+/// Dormand-Prince pairs, their steps no longer than the adapter's). The
 /// built-in methods are returned unchanged.
-pub fn adjoint_solver(solver: &SolverChoice) -> Result<SolverChoice, CliError> {
-    Ok(match *solver {
+pub fn adjoint_solver(solver: &SolverChoice) -> SolverChoice {
+    match *solver {
         SolverChoice::OdeSolvers {
             integrator: OdeSolversMethod::Rk4,
             macro_step,
@@ -477,17 +475,13 @@ pub fn adjoint_solver(solver: &SolverChoice) -> Result<SolverChoice, CliError> {
             rtol,
             atol,
             macro_step,
-        } => {
-            return Err(HybridError::Unsupported(format!(
-                "--method adjoint cannot run solver method ode_solvers.dop853 (the adjoint transposes the solver's steps, and there is no built-in 8th-order method); write \"solver\": {{\"method\": \"dopri5\", \"rtol\": {}, \"atol\": {}, \"max_step\": {}}} for the adjoint, or use --method forward with ode_solvers.dop853",
-                short_num(rtol),
-                short_num(atol),
-                short_num(macro_step)
-            ))
-            .into())
-        }
+        } => SolverChoice::Dop853 {
+            rtol,
+            atol,
+            max_step: Some(macro_step),
+        },
         ref built_in => built_in.clone(),
-    })
+    }
 }
 
 /// Adds to a failure of the run what in the scenario most likely caused it,

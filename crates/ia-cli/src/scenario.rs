@@ -36,8 +36,9 @@ pub const SCENARIO_KEYS: [&str; 15] = [
 pub const PERIODIC_KEYS: [&str; 3] = ["section", "events_per_period", "max_period"];
 
 /// The solver method names a scenario may give, the default first.
-pub const SOLVER_METHODS: [&str; 5] = [
+pub const SOLVER_METHODS: [&str; 6] = [
     "dopri5",
+    "dop853",
     "rk4",
     "ode_solvers.dopri5",
     "ode_solvers.dop853",
@@ -569,15 +570,28 @@ fn parse_solver(value: &Value, t_end: f64) -> Result<SolverChoice, CliError> {
         }
     };
     match method {
-        "dopri5" => {
+        "dopri5" | "dop853" => {
             check_keys(obj, &["method", "rtol", "atol", "max_step"], &context)?;
-            Ok(SolverChoice::Dopri5 {
-                rtol: get("rtol", DEFAULT_TOLERANCE)?,
-                atol: get("atol", DEFAULT_TOLERANCE)?,
-                max_step: match obj.get("max_step") {
-                    None => None,
-                    Some(v) => Some(number(v, "solver.max_step")?),
-                },
+            let (rtol, atol) = (
+                get("rtol", DEFAULT_TOLERANCE)?,
+                get("atol", DEFAULT_TOLERANCE)?,
+            );
+            let max_step = match obj.get("max_step") {
+                None => None,
+                Some(v) => Some(number(v, "solver.max_step")?),
+            };
+            Ok(if method == "dopri5" {
+                SolverChoice::Dopri5 {
+                    rtol,
+                    atol,
+                    max_step,
+                }
+            } else {
+                SolverChoice::Dop853 {
+                    rtol,
+                    atol,
+                    max_step,
+                }
             })
         }
         "rk4" => {

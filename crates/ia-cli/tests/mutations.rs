@@ -168,13 +168,7 @@ fn run(text: &str) -> Vec<CliError> {
         Some(ia_adjoint::Method::Adjoint),
     ] {
         scenario.solver = if method == Some(ia_adjoint::Method::Adjoint) {
-            match adjoint_solver(&solver) {
-                Ok(s) => s,
-                Err(e) => {
-                    errors.push(e);
-                    continue;
-                }
-            }
+            adjoint_solver(&solver)
         } else {
             solver.clone()
         };

@@ -38,5 +38,5 @@ pub use problem::{
     DEFAULT_MAX_STEPS, MAX_FIXED_STEPS, MAX_TIME_TOLERANCE_FRACTION, PROGRESS_EVERY_STEPS,
 };
 pub use stepper::{OdeRhs, RkStepper, StepControl, StepCounters, StepFailure, Stepper};
-pub use tableau::{ButcherTableau, DenseOutput, DOPRI5, RK4};
+pub use tableau::{ButcherTableau, DenseOutput, ErrorEstimate, ExtraStages, DOP853, DOPRI5, RK4};
 pub use workspace::{SpareVecs, Workspace};

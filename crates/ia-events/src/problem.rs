@@ -3,7 +3,7 @@
 
 use crate::ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 use crate::stepper::{RkStepper, StepControl, Stepper};
-use crate::tableau::{DOPRI5, RK4};
+use crate::tableau::{ButcherTableau, DOP853, DOPRI5, RK4};
 use ia_core::{short_num, HybridError, HybridSystem};
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +18,18 @@ pub enum SolverChoice {
     },
     /// Adaptive Dormand-Prince 5(4) with dense output.
     Dopri5 {
+        /// Relative tolerance.
+        rtol: f64,
+        /// Absolute tolerance.
+        atol: f64,
+        /// Largest step (unbounded when absent).
+        #[serde(default)]
+        max_step: Option<f64>,
+    },
+    /// Adaptive Dormand-Prince 8(5,3) with its seventh-order dense output:
+    /// for tight tolerances and long smooth stretches between events, where
+    /// its steps are several times longer than DOPRI5's.
+    Dop853 {
         /// Relative tolerance.
         rtol: f64,
         /// Absolute tolerance.
@@ -90,6 +102,11 @@ impl SolverChoice {
                 rtol,
                 atol,
                 max_step,
+            }
+            | SolverChoice::Dop853 {
+                rtol,
+                atol,
+                max_step,
             } => {
                 tolerance("rtol", rtol)?;
                 tolerance("atol", atol)?;
@@ -119,7 +136,7 @@ impl SolverChoice {
         let (name, step) = match *self {
             SolverChoice::Rk4 { dt } => ("dt", dt),
             SolverChoice::OdeSolvers { macro_step, .. } => ("macro_step", macro_step),
-            SolverChoice::Dopri5 { .. } => return Ok(()),
+            SolverChoice::Dopri5 { .. } | SolverChoice::Dop853 { .. } => return Ok(()),
         };
         if span / step > MAX_FIXED_STEPS {
             return Err(HybridError::invalid_num(
@@ -139,10 +156,11 @@ impl SolverChoice {
     /// The Runge-Kutta tableau every accepted step of this solver applies,
     /// when there is one (the built-in steppers; not the ode_solvers adapter,
     /// whose steps are hidden inside the wrapped crate).
-    pub fn tableau(&self) -> Option<&'static crate::tableau::ButcherTableau> {
+    pub fn tableau(&self) -> Option<&'static ButcherTableau> {
         match self {
             SolverChoice::Rk4 { .. } => Some(&RK4),
             SolverChoice::Dopri5 { .. } => Some(&DOPRI5),
+            SolverChoice::Dop853 { .. } => Some(&DOP853),
             SolverChoice::OdeSolvers { .. } => None,
         }
     }
@@ -156,8 +174,13 @@ impl SolverChoice {
                 rtol,
                 atol,
                 max_step,
+            }
+            | SolverChoice::Dop853 {
+                rtol,
+                atol,
+                max_step,
             } => Box::new(RkStepper::new(
-                &DOPRI5,
+                self.tableau().expect("a built-in adaptive method"),
                 StepControl::Adaptive {
                     rtol,
                     atol,

@@ -5,7 +5,9 @@
 //! adaptive Dormand-Prince 5(4) (its fourth-order continuous extension). The
 //! ode_solvers adapter lives in [`crate::ode_solvers_adapter`].
 
-use crate::tableau::{weighted_sum, ButcherTableau, DenseOutput, DOPRI5, RK4};
+use crate::tableau::{
+    weighted_sum, ButcherTableau, DenseOutput, ErrorEstimate, DOP853, DOPRI5, RK4,
+};
 use ia_core::HybridError;
 
 /// A right-hand side `y' = F(t, y)` as a stepper sees it.
@@ -146,7 +148,7 @@ pub enum StepControl {
 }
 
 /// Explicit Runge-Kutta stepper: RK4 with fixed steps, or Dormand-Prince 5(4)
-/// with error control. All buffers are allocated once by [`Stepper::start`]
+/// or 8(5,3) with error control (or a method built by hand). All buffers are allocated once by [`Stepper::start`]
 /// on the first segment; steps allocate nothing.
 #[derive(Clone, Debug)]
 pub struct RkStepper {
@@ -165,13 +167,20 @@ pub struct RkStepper {
     k: Vec<f64>,
     stage: Vec<f64>,
     y_new: Vec<f64>,
-    /// Coefficients of the continuous extension of the last step, five per
-    /// component, for the leading `dense_ready` components (0 after every
-    /// step: prepared on the first interpolation).
+    /// Coefficients of the continuous extension of the last step,
+    /// [`DENSE_WIDTH`] per component, for the leading `dense_ready`
+    /// components (0 after every step: prepared on the first interpolation).
     dense: Vec<f64>,
     dense_ready: usize,
+    /// Whether the extra stages of a continuous extension that has them
+    /// ([`DenseOutput::Dop853`]) are evaluated for the last step.
+    extra_stages_ready: bool,
     counters: StepCounters,
 }
+
+/// Coefficients of the continuous extension per component (DOP853's eight;
+/// the others use the first four or five).
+const DENSE_WIDTH: usize = 8;
 
 const SAFETY: f64 = 0.9;
 const MIN_FACTOR: f64 = 0.2;
@@ -206,6 +215,20 @@ impl RkStepper {
         .expect("DOPRI5 has an error estimate")
     }
 
+    /// Dormand-Prince 8(5,3) ([`DOP853`]) with tolerances `rtol`, `atol`.
+    pub fn dop853(rtol: f64, atol: f64) -> Self {
+        Self::new(
+            &DOP853,
+            StepControl::Adaptive {
+                rtol,
+                atol,
+                max_step: f64::INFINITY,
+                initial_step: None,
+            },
+        )
+        .expect("DOP853 has an error estimate")
+    }
+
     /// A stepper of the given method and control. The method is checked
     /// ([`ButcherTableau::validate`]), and adaptive control needs its error
     /// weights: a method that cannot run as asked is refused here, with the
@@ -236,6 +259,7 @@ impl RkStepper {
             y_new: Vec::new(),
             dense: Vec::new(),
             dense_ready: 0,
+            extra_stages_ready: false,
             counters: StepCounters::default(),
         })
     }
@@ -269,21 +293,44 @@ impl RkStepper {
     /// components (methods with error weights; [`RkStepper::new`] refuses
     /// adaptive control of the others).
     fn error_norm(&mut self, h: f64, rtol: f64, atol: f64, controlled: usize) -> f64 {
-        let n = self.dim;
-        let weights = self.tableau.error.unwrap_or(&[]);
-        // The embedded error estimate `sum_j e_j K_j` into the stage buffer,
-        // free between steps.
+        let count = controlled.max(1) as f64;
+        match self.tableau.error {
+            Some(ErrorEstimate::Embedded(weights)) => {
+                (self.scaled_square_sum(h, weights, rtol, atol, controlled) / count).sqrt()
+            }
+            Some(ErrorEstimate::Corrected { fifth, third }) => {
+                let fifth = self.scaled_square_sum(1.0, fifth, rtol, atol, controlled);
+                let third = self.scaled_square_sum(1.0, third, rtol, atol, controlled);
+                let denominator = fifth + 0.01 * third;
+                let denominator = if denominator > 0.0 { denominator } else { 1.0 };
+                h.abs() * fifth / (count * denominator).sqrt()
+            }
+            None => 0.0,
+        }
+    }
+
+    /// `sum_i (h sum_j e_j K_j,i / sc_i)^2` over the controlled components,
+    /// `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`.
+    fn scaled_square_sum(
+        &mut self,
+        h: f64,
+        weights: &[f64],
+        rtol: f64,
+        atol: f64,
+        controlled: usize,
+    ) -> f64 {
+        // The estimate `sum_j e_j K_j` into the stage buffer, free between
+        // steps.
         let estimate = &mut self.stage[..controlled];
-        weighted_sum(1.0, None, weights, &self.k, n, estimate);
-        let sum: f64 = estimate
+        weighted_sum(1.0, None, weights, &self.k, self.dim, estimate);
+        estimate
             .iter()
             .zip(self.y.iter().zip(&self.y_new))
             .map(|(&e, (&y, &y_new))| {
                 let r = h * e / (atol + rtol * y.abs().max(y_new.abs()));
                 r * r
             })
-            .sum();
-        (sum / controlled.max(1) as f64).sqrt()
+            .sum()
     }
 
     /// Hairer's starting step (Solving ODEs I, II.4).
@@ -324,22 +371,47 @@ impl RkStepper {
         (100.0 * h0).min(h1)
     }
 
-    /// The continuous extension of the last step at `t`: Dormand-Prince's
-    /// fourth-order one, or cubic Hermite for RK4.
-    pub fn dense_output(&mut self, t: f64, out: &mut [f64]) {
+    /// The continuous extension of the last step at `t`, for the leading
+    /// `out.len()` components: Dormand-Prince's fourth-order one for
+    /// DOPRI5, the seventh-order one for DOP853 (whose three extra stages
+    /// are evaluated through `rhs` on the first call after a step), cubic
+    /// Hermite for RK4.
+    pub fn dense_output(&mut self, rhs: &mut dyn OdeRhs, t: f64, out: &mut [f64]) {
         let m = out.len();
         let h = self.t - self.t_prev;
         if h == 0.0 {
             out.copy_from_slice(&self.y[..m]);
             return;
         }
+        self.prepare_extra_stages(rhs);
         if self.dense_ready < m {
             self.prepare_dense(m);
         }
         let theta = (t - self.t_prev) / h;
         for (i, o) in out.iter_mut().enumerate() {
-            *o = self.dense_at(&self.dense[5 * i..5 * i + 5], theta);
+            *o = self.dense_at(&self.dense[DENSE_WIDTH * i..DENSE_WIDTH * (i + 1)], theta);
         }
+    }
+
+    /// Evaluates the extra stages of the last step's continuous extension,
+    /// when the method has them and they are not evaluated yet.
+    fn prepare_extra_stages(&mut self, rhs: &mut dyn OdeRhs) {
+        let DenseOutput::Dop853(extra) = self.tableau.dense else {
+            return;
+        };
+        if self.extra_stages_ready || self.t == self.t_prev {
+            return;
+        }
+        let n = self.dim;
+        let first = self.stages() + 1;
+        let h = self.h_taken;
+        for (i, (row, &c)) in extra.a.iter().zip(extra.c).enumerate() {
+            let (done, rest) = self.k.split_at_mut((first + i) * n);
+            weighted_sum(h, Some(&self.y_prev), row, done, n, &mut self.stage);
+            rhs.eval(self.t_prev + c * h, &self.stage, &mut rest[..n]);
+        }
+        self.counters.rhs_evaluations += extra.a.len();
+        self.extra_stages_ready = true;
     }
 
     /// The continuous extension with coefficients `r` at the fraction
@@ -347,15 +419,22 @@ impl RkStepper {
     #[inline]
     fn dense_at(&self, r: &[f64], theta: f64) -> f64 {
         let theta1 = 1.0 - theta;
-        if let DenseOutput::DormandPrince(_) = self.tableau.dense {
-            r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * r[4])))
-        } else {
-            // Cubic Hermite through both ends and their derivatives.
-            let h00 = (1.0 + 2.0 * theta) * theta1 * theta1;
-            let h10 = theta * theta1 * theta1;
-            let h01 = theta * theta * (3.0 - 2.0 * theta);
-            let h11 = -theta * theta * theta1;
-            h00 * r[0] + h10 * r[1] + h01 * r[2] + h11 * r[3]
+        match self.tableau.dense {
+            DenseOutput::DormandPrince(_) => {
+                r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * r[4])))
+            }
+            DenseOutput::Dop853(_) => {
+                let tail = r[4] + theta * (r[5] + theta1 * (r[6] + theta * r[7]));
+                r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * tail)))
+            }
+            DenseOutput::Hermite => {
+                // Cubic Hermite through both ends and their derivatives.
+                let h00 = (1.0 + 2.0 * theta) * theta1 * theta1;
+                let h10 = theta * theta1 * theta1;
+                let h01 = theta * theta * (3.0 - 2.0 * theta);
+                let h11 = -theta * theta * theta1;
+                h00 * r[0] + h10 * r[1] + h01 * r[2] + h11 * r[3]
+            }
         }
     }
 
@@ -365,7 +444,7 @@ impl RkStepper {
     fn prepare_dense(&mut self, m: usize) {
         for i in 0..m {
             let r = self.dense_coefficients(i);
-            self.dense[5 * i..5 * i + 5].copy_from_slice(&r);
+            self.dense[DENSE_WIDTH * i..DENSE_WIDTH * (i + 1)].copy_from_slice(&r);
         }
         self.dense_ready = m;
     }
@@ -373,7 +452,7 @@ impl RkStepper {
     /// The continuous extension's coefficients of component `i` of the last
     /// step.
     #[inline]
-    fn dense_coefficients(&self, i: usize) -> [f64; 5] {
+    fn dense_coefficients(&self, i: usize) -> [f64; DENSE_WIDTH] {
         let n = self.dim;
         let h = self.t - self.t_prev;
         let s = self.stages();
@@ -390,9 +469,24 @@ impl RkStepper {
                         r5 += d * self.k[j * n + i];
                     }
                 }
-                [y0, diff, bspl, diff - h * f1 - bspl, h * r5]
+                [y0, diff, bspl, diff - h * f1 - bspl, h * r5, 0.0, 0.0, 0.0]
             }
-            DenseOutput::Hermite => [y0, h * f0, self.y[i], h * f1, 0.0],
+            DenseOutput::Dop853(extra) => {
+                let diff = self.y[i] - y0;
+                let bspl = h * f0 - diff;
+                let mut r = [y0, diff, bspl, diff - h * f1 - bspl, 0.0, 0.0, 0.0, 0.0];
+                for (slot, weights) in r[4..].iter_mut().zip(extra.d) {
+                    let mut sum = 0.0;
+                    for (j, &d) in weights.iter().enumerate() {
+                        if d != 0.0 {
+                            sum += d * self.k[j * n + i];
+                        }
+                    }
+                    *slot = h * sum;
+                }
+                r
+            }
+            DenseOutput::Hermite => [y0, h * f0, self.y[i], h * f1, 0.0, 0.0, 0.0, 0.0],
         }
     }
 
@@ -403,6 +497,7 @@ impl RkStepper {
     fn accept(&mut self, h: f64) {
         self.h_taken = h;
         self.dense_ready = 0;
+        self.extra_stages_ready = false;
         // The start becomes the previous state and the new state the
         // current one; the buffers rotate, nothing is copied.
         std::mem::swap(&mut self.y_prev, &mut self.y);
@@ -431,14 +526,14 @@ impl Stepper for RkStepper {
             // Resized in place: a rewound stepper keeps its buffers for runs
             // of another dimension (with and without sensitivities).
             self.dim = n;
-            let k = (self.stages() + 1) * n;
+            let k = self.tableau.rate_blocks() * n;
             for (buffer, len) in [
                 (&mut self.y_prev, n),
                 (&mut self.y, n),
                 (&mut self.k, k),
                 (&mut self.stage, n),
                 (&mut self.y_new, n),
-                (&mut self.dense, 5 * n),
+                (&mut self.dense, DENSE_WIDTH * n),
             ] {
                 buffer.clear();
                 buffer.resize(len, 0.0);
@@ -449,6 +544,7 @@ impl Stepper for RkStepper {
         self.t = t;
         self.t_prev = t;
         self.dense_ready = 0;
+        self.extra_stages_ready = false;
         let (first, _) = self.k.split_at_mut(n);
         rhs.eval(t, y, first);
         self.counters.rhs_evaluations += 1;
@@ -594,13 +690,13 @@ impl Stepper for RkStepper {
         &self.y_prev
     }
 
-    fn interpolate(&mut self, _rhs: &mut dyn OdeRhs, t: f64, out: &mut [f64]) {
-        self.dense_output(t, out);
+    fn interpolate(&mut self, rhs: &mut dyn OdeRhs, t: f64, out: &mut [f64]) {
+        self.dense_output(rhs, t, out);
     }
 
     fn interpolate_entries(
         &mut self,
-        _rhs: &mut dyn OdeRhs,
+        rhs: &mut dyn OdeRhs,
         t: f64,
         entries: &[usize],
         out: &mut [f64],
@@ -614,10 +710,11 @@ impl Stepper for RkStepper {
         }
         // A few entries: their coefficients formed on the spot, not the
         // whole state's.
+        self.prepare_extra_stages(rhs);
         let theta = (t - self.t_prev) / h;
         for &i in entries {
             out[i] = if i < self.dense_ready {
-                self.dense_at(&self.dense[5 * i..5 * i + 5], theta)
+                self.dense_at(&self.dense[DENSE_WIDTH * i..DENSE_WIDTH * (i + 1)], theta)
             } else {
                 self.dense_at(&self.dense_coefficients(i), theta)
             };
@@ -632,6 +729,7 @@ impl Stepper for RkStepper {
         self.h_next = 0.0;
         self.h_taken = 0.0;
         self.dense_ready = 0;
+        self.extra_stages_ready = false;
         self.counters = StepCounters::default();
         true
     }
@@ -685,16 +783,58 @@ mod tests {
     }
 
     #[rstest]
-    #[case(1e-6)]
-    #[case(1e-10)]
-    fn dopri5_meets_its_tolerance(#[case] tol: f64) {
-        let err = (integrate(&mut RkStepper::dopri5(tol, tol), 1.0) - 1f64.exp()).abs();
+    fn adaptive_methods_meet_their_tolerance(
+        #[values(1e-6, 1e-10)] tol: f64,
+        #[values(RkStepper::dopri5, RkStepper::dop853)] method: fn(f64, f64) -> RkStepper,
+    ) {
+        // Reference: e^1.
+        let err = (integrate(&mut method(tol, tol), 1.0) - 1f64.exp()).abs();
         assert!(err < 20.0 * tol * 1f64.exp(), "error {err}");
+    }
+
+    /// y'' = -y from (1, 0) over ten periods: (cos t, -sin t).
+    struct Oscillator;
+    impl OdeRhs for Oscillator {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+            dydt[0] = y[1];
+            dydt[1] = -y[0];
+        }
+    }
+
+    #[test]
+    fn dop853_takes_fewer_longer_steps_at_tight_tolerances() {
+        // Reference: cos and sin at t = 20 pi. DOP853's purpose: at
+        // 1e-11 it needs fewer rate evaluations than DOPRI5 for the same
+        // accuracy, and its work grows as tol^(-1/8), not tol^(-1/5).
+        let t_end = 20.0 * std::f64::consts::PI;
+        let run = |mut stepper: RkStepper, tol: f64| {
+            stepper.start(&mut Oscillator, 0.0, &[1.0, 0.0]).unwrap();
+            while stepper.time() < t_end {
+                stepper.step(&mut Oscillator, t_end).unwrap();
+            }
+            let y = stepper.state();
+            let err = (y[0] - t_end.cos()).abs().max((y[1] + t_end.sin()).abs());
+            assert!(err < 100.0 * tol * t_end, "tolerance {tol}: error {err}");
+            stepper.counters().rhs_evaluations as f64
+        };
+        let (dop853, dopri5) = (
+            run(RkStepper::dop853(1e-11, 1e-11), 1e-11),
+            run(RkStepper::dopri5(1e-11, 1e-11), 1e-11),
+        );
+        assert!(dop853 < 0.6 * dopri5, "{dop853} vs {dopri5} evaluations");
+        let growth = dop853 / run(RkStepper::dop853(1e-7, 1e-7), 1e-7);
+        // 10^(4/8) = 3.2 for an eighth-order method; 10^(4/5) = 6.3 for a
+        // fifth-order one.
+        assert!((2.2..4.5).contains(&growth), "work ratio {growth}");
     }
 
     #[rstest]
     #[case(RkStepper::rk4(0.01), 1e-9)]
     #[case(RkStepper::dopri5(1e-12, 1e-12), 1e-11)]
+    #[case(RkStepper::dop853(1e-12, 1e-12), 1e-11)]
     fn dense_output_follows_the_solution(#[case] mut stepper: RkStepper, #[case] tol: f64) {
         stepper.start(&mut Growth, 0.0, &[1.0]).unwrap();
         stepper.step(&mut Growth, 1.0).unwrap();
@@ -702,9 +842,38 @@ mod tests {
         let mut out = [0.0];
         for frac in [0.1, 0.37, 0.5, 0.9] {
             let t = a + frac * (b - a);
-            stepper.dense_output(t, &mut out);
+            stepper.dense_output(&mut Growth, t, &mut out);
             assert!((out[0] - t.exp()).abs() < tol * t.exp(), "t={t}");
         }
+    }
+
+    #[rstest]
+    #[case::dopri5(&DOPRI5, 5.0, 0.1)]
+    #[case::dop853(&DOP853, 8.0, 0.4)]
+    fn dense_output_error_shrinks_at_its_order(
+        #[case] method: &'static ButcherTableau,
+        #[case] local_order: f64,
+        #[case] dt: f64,
+    ) {
+        // Reference: e^t inside one fixed step of y' = y from 1. The
+        // continuous extension of order q errs by O(h^(q+1)) inside a step
+        // (DOPRI5's is of order 4, DOP853's of order 7): halving the step
+        // divides the error by about 2^(q+1).
+        let error = |dt: f64| {
+            let mut stepper = RkStepper::new(method, StepControl::Fixed { dt }).unwrap();
+            stepper.start(&mut Growth, 0.0, &[1.0]).unwrap();
+            stepper.step(&mut Growth, 1.0).unwrap();
+            let t = 0.37 * dt;
+            let mut out = [0.0];
+            stepper.dense_output(&mut Growth, t, &mut out);
+            (out[0] - t.exp()).abs()
+        };
+        let order = (error(dt) / error(dt / 2.0)).log2();
+        assert!(
+            (local_order - 0.4..local_order + 0.4).contains(&order),
+            "{}: order {order}",
+            method.name
+        );
     }
 
     #[test]
@@ -750,12 +919,12 @@ mod tests {
         b: &[2.0 / 9.0, 1.0 / 3.0, 4.0 / 9.0],
         c: &[0.0, 0.5, 0.75],
         order: 3,
-        error: Some(&[
+        error: Some(ErrorEstimate::Embedded(&[
             2.0 / 9.0 - 7.0 / 24.0,
             1.0 / 3.0 - 1.0 / 4.0,
             4.0 / 9.0 - 1.0 / 3.0,
             -1.0 / 8.0,
-        ]),
+        ])),
         dense: DenseOutput::Hermite,
     };
 

@@ -456,7 +456,7 @@ impl JaxSolver {
             mode,
             ..RunOptions::default()
         })?;
-        scenario.solver = ia_cli::adjoint_solver(&scenario.solver).map_err(to_py)?;
+        scenario.solver = ia_cli::adjoint_solver(&scenario.solver);
         let core = Arc::new(SolverCore {
             workspace: Mutex::new(ia_adjoint::Workspace::new()),
             scenario,

@@ -329,7 +329,7 @@ impl Model {
             ..RunOptions::default()
         })?;
         if method == GradientMethod::Adjoint {
-            scenario.solver = ia_cli::adjoint_solver(&scenario.solver).map_err(to_py)?;
+            scenario.solver = ia_cli::adjoint_solver(&scenario.solver);
         }
         let wrt: Option<Vec<String>> = match wrt.filter(|v| !v.is_none()) {
             None => None,
@@ -397,7 +397,7 @@ impl Model {
             checkpoints,
         })?;
         if method == GradientMethod::Adjoint {
-            scenario.solver = ia_cli::adjoint_solver(&scenario.solver).map_err(to_py)?;
+            scenario.solver = ia_cli::adjoint_solver(&scenario.solver);
         }
         let loss: LossTerms = scenario.loss.clone().ok_or_else(|| {
             invalid("'loss' must be a list of terms like {\"of\": \"final.x\", \"weight\": 1.0}, got None".into())

@@ -28,6 +28,7 @@ use rstest::rstest;
 #[rstest]
 #[case::rk4(SolverChoice::Rk4 { dt: 1e-3 })]
 #[case::dopri5(SolverChoice::dopri5(1e-10))]
+#[case::dop853(SolverChoice::Dop853 { rtol: 1e-10, atol: 1e-10, max_step: None })]
 #[case::ode_solvers_rk4(SolverChoice::OdeSolvers {
     integrator: OdeSolversMethod::Rk4, rtol: 1e-10, atol: 1e-10, macro_step: 1e-3 })]
 #[case::ode_solvers_dopri5(SolverChoice::OdeSolvers {

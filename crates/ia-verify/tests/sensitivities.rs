@@ -40,10 +40,15 @@ fn jacobians_match_the_reference_file(
     )]
     name: &str,
     #[values(Method::Forward, Method::Adjoint)] method: Method,
+    #[values(
+        SolverChoice::dopri5(1e-12),
+        SolverChoice::Dop853 { rtol: 1e-12, atol: 1e-12, max_step: None }
+    )]
+    solver: SolverChoice,
 ) {
     let run = ReferenceRun::load(name).unwrap();
     let (case, system) = (&run.case, &run.system);
-    let problem = run.problem(SolverChoice::dopri5(1e-12));
+    let problem = run.problem(solver.clone());
     let sens = jacobian(&problem, method).unwrap();
     let mut checked = 0;
     for (state, row) in &case.jacobian {
@@ -54,7 +59,7 @@ fn jacobians_match_the_reference_file(
             let e = err(value, reference);
             assert!(
                 e < 1e-7,
-                "{name} {method:?} d{state}/d{wrt}: {value} vs {reference} ({e:e})"
+                "{name} {method:?} {solver:?} d{state}/d{wrt}: {value} vs {reference} ({e:e})"
             );
             checked += 1;
         }
@@ -78,7 +83,7 @@ fn jacobians_match_the_reference_file(
             let (v, r) = (sens.final_jacobian[(i, j)], exact.jacobian[i][j]);
             assert!(
                 err(v, r) < 1e-7,
-                "{name} {method:?} d{i}/d{}: {v} vs {r}",
+                "{name} {method:?} {solver:?} d{i}/d{}: {v} vs {r}",
                 sens.wrt[j]
             );
         }
@@ -90,7 +95,7 @@ fn jacobians_match_the_reference_file(
             let value = sens.event_time_gradients[k][j];
             assert!(
                 err(value, reference) < 1e-7,
-                "{name} {method:?} dt{k}/d{wrt}: {value} vs {reference}"
+                "{name} {method:?} {solver:?} dt{k}/d{wrt}: {value} vs {reference}"
             );
         }
     }
@@ -197,7 +202,12 @@ fn forward_and_adjoint_agree(
 #[rstest]
 fn adjoint_is_the_transpose_of_forward_on_the_same_steps(
     #[values("ball2d_bowl_a", "lif_a", "thermostat_a")] name: &str,
-    #[values(SolverChoice::dopri5(1e-5), SolverChoice::Rk4 { dt: 1e-3 })] solver: SolverChoice,
+    #[values(
+        SolverChoice::dopri5(1e-5),
+        SolverChoice::Dop853 { rtol: 1e-5, atol: 1e-5, max_step: None },
+        SolverChoice::Rk4 { dt: 1e-3 }
+    )]
+    solver: SolverChoice,
 ) {
     let run = ReferenceRun::load(name).unwrap();
     let case = &run.case;
