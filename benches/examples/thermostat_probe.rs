@@ -1,6 +1,6 @@
 //! The thermostat's primal over 10^4 switches (rtol = atol = 1e-10, no
 //! event recorded), for a profiler: where the time of a step and of an
-//! event goes.
+//! event goes. The argument `dop853` runs that method instead of dopri5.
 //!
 //! ```text
 //! cargo build --release -p ia-benches --example thermostat_probe
@@ -21,7 +21,15 @@ fn main() {
         spec.default_params(),
         16400.0,
     )
-    .with_solver(SolverChoice::dopri5(1e-10))
+    .with_solver(match std::env::args().nth(1).as_deref() {
+        None | Some("dopri5") => SolverChoice::dopri5(1e-10),
+        Some("dop853") => SolverChoice::Dop853 {
+            rtol: 1e-10,
+            atol: 1e-10,
+            max_step: None,
+        },
+        Some(other) => panic!("unknown method {other}: dopri5 or dop853"),
+    })
     .with_event_options(EventOptions {
         record: EventRecording::None,
         max_events: 2_000_000,
