@@ -54,6 +54,16 @@ pub fn tight_solver() -> SolverChoice {
     SolverChoice::dopri5(1e-12)
 }
 
+/// The eighth-order method at the same tolerance, whose sensitivities the
+/// reference cases check too (case names suffixed ` (dop853)`).
+pub fn tight_high_order_solver() -> SolverChoice {
+    SolverChoice::Dop853 {
+        rtol: 1e-12,
+        atol: 1e-12,
+        max_step: None,
+    }
+}
+
 /// One compared entry of a group.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Compared {
@@ -414,6 +424,13 @@ pub fn reference_case_rows(name: &str, case: &ReferenceCase) -> Vec<Row> {
             ));
         }
     }
+    let high_order = problem.clone().with_solver(tight_high_order_solver());
+    rows.extend(sensitivity_rows(
+        study,
+        &format!("{name} (dop853)"),
+        &high_order,
+        &[("closed_form.json", &json_final, &json_events)],
+    ));
     rows
 }
 

@@ -160,6 +160,12 @@ fn reference_checks_pass(#[case] name: &str) {
     let rows = reference_case_rows(name, &case);
     assert!(rows.len() >= 8);
     assert!(rows.iter().all(|r| !r.failed()), "{rows:#?}");
+    // The eighth-order method's sensitivities are checked too.
+    let dop853 = format!("{name} (dop853)");
+    assert!(
+        rows.iter().filter(|r| r.case == dop853).count() >= 2,
+        "{rows:#?}"
+    );
 }
 
 #[test]
