@@ -19,46 +19,14 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ia_adjoint::{gradient, jacobian, LossTerms, Method, Term};
+use ia_benches::thermostat::{self, methods, problem};
 use ia_core::HybridSystem;
-use ia_events::{simulate, EventOptions, EventRecording, Problem, SolverChoice};
+use ia_events::{simulate, EventRecording, SolverChoice};
 use std::hint::black_box;
 use std::time::Duration;
 
-/// The thermostat's default run switches about once per 1.64 time units.
+/// About 10^3, 10^4 and 10^5 switches.
 const LENGTHS: [f64; 3] = [1640.0, 16400.0, 164000.0];
-
-/// The methods compared, by name.
-fn methods() -> [(&'static str, SolverChoice); 2] {
-    [
-        ("dopri5", SolverChoice::dopri5(1e-10)),
-        (
-            "dop853",
-            SolverChoice::Dop853 {
-                rtol: 1e-10,
-                atol: 1e-10,
-                max_step: None,
-            },
-        ),
-    ]
-}
-
-fn problem(
-    system: &HybridSystem,
-    t_end: f64,
-    record: EventRecording,
-    solver: SolverChoice,
-) -> Problem<'_> {
-    let spec = ia_models::by_name("thermostat").unwrap().spec();
-    Problem::new(system, spec.default_state(), spec.default_params(), t_end)
-        .with_mode(&spec.initial_mode)
-        .unwrap()
-        .with_solver(solver)
-        .with_event_options(EventOptions {
-            max_events: 10_000_000,
-            record,
-            ..Default::default()
-        })
-}
 
 /// `T(t_end)` plus the last ten switching times.
 fn loss(system: &HybridSystem) -> LossTerms {
@@ -92,8 +60,7 @@ fn check(system: &HybridSystem, solver: SolverChoice) {
 }
 
 fn bench(c: &mut Criterion) {
-    let model = ia_models::by_name("thermostat").unwrap();
-    let system = model.system();
+    let system = thermostat::system();
     let loss = loss(&system);
     let mut group = c.benchmark_group("long_runs");
     group

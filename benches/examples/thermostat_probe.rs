@@ -7,34 +7,19 @@
 //! valgrind --tool=callgrind target/release/examples/thermostat_probe
 //! ```
 //!
-//! 235M instructions on 2026-12-04 (10,009 switches, 85,079 steps: about
-//! 2.8k a step); see docs/performance.md.
+//! 214M instructions with dopri5 (10,009 switches, 85,079 steps: about
+//! 2.5k a step) and 118M with dop853 (15,016 steps) on 2026-12-04; see
+//! docs/performance.md.
 
-use ia_events::{simulate, EventOptions, EventRecording, Problem, SolverChoice};
+use ia_benches::thermostat;
+use ia_events::{simulate, EventRecording};
+
 fn main() {
-    let model = ia_models::by_name("thermostat").unwrap();
-    let spec = model.spec();
-    let system = model.system();
-    let problem = Problem::new(
-        &system,
-        spec.default_state(),
-        spec.default_params(),
-        16400.0,
-    )
-    .with_solver(match std::env::args().nth(1).as_deref() {
-        None | Some("dopri5") => SolverChoice::dopri5(1e-10),
-        Some("dop853") => SolverChoice::Dop853 {
-            rtol: 1e-10,
-            atol: 1e-10,
-            max_step: None,
-        },
-        Some(other) => panic!("unknown method {other}: dopri5 or dop853"),
-    })
-    .with_event_options(EventOptions {
-        record: EventRecording::None,
-        max_events: 2_000_000,
-        ..EventOptions::default()
-    });
+    let name = std::env::args().nth(1).unwrap_or_else(|| "dopri5".into());
+    let solver = thermostat::method(&name)
+        .unwrap_or_else(|| panic!("unknown method {name}: dopri5 or dop853"));
+    let system = thermostat::system();
+    let problem = thermostat::problem(&system, 16400.0, EventRecording::None, solver);
     let run = simulate(&problem).unwrap();
     eprintln!(
         "{} events {} steps {} rhs {} root",

@@ -10,6 +10,9 @@
 //! * [`network`]: the spiking network `lif-network` of N neurons with its
 //!   default connectivity and run, and the loss its adjoint benchmark reads
 //!   (every final potential and the last ten spike times).
+//! * [`thermostat`]: the thermostat's long runs (about one switch per
+//!   1.64 time units) by DOPRI5 and DOP853, as the `long_runs` benchmark,
+//!   its profiler probe and the allocation tests run them.
 //! * `peer_diffsol` (feature `peers`): the same `ball2d_flat_a` case through
 //!   the diffsol crate's reset-aware forward sensitivities and adjoint.
 //!
@@ -23,3 +26,4 @@ pub mod bumpy;
 pub mod network;
 #[cfg(feature = "peers")]
 pub mod peer_diffsol;
+pub mod thermostat;

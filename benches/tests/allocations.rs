@@ -112,20 +112,16 @@ fn forward_jacobian_of_ball2d_counts_its_allocations() {
 #[test]
 fn long_runs_in_a_kept_workspace_allocate_nothing_per_event() {
     use ia_adjoint::{jacobian_in, Method, Workspace};
-    use ia_events::{simulate_in, EventOptions, EventRecording, Problem, SolverChoice};
-    let model = ia_models::by_name("thermostat").unwrap();
-    let spec = model.spec();
-    let system = model.system();
+    use ia_benches::thermostat;
+    use ia_events::{simulate_in, EventRecording, SolverChoice};
+    let system = thermostat::system();
     let problem = |t_end: f64| {
-        Problem::new(&system, spec.default_state(), spec.default_params(), t_end)
-            .with_mode(&spec.initial_mode)
-            .unwrap()
-            .with_solver(SolverChoice::dopri5(1e-10))
-            .with_event_options(EventOptions {
-                max_events: 100_000,
-                record: EventRecording::Last(10),
-                ..EventOptions::default()
-            })
+        thermostat::problem(
+            &system,
+            t_end,
+            EventRecording::Last(10),
+            SolverChoice::dopri5(thermostat::TOL),
+        )
     };
     let (short, long) = (problem(1640.0), problem(16400.0));
     let mut workspace = Workspace::new();
