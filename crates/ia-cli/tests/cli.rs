@@ -260,6 +260,61 @@ fn every_model_has_an_example_scenario() {
     }
 }
 
+/// Every example scenario with its solver replaced by `dop853` and by
+/// `dopri5` at the same tolerances (1e-10 unless the scenario says): the
+/// same events, and the final state and forward Jacobian of one within
+/// 1e-7 relative of the other's (reference: the other method, a different
+/// Runge-Kutta pair on different steps).
+#[test]
+fn every_example_agrees_between_the_two_dormand_prince_pairs() {
+    for file in example_files() {
+        let text = std::fs::read_to_string(&file).expect("read");
+        let mut v: Value = serde_json::from_str(&text).expect("JSON");
+        let tolerance = |key: &str| v["solver"][key].as_f64().unwrap_or(1e-10);
+        let (rtol, atol) = (tolerance("rtol"), tolerance("atol"));
+        let mut by = |method: &str| {
+            v["solver"] = serde_json::json!({"method": method, "rtol": rtol, "atol": atol});
+            stdout_json(&run_stdin(&["gradient", "-"], &v.to_string()))
+        };
+        let (high, low) = (by("dop853"), by("dopri5"));
+        let name = file.display();
+        assert_eq!(
+            high["events"].as_array().map(Vec::len),
+            low["events"].as_array().map(Vec::len),
+            "{name}"
+        );
+        for key in ["final_state", "jacobian"] {
+            let (h, l) = (flatten(&high[key]), flatten(&low[key]));
+            assert_eq!(h.len(), l.len(), "{name} {key}");
+            for ((path, a), (_, b)) in h.iter().zip(&l) {
+                assert!(
+                    (a - b).abs() <= 1e-7 * b.abs().max(1.0),
+                    "{name} {key}{path}: dop853 {a}, dopri5 {b}"
+                );
+            }
+        }
+    }
+}
+
+/// The numbers of a JSON object, by their path, in key order.
+fn flatten(value: &Value) -> Vec<(String, f64)> {
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .flat_map(|(k, v)| {
+                flatten(v)
+                    .into_iter()
+                    .map(move |(path, x)| (format!("/{k}{path}"), x))
+            })
+            .collect(),
+        other => other
+            .as_f64()
+            .map(|x| (String::new(), x))
+            .into_iter()
+            .collect(),
+    }
+}
+
 #[rstest]
 fn every_example_runs(#[values("simulate", "forward", "adjoint")] command: &str) {
     let files = example_files();
