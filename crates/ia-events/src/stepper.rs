@@ -216,6 +216,30 @@ impl RkStepper {
     }
 
     /// Dormand-Prince 8(5,3) ([`DOP853`]) with tolerances `rtol`, `atol`.
+    ///
+    /// At tight tolerances on a smooth solution its steps are several times
+    /// longer than DOPRI5's; here `y' = -y` to `t = 10` at `1e-10`:
+    ///
+    /// ```
+    /// use ia_events::{OdeRhs, RkStepper, Stepper};
+    /// struct Decay;
+    /// impl OdeRhs for Decay {
+    ///     fn dim(&self) -> usize { 1 }
+    ///     fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) { dydt[0] = -y[0]; }
+    /// }
+    /// let steps = |mut stepper: RkStepper| {
+    ///     stepper.start(&mut Decay, 0.0, &[1.0]).unwrap();
+    ///     let mut steps = 0;
+    ///     while stepper.time() < 10.0 {
+    ///         stepper.step(&mut Decay, 10.0).unwrap();
+    ///         steps += 1;
+    ///     }
+    ///     assert!((stepper.state()[0] - (-10f64).exp()).abs() < 1e-10);
+    ///     steps
+    /// };
+    /// let (high, low) = (steps(RkStepper::dop853(1e-10, 1e-10)), steps(RkStepper::dopri5(1e-10, 1e-10)));
+    /// assert!(3 * high < low, "{high} steps against {low}");
+    /// ```
     pub fn dop853(rtol: f64, atol: f64) -> Self {
         Self::new(
             &DOP853,
