@@ -283,11 +283,6 @@ const FIT_DATA: &str = r#"[{"time": 0.1, "state": {"h": 0.95}}, {"time": 0.2, "s
     "unknown_name",
     "param.g, param.e"
 )]
-#[case::bounds_exclude_start(
-    r#"{"free": ["param.e"], "bounds": {"param.e": [0.9, 1]}, "data": DATA}"#,
-    "invalid_option",
-    "starting value 0.8"
-)]
 #[case::bounds_of_a_fixed_name(
     r#"{"free": ["param.e"], "bounds": {"param.g": [0, 20]}, "data": DATA}"#,
     "unknown_name",

@@ -444,10 +444,9 @@ impl RkStepper {
     fn dense_at(&self, r: &[f64], theta: f64) -> f64 {
         let theta1 = 1.0 - theta;
         match self.tableau.dense {
-            DenseOutput::DormandPrince(_) => {
-                r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * r[4])))
-            }
-            DenseOutput::Dop853(_) => {
+            // DOPRI5's extension is DOP853's with r[5..8] zero (the same
+            // value to the bit: the zero terms add nothing).
+            DenseOutput::DormandPrince(_) | DenseOutput::Dop853(_) => {
                 let tail = r[4] + theta * (r[5] + theta1 * (r[6] + theta * r[7]));
                 r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * tail)))
             }
@@ -483,35 +482,24 @@ impl RkStepper {
         let y0 = self.y_prev[i];
         let f0 = self.k[i];
         let f1 = self.k[s * n + i];
-        match self.tableau.dense {
-            DenseOutput::DormandPrince(weights) => {
-                let diff = self.y[i] - y0;
-                let bspl = h * f0 - diff;
-                let mut r5 = 0.0;
-                for (j, &d) in weights.iter().enumerate() {
-                    if d != 0.0 {
-                        r5 += d * self.k[j * n + i];
-                    }
-                }
-                [y0, diff, bspl, diff - h * f1 - bspl, h * r5, 0.0, 0.0, 0.0]
-            }
-            DenseOutput::Dop853(extra) => {
-                let diff = self.y[i] - y0;
-                let bspl = h * f0 - diff;
-                let mut r = [y0, diff, bspl, diff - h * f1 - bspl, 0.0, 0.0, 0.0, 0.0];
-                for (slot, weights) in r[4..].iter_mut().zip(extra.d) {
-                    let mut sum = 0.0;
-                    for (j, &d) in weights.iter().enumerate() {
-                        if d != 0.0 {
-                            sum += d * self.k[j * n + i];
-                        }
-                    }
-                    *slot = h * sum;
-                }
-                r
-            }
-            DenseOutput::Hermite => [y0, h * f0, self.y[i], h * f1, 0.0, 0.0, 0.0, 0.0],
+        if let DenseOutput::Hermite = self.tableau.dense {
+            return [y0, h * f0, self.y[i], h * f1, 0.0, 0.0, 0.0, 0.0];
         }
+        // The cubic part both Dormand-Prince extensions share, then one
+        // coefficient per row of weights on the rate blocks.
+        let diff = self.y[i] - y0;
+        let bspl = h * f0 - diff;
+        let mut r = [y0, diff, bspl, diff - h * f1 - bspl, 0.0, 0.0, 0.0, 0.0];
+        for (slot, weights) in r[4..].iter_mut().zip(self.tableau.dense.weight_rows()) {
+            let mut sum = 0.0;
+            for (j, &d) in weights.iter().enumerate() {
+                if d != 0.0 {
+                    sum += d * self.k[j * n + i];
+                }
+            }
+            *slot = h * sum;
+        }
+        r
     }
 
     fn min_step(&self, t_limit: f64) -> f64 {

@@ -17,6 +17,19 @@ pub enum DenseOutput {
     Dop853(&'static ExtraStages),
 }
 
+impl DenseOutput {
+    /// The rows of weights `d_m` on the rate blocks that the polynomial
+    /// extensions add to their cubic part (one row for DOPRI5, four for
+    /// DOP853; none for Hermite).
+    pub fn weight_rows(&self) -> &[&'static [f64]] {
+        match self {
+            DenseOutput::Hermite => &[],
+            DenseOutput::DormandPrince(weights) => std::slice::from_ref(weights),
+            DenseOutput::Dop853(extra) => extra.d,
+        }
+    }
+}
+
 /// The extra stages and weights of a continuous extension of the DOP853
 /// kind. The blocks are numbered as the rates are stored: the `s` solution
 /// stages, the end rate `f(t + h, y_1)` (block `s`), then the extra stages.
@@ -98,8 +111,10 @@ impl ButcherTableau {
     /// Checks the method's shape and consistency: `a` strictly lower
     /// triangular with one row per stage, `c` and `b` one entry per stage,
     /// each row of `a` summing to its `c`, `b` summing to one, error weights
-    /// and dense-output weights one per stage plus one. The message says
-    /// what is wrong.
+    /// one per stage (plus one for the end rate), dense-output weights one
+    /// per rate block ([`ButcherTableau::rate_blocks`]), and the extra
+    /// dense-output stages' rows of the right length, summing to their
+    /// times. The message says what is wrong.
     pub fn validate(&self) -> Result<(), String> {
         let s = self.b.len();
         let name = self.name;
@@ -141,17 +156,14 @@ impl ButcherTableau {
                 ));
             }
         }
-        if let DenseOutput::DormandPrince(d) = self.dense {
-            if d.len() != s + 1 {
-                return fail(format!(
-                    "{} dense-output weights; the method needs {}",
-                    d.len(),
-                    s + 1
-                ));
-            }
+        let blocks = self.rate_blocks();
+        if let Some(row) = self.dense.weight_rows().iter().find(|r| r.len() != blocks) {
+            return fail(format!(
+                "{} dense-output weights; the method needs {blocks}",
+                row.len()
+            ));
         }
         if let DenseOutput::Dop853(extra) = self.dense {
-            let blocks = s + 1 + extra.a.len();
             if extra.c.len() != extra.a.len() {
                 return fail("the extra dense-output stages need one time each".into());
             }
@@ -168,12 +180,6 @@ impl ButcherTableau {
                         "row {i} of the extra dense-output stages does not sum to its time {c}"
                     ));
                 }
-            }
-            if let Some(row) = extra.d.iter().find(|row| row.len() != blocks) {
-                return fail(format!(
-                    "a row of dense-output weights has {} entries; the method needs {blocks}",
-                    row.len()
-                ));
             }
         }
         Ok(())
