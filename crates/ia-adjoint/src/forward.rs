@@ -237,7 +237,30 @@ impl ForwardSensitivity {
         partials
     }
 
+    /// `dS = f_x S + f_p` from the flow's dense partials, for a flow
+    /// without a sensitivity rate of its own. Kept out of line: the rate of
+    /// a flow that has one runs in every stage and should stay small.
+    #[inline(never)]
+    fn dense_rate(
+        &mut self,
+        run: RunContext<'_>,
+        mode: usize,
+        t: f64,
+        x: &[f64],
+        extra: &[f64],
+        rate: &mut [f64],
+    ) {
+        let (n, m, np) = (self.n, self.columns(), self.n_params);
+        let partials = self.dense_partials(run, mode, t, x);
+        let s = DMatrixView::from_slice(extra, n, m);
+        let mut ds = DMatrixViewMut::from_slice(rate, n, m);
+        ds.gemm(1.0, &partials.x, &s, 0.0);
+        ds.columns_mut(n, np)
+            .zip_apply(&partials.p, |d, fp| *d += fp);
+    }
+
     /// `dS = f_x S + f_p[:, j]`, column by column, for chosen columns.
+    #[inline(never)]
     fn chosen_rate(
         &mut self,
         run: RunContext<'_>,
@@ -383,17 +406,10 @@ impl ExtraState for ForwardSensitivity {
         if self.chosen.is_some() {
             return self.chosen_rate(run, mode, t, x, extra, rate);
         }
-        let (n, m, np) = (self.n, self.columns(), self.n_params);
         let flow = &run.system.modes()[mode].flow;
-        if flow.sensitivity_rate(t, x, run.params, extra, rate) {
-            return;
+        if !flow.sensitivity_rate(t, x, run.params, extra, rate) {
+            self.dense_rate(run, mode, t, x, extra, rate);
         }
-        let partials = self.dense_partials(run, mode, t, x);
-        let s = DMatrixView::from_slice(extra, n, m);
-        let mut ds = DMatrixViewMut::from_slice(rate, n, m);
-        ds.gemm(1.0, &partials.x, &s, 0.0);
-        ds.columns_mut(n, np)
-            .zip_apply(&partials.p, |d, fp| *d += fp);
     }
 
     fn wants_event_geometry(&self) -> bool {

@@ -294,6 +294,16 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
         self.controlled
     }
 
+    fn closed_dim(&self) -> usize {
+        self.n
+    }
+
+    fn eval_closed(&mut self, t: f64, x: &[f64], dx: &mut [f64]) {
+        self.system.modes()[self.mode]
+            .flow
+            .rate(t, x, self.params, dx);
+    }
+
     fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) {
         let (x, extra) = y.split_at(self.n);
         let (dx, dextra) = dydt.split_at_mut(self.n);

@@ -21,6 +21,18 @@ pub trait OdeRhs {
     }
     /// Writes `F(t, y)` into `dydt`.
     fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]);
+    /// How many leading components form a system of their own: their rates
+    /// read only them (a state with its sensitivities carried after it: the
+    /// state's). All of them unless the right-hand side says otherwise.
+    fn closed_dim(&self) -> usize {
+        self.dim()
+    }
+    /// Writes the rates of the leading [`OdeRhs::closed_dim`] components,
+    /// given only those (`y` and `dydt` are that long). A stepper that
+    /// interpolates no further, to place an event, evaluates no more.
+    fn eval_closed(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) {
+        self.eval(t, y, dydt);
+    }
 }
 
 /// Why a step could not be taken.
@@ -172,9 +184,10 @@ pub struct RkStepper {
     /// components (0 after every step: prepared on the first interpolation).
     dense: Vec<f64>,
     dense_ready: usize,
-    /// Whether the extra stages of a continuous extension that has them
-    /// ([`DenseOutput::Dop853`]) are evaluated for the last step.
-    extra_stages_ready: bool,
+    /// For how many leading components the extra stages of a continuous
+    /// extension that has them ([`DenseOutput::Dop853`]) are evaluated for
+    /// the last step (0: none yet).
+    extra_stages_ready: usize,
     counters: StepCounters,
 }
 
@@ -283,7 +296,7 @@ impl RkStepper {
             y_new: Vec::new(),
             dense: Vec::new(),
             dense_ready: 0,
-            extra_stages_ready: false,
+            extra_stages_ready: 0,
             counters: StepCounters::default(),
         })
     }
@@ -407,7 +420,7 @@ impl RkStepper {
             out.copy_from_slice(&self.y[..m]);
             return;
         }
-        self.prepare_extra_stages(rhs);
+        self.prepare_extra_stages(rhs, m);
         if self.dense_ready < m {
             self.prepare_dense(m);
         }
@@ -417,25 +430,37 @@ impl RkStepper {
         }
     }
 
-    /// Evaluates the extra stages of the last step's continuous extension,
-    /// when the method has them and they are not evaluated yet.
-    fn prepare_extra_stages(&mut self, rhs: &mut dyn OdeRhs) {
+    /// Evaluates the extra stages of the last step's continuous extension
+    /// for at least the leading `m` components, when the method has them and
+    /// they are not evaluated that far yet: for the closed leading block
+    /// alone ([`OdeRhs::closed_dim`]) when it holds the `m`, so that placing
+    /// an event on the state never evaluates the sensitivities carried after
+    /// it.
+    fn prepare_extra_stages(&mut self, rhs: &mut dyn OdeRhs, m: usize) {
         let DenseOutput::Dop853(extra) = self.tableau.dense else {
             return;
         };
-        if self.extra_stages_ready || self.t == self.t_prev {
+        if self.extra_stages_ready >= m || self.t == self.t_prev {
             return;
         }
         let n = self.dim;
+        let closed = rhs.closed_dim().min(n);
+        let width = if m <= closed { closed } else { n };
         let first = self.stages() + 1;
         let h = self.h_taken;
         for (i, (row, &c)) in extra.a.iter().zip(extra.c).enumerate() {
             let (done, rest) = self.k.split_at_mut((first + i) * n);
-            weighted_sum(h, Some(&self.y_prev), row, done, n, &mut self.stage);
-            rhs.eval(self.t_prev + c * h, &self.stage, &mut rest[..n]);
+            let stage = &mut self.stage[..width];
+            weighted_sum(h, Some(&self.y_prev), row, done, n, stage);
+            let t = self.t_prev + c * h;
+            if width == n {
+                rhs.eval(t, stage, &mut rest[..n]);
+            } else {
+                rhs.eval_closed(t, stage, &mut rest[..width]);
+            }
         }
         self.counters.rhs_evaluations += extra.a.len();
-        self.extra_stages_ready = true;
+        self.extra_stages_ready = width;
     }
 
     /// The continuous extension with coefficients `r` at the fraction
@@ -509,7 +534,7 @@ impl RkStepper {
     fn accept(&mut self, h: f64) {
         self.h_taken = h;
         self.dense_ready = 0;
-        self.extra_stages_ready = false;
+        self.extra_stages_ready = 0;
         // The start becomes the previous state and the new state the
         // current one; the buffers rotate, nothing is copied.
         std::mem::swap(&mut self.y_prev, &mut self.y);
@@ -556,7 +581,7 @@ impl Stepper for RkStepper {
         self.t = t;
         self.t_prev = t;
         self.dense_ready = 0;
-        self.extra_stages_ready = false;
+        self.extra_stages_ready = 0;
         let (first, _) = self.k.split_at_mut(n);
         rhs.eval(t, y, first);
         self.counters.rhs_evaluations += 1;
@@ -722,7 +747,8 @@ impl Stepper for RkStepper {
         }
         // A few entries: their coefficients formed on the spot, not the
         // whole state's.
-        self.prepare_extra_stages(rhs);
+        let reach = entries.iter().max().map_or(0, |&i| i + 1);
+        self.prepare_extra_stages(rhs, reach);
         let theta = (t - self.t_prev) / h;
         for &i in entries {
             out[i] = if i < self.dense_ready {
@@ -741,7 +767,7 @@ impl Stepper for RkStepper {
         self.h_next = 0.0;
         self.h_taken = 0.0;
         self.dense_ready = 0;
-        self.extra_stages_ready = false;
+        self.extra_stages_ready = 0;
         self.counters = StepCounters::default();
         true
     }
@@ -857,6 +883,77 @@ mod tests {
             stepper.dense_output(&mut Growth, t, &mut out);
             assert!((out[0] - t.exp()).abs() < tol * t.exp(), "t={t}");
         }
+    }
+
+    /// `x' = -x` with its sensitivity to `x0` carried after it,
+    /// `s' = -s`; says its leading component is closed when `closed` is set,
+    /// and counts which evaluation the stepper asked for.
+    struct DecayWithSensitivity {
+        closed: bool,
+        full_evals: usize,
+        closed_evals: usize,
+    }
+    impl DecayWithSensitivity {
+        fn new(closed: bool) -> Self {
+            Self {
+                closed,
+                full_evals: 0,
+                closed_evals: 0,
+            }
+        }
+    }
+    impl OdeRhs for DecayWithSensitivity {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn closed_dim(&self) -> usize {
+            if self.closed {
+                1
+            } else {
+                2
+            }
+        }
+        fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+            self.full_evals += 1;
+            dydt[0] = -y[0];
+            dydt[1] = -y[1];
+        }
+        fn eval_closed(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+            assert_eq!((y.len(), dydt.len()), (1, 1), "only the closed block");
+            self.closed_evals += 1;
+            dydt[0] = -y[0];
+        }
+    }
+
+    #[test]
+    fn interpolating_the_closed_block_evaluates_only_it() {
+        // Reference: the same step through a right-hand side without a
+        // closed block, whose extra stages cover both components; the
+        // state's dense output must be the same to the bit, and the
+        // sensitivity's too once it is asked for.
+        let run = |rhs: &mut DecayWithSensitivity| {
+            let mut stepper = RkStepper::dop853(1e-10, 1e-10);
+            stepper.start(rhs, 0.0, &[1.0, 1.0]).unwrap();
+            stepper.step(rhs, 1.0).unwrap();
+            let t = stepper.previous_time() + 0.37 * stepper.step_size();
+            let evals_before = rhs.full_evals;
+            let mut state = [0.0];
+            stepper.interpolate(rhs, t, &mut state);
+            let state_evals = rhs.full_evals - evals_before;
+            let mut both = [0.0; 2];
+            stepper.interpolate(rhs, t, &mut both);
+            (state[0], both, state_evals)
+        };
+        let mut closed = DecayWithSensitivity::new(true);
+        let mut whole = DecayWithSensitivity::new(false);
+        let (state, both, full_evals_for_state) = run(&mut closed);
+        let (state_ref, both_ref, _) = run(&mut whole);
+        assert_eq!(state.to_bits(), state_ref.to_bits());
+        assert_eq!(both.map(f64::to_bits), both_ref.map(f64::to_bits));
+        assert_eq!(both[0].to_bits(), state.to_bits());
+        assert_eq!(full_evals_for_state, 0);
+        assert_eq!(closed.closed_evals, 3, "DOP853's three extra stages");
+        assert_eq!(whole.closed_evals, 0);
     }
 
     #[rstest]
