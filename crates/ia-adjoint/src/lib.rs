@@ -171,8 +171,9 @@ pub enum Method {
 pub struct Sensitivities {
     /// The run (from the sensitivity pass).
     pub trajectory: Trajectory,
-    /// Column names: `initial.<state>`, then `param.<name>`.
-    pub wrt: Vec<String>,
+    /// Column names: `initial.<state>`, then `param.<name>` (shared with
+    /// the system when every input is a column).
+    pub wrt: Arc<[String]>,
     /// Row names: the state entries (shared with the system).
     state_names: Arc<[String]>,
     /// `d x(T) / d theta`, n x m.
@@ -190,6 +191,11 @@ pub struct Sensitivities {
     pub method: Method,
 }
 
+/// No names: what a record written without them reads back as.
+fn no_names() -> Arc<[String]> {
+    Arc::from([])
+}
+
 /// The gradient of a scalar loss.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Gradient {
@@ -197,8 +203,8 @@ pub struct Gradient {
     pub value: f64,
     /// Names of the entries: `initial.<state>`, then `param.<name>` (the
     /// order of [`Gradient::concatenated`]).
-    #[serde(default)]
-    pub wrt: Vec<String>,
+    #[serde(default = "no_names")]
+    pub wrt: Arc<[String]>,
     /// `dL / d x0`.
     pub initial_state: Vec<f64>,
     /// `dL / d p`.
@@ -542,10 +548,10 @@ pub fn jacobian_in(
     let sys = problem.system;
     match method {
         Method::Forward | Method::ForwardOnStateSteps => {
-            forward_jacobian(problem, method, None, sys.wrt_names(), workspace)
+            forward_jacobian(problem, method, None, sys.shared_wrt_names(), workspace)
         }
         Method::Adjoint => {
-            let wrt = sys.wrt_names().to_vec();
+            let wrt = sys.shared_wrt_names();
             let tableau = adjoint_tableau(problem)?;
             let mut tape = workspace.tape(&AdjointOptions::default());
             let run = ia_events::run_in(
@@ -639,7 +645,7 @@ pub fn jacobian_in(
 /// let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, 0.7], 2.0)
 ///     .with_solver(SolverChoice::dopri5(1e-12));
 /// let two = jacobian_wrt(&problem, Method::Forward, &["initial.vy", "param.mu"]).unwrap();
-/// assert_eq!(two.wrt, ["initial.vy", "param.mu"]);
+/// assert_eq!(*two.wrt, ["initial.vy", "param.mu"]);
 /// // d x(T) / d vy0: the saltation term at work (closed form 0.0669724770642)
 /// assert!((two.final_jacobian[(0, 0)] - 0.06697247706422019).abs() < 1e-9);
 /// ```
@@ -691,7 +697,7 @@ pub fn jacobian_wrt_in(
                 })
         })
         .collect::<Result<Vec<usize>, _>>()?;
-    let names: Vec<String> = indices.iter().map(|&j| all[j].clone()).collect();
+    let names: Arc<[String]> = indices.iter().map(|&j| all[j].clone()).collect();
     match method {
         Method::Adjoint => {
             let full = jacobian_in(problem, method, workspace)?;
@@ -723,7 +729,7 @@ pub fn jacobian_wrt_in(
                     }
                 })
                 .collect();
-            forward_jacobian(problem, method, Some(columns), &names, workspace)
+            forward_jacobian(problem, method, Some(columns), names, workspace)
         }
     }
 }
@@ -734,7 +740,7 @@ fn forward_jacobian(
     problem: &Problem<'_>,
     method: Method,
     chosen: Option<Vec<forward::Column>>,
-    wrt: &[String],
+    wrt: Arc<[String]>,
     workspace: &mut Workspace,
 ) -> Result<Sensitivities, HybridError> {
     let sys = problem.system;
@@ -756,13 +762,11 @@ fn forward_jacobian(
         .final_jacobian
         .take()
         .ok_or_else(|| HybridError::Unsupported("the run ended without a final state".into()))?;
-    let mut names = std::mem::take(&mut workspace.wrt);
-    wrt.clone_into(&mut names);
     let sens = Sensitivities {
         saltations: Vec::new(),
         state_names: sys.shared_state_names(),
         trajectory,
-        wrt: names,
+        wrt,
         final_jacobian,
         observation_jacobians: at.observation_jacobians,
         event_time_gradients,
@@ -916,11 +920,9 @@ pub fn gradient_in(
         let pass = backward.gradient(&tape, &trajectory, &seeds);
         backward.release(&mut workspace.backward);
         let (initial_state, params) = pass?;
-        let mut wrt = std::mem::take(&mut workspace.wrt);
-        sys.wrt_names().clone_into(&mut wrt);
         Ok(Gradient {
             value,
-            wrt,
+            wrt: sys.shared_wrt_names(),
             initial_state,
             params,
             tape_floats: tape.stored_floats(),
@@ -1184,7 +1186,7 @@ pub(crate) mod tests {
     fn gradient_by_name_matches_the_closed_form() {
         let system = ball();
         let grad = gradient(&problem(&system), &FinalComponent(0)).unwrap();
-        assert_eq!(grad.wrt, system.wrt_names());
+        assert_eq!(*grad.wrt, *system.wrt_names());
         let expected = dh_final();
         for (name, want) in system.wrt_names().iter().zip(expected) {
             let got = grad.derivative(name).unwrap();

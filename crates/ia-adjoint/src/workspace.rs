@@ -46,7 +46,6 @@ pub struct Workspace {
     rows: SpareVecs,
     time_gradients: Vec<Vec<f64>>,
     observation_jacobians: Vec<DMatrix<f64>>,
-    pub(crate) wrt: Vec<String>,
     tape: Option<Tape>,
     pub(crate) backward: BackwardBuffers,
 }
@@ -76,7 +75,6 @@ impl Workspace {
     pub fn recycle(&mut self, sens: Sensitivities) {
         let Sensitivities {
             trajectory,
-            wrt,
             final_jacobian,
             mut observation_jacobians,
             mut event_time_gradients,
@@ -92,9 +90,6 @@ impl Workspace {
         }
         keep_larger(&mut self.observation_jacobians, observation_jacobians);
         keep_larger(&mut self.time_gradients, event_time_gradients);
-        if wrt.capacity() > self.wrt.capacity() {
-            self.wrt = wrt;
-        }
     }
 
     /// Takes back the vectors of `gradient` (from this workspace or not) for
@@ -102,7 +97,6 @@ impl Workspace {
     pub fn recycle_gradient(&mut self, gradient: Gradient) {
         let Gradient {
             trajectory,
-            wrt,
             initial_state,
             params,
             ..
@@ -110,9 +104,6 @@ impl Workspace {
         self.run.recycle(trajectory);
         self.rows.give(initial_state);
         self.rows.give(params);
-        if wrt.capacity() > self.wrt.capacity() {
-            self.wrt = wrt;
-        }
     }
 
     /// An empty tape set to `options`, in kept buffers.

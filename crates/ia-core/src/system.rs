@@ -43,7 +43,8 @@ pub struct HybridSystem {
     /// Shared, so that results can name their rows without copying them.
     state_names: Arc<[String]>,
     param_names: Vec<String>,
-    wrt_names: Vec<String>,
+    /// Shared, so that results can name their columns without copying them.
+    wrt_names: Arc<[String]>,
     modes: Vec<Mode>,
     transitions: Vec<Transition>,
 }
@@ -149,6 +150,12 @@ impl HybridSystem {
     /// Names of the sensitivity inputs: `initial.<state>` then `param.<name>`.
     pub fn wrt_names(&self) -> &[String] {
         &self.wrt_names
+    }
+
+    /// The sensitivity inputs' names, shared: a clone is a reference count,
+    /// not a copy (for results that name their columns).
+    pub fn shared_wrt_names(&self) -> Arc<[String]> {
+        Arc::clone(&self.wrt_names)
     }
 }
 

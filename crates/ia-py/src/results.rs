@@ -112,7 +112,7 @@ pub fn jacobian<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let fields = run_fields(py, model, system, t_end, &sens.trajectory)?;
     fields.set_item("method", method)?;
-    fields.set_item("wrt", sens.wrt.clone())?;
+    fields.set_item("wrt", &sens.wrt[..])?;
     fields.set_item("final_jacobian", dense(py, &sens.final_jacobian)?)?;
     let (n, m) = sens.final_jacobian.shape();
     let observed: Vec<f64> = sens
@@ -146,7 +146,7 @@ pub fn gradient<'py>(
     let fields = run_fields(py, model, system, t_end, &grad.trajectory)?;
     fields.set_item("method", method)?;
     fields.set_item("value", grad.value)?;
-    fields.set_item("wrt", grad.wrt.clone())?;
+    fields.set_item("wrt", &grad.wrt[..])?;
     fields.set_item("gradient", PyArray1::from_vec(py, grad.concatenated()))?;
     result_class(py, "Gradient")?.call((), Some(&fields))
 }

@@ -42,7 +42,7 @@ fn chosen_columns_equal_the_full_jacobian(
     let full = jacobian(&problem, method).unwrap();
     let wrt = chosen(system.wrt_names());
     let part = jacobian_wrt(&problem, method, &wrt).unwrap();
-    assert_eq!(part.wrt, wrt);
+    assert_eq!(*part.wrt, *wrt);
     assert_eq!(
         part.event_time_gradients.len(),
         full.event_time_gradients.len()

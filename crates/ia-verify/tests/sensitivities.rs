@@ -127,7 +127,7 @@ fn event_time_gradients_match_closed_form(
         case.t_end,
     )
     .unwrap();
-    assert_eq!(exact.wrt, sens.wrt);
+    assert_eq!(exact.wrt[..], sens.wrt[..]);
     assert_eq!(
         exact.event_time_jacobian.len(),
         sens.event_time_gradients.len()

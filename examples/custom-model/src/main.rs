@@ -164,7 +164,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     // Forward and adjoint agree entry by entry, read by name.
     for state in ["h", "v"] {
-        for wrt in &forward.wrt {
+        for wrt in forward.wrt.iter() {
             agree(
                 &format!("d{state}(T)/d{wrt}, adjoint vs forward"),
                 adjoint.final_derivative(state, wrt)?,
