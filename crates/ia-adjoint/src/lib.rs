@@ -478,10 +478,11 @@ impl Loss for FinalComponent {
 pub fn event_saltations(problem: &Problem<'_>, trajectory: &Trajectory) -> Vec<Saltation> {
     let sys = problem.system;
     let mut ws = SaltationWorkspace::new(sys.state_dim(), sys.param_dim());
-    trajectory
-        .events
-        .iter()
-        .map(|e| ws.compute_for(sys, &problem.params, e.into()).clone())
+    (0..trajectory.events.len())
+        .map(|k| {
+            let at = ia_events::EventAt::recorded(trajectory, k);
+            ws.compute_for(sys, &problem.params, at).clone()
+        })
         .collect()
 }
 
@@ -1347,10 +1348,10 @@ pub(crate) mod tests {
         let sens = sens.with_saltations(&run);
         assert_eq!(sens.saltations.len(), sens.trajectory.events.len());
         let mut ws = SaltationWorkspace::new(2, 2);
-        let event = &sens.trajectory.events[0];
+        let event = ia_events::EventAt::recorded(&sens.trajectory, 0);
         assert_eq!(
             &sens.saltations[0],
-            ws.compute_for(&system, &run.params, event.into())
+            ws.compute_for(&system, &run.params, event)
         );
     }
 }

@@ -248,10 +248,10 @@ mod tests {
     fn ball_impact_saltation_matches_the_hand_derivation() {
         let system = ball();
         let trajectory = ia_events::simulate(&problem(&system)).unwrap();
-        let event = &trajectory.events[0];
-        let w = -event.state_before[1];
+        let w = -trajectory.state_before(0)[1];
         let mut ws = SaltationWorkspace::new(2, 2);
-        let s = ws.compute_for(&system, &[G, E], event.into());
+        let event = ia_events::EventAt::recorded(&trajectory, 0);
+        let s = ws.compute_for(&system, &[G, E], event);
         let expected_xi = [[-E, 0.0], [(1.0 + E) * G / w, -E]];
         for (i, row) in expected_xi.iter().enumerate() {
             for (j, want) in row.iter().enumerate() {

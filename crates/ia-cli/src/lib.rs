@@ -557,16 +557,15 @@ fn low_liftoff(scenario: &Scenario, params: &[f64], error: &HybridError) -> Opti
     let (&l0, &theta_td) = (param("l0")?, param("theta_td")?);
     let names = scenario.system.transition_names();
     let y = spec.state_index("y").ok()?;
-    let events = &error.trajectory()?.events;
-    let liftoff = events.windows(2).find_map(|pair| {
+    let trajectory = error.trajectory()?;
+    let liftoff = trajectory.events.windows(2).position(|pair| {
         let (lift, touch) = (&pair[0], &pair[1]);
-        (names[lift.transition] == "liftoff"
+        names[lift.transition] == "liftoff"
             && names[touch.transition] == "touchdown"
-            && touch.time == lift.time)
-            .then_some(lift)
+            && touch.time == lift.time
     })?;
     let height = l0 * theta_td.cos();
-    let at = liftoff.state_before[y];
+    let at = trajectory.state_before(liftoff)[y];
     let through_ground = if at < 0.0 {
         " (below the ground: the leg did not hold the mass up)"
     } else {
@@ -574,7 +573,7 @@ fn low_liftoff(scenario: &Scenario, params: &[f64], error: &HybridError) -> Opti
     };
     Some(format!(
         "the leg lifted off at t = {} with the mass at y = {}{through_ground}, below the touchdown height l0 cos(theta_td) = {}, so touchdown was due at once with the leg compressed: a step that lifts off flatter than it touched down is outside this model's scope; a smaller theta_td or a stiffer leg (k) keeps liftoff above the touchdown height",
-        short_num(liftoff.time),
+        short_num(trajectory.events[liftoff].time),
         short_num(at),
         short_num(height)
     ))

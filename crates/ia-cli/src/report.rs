@@ -273,8 +273,14 @@ fn build(
                 ),
                 ("from_mode".into(), mode_name(e.from_mode)),
                 ("to_mode".into(), mode_name(e.to_mode)),
-                ("state_before".into(), named(states, &e.state_before)),
-                ("state_after".into(), named(states, &e.state_after)),
+                (
+                    "state_before".into(),
+                    named(states, trajectory.state_before(k)),
+                ),
+                (
+                    "state_after".into(),
+                    named(states, trajectory.state_after(k)),
+                ),
             ];
             if let Some(s) = sens {
                 if let Some(g) = s.event_time_gradients.get(k) {

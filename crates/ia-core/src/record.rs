@@ -8,7 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// One event: a transition that fired.
+/// One event: a transition that fired. Its states `x-` and `x+` are in the
+/// run's one buffer of event states:
+/// [`Trajectory::state_before`] and [`Trajectory::state_after`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EventRecord {
     /// Position in the run's event sequence, from 0.
@@ -22,10 +24,6 @@ pub struct EventRecord {
     pub from_mode: usize,
     /// Index of the mode after the event.
     pub to_mode: usize,
-    /// State `x-` just before the reset.
-    pub state_before: Vec<f64>,
-    /// State `x+` just after the reset.
-    pub state_after: Vec<f64>,
     /// Guard rate `gdot = g_x f- + g_t` at the event.
     pub guard_rate: f64,
     /// Whether the transition ends the run.
@@ -89,6 +87,11 @@ pub struct Trajectory {
     pub segments: Vec<Segment>,
     /// Events, in the order they were applied.
     pub events: Vec<EventRecord>,
+    /// The state just before and just after each event of `events`, in
+    /// their order: `2 n` numbers an event, `x-` then `x+` (one buffer for
+    /// the run, not two vectors an event). Read with
+    /// [`Trajectory::state_before`] and [`Trajectory::state_after`].
+    pub event_states: Vec<f64>,
     /// States at the observation times reached.
     pub observations: Vec<Observation>,
     /// Time reached: the end of the span, a terminal event's time, or the
@@ -103,6 +106,26 @@ pub struct Trajectory {
 }
 
 impl Trajectory {
+    /// The state `x-` just before the reset of `events[k]`.
+    ///
+    /// # Panics
+    ///
+    /// When there is no `events[k]`, as `events[k]` would.
+    pub fn state_before(&self, k: usize) -> &[f64] {
+        let n = self.initial_state.len();
+        &self.event_states[2 * k * n..(2 * k + 1) * n]
+    }
+
+    /// The state `x+` just after the reset of `events[k]`.
+    ///
+    /// # Panics
+    ///
+    /// When there is no `events[k]`, as `events[k]` would.
+    pub fn state_after(&self, k: usize) -> &[f64] {
+        let n = self.initial_state.len();
+        &self.event_states[(2 * k + 1) * n..(2 * k + 2) * n]
+    }
+
     /// Event times in order.
     pub fn event_times(&self) -> Vec<f64> {
         self.events.iter().map(|e| e.time).collect()

@@ -22,11 +22,11 @@
 //! once per event) where not.
 
 use crate::integrator::EventJump;
-use ia_core::{EventRecord, GuardPartials, HybridSystem, ResetPartials, Support, Tangent};
+use ia_core::{GuardPartials, HybridSystem, ResetPartials, Support, Tangent, Trajectory};
 use nalgebra::DVector;
 
 /// The event a geometry is formed for: from the integrator's jump
-/// ([`EventJump`]) or a recorded event ([`EventRecord`]).
+/// ([`EventJump`]) or a recorded event ([`EventAt::recorded`]).
 #[derive(Clone, Copy, Debug)]
 pub struct EventAt<'a> {
     /// Transition index in the system.
@@ -41,13 +41,15 @@ pub struct EventAt<'a> {
     pub cascade_of: Option<usize>,
 }
 
-impl<'a> From<&'a EventRecord> for EventAt<'a> {
-    fn from(e: &'a EventRecord) -> Self {
+impl<'a> EventAt<'a> {
+    /// Event `k` of `trajectory`'s record (`trajectory.events[k]`).
+    pub fn recorded(trajectory: &'a Trajectory, k: usize) -> Self {
+        let e = &trajectory.events[k];
         Self {
             transition: e.transition,
             time: e.time,
-            state_before: &e.state_before,
-            state_after: &e.state_after,
+            state_before: trajectory.state_before(k),
+            state_after: trajectory.state_after(k),
             cascade_of: e.cascade_of,
         }
     }
@@ -114,7 +116,7 @@ pub(crate) fn guard_rate(
 /// them), so a consumer working with products never holds an n x n matrix.
 ///
 /// ```
-/// use ia_events::{simulate, GeometryWorkspace, Problem};
+/// use ia_events::{simulate, EventAt, GeometryWorkspace, Problem};
 /// # use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridSystem, ResetFn, Scalar, ToMode};
 /// # struct Fall;
 /// # impl FlowFn for Fall {
@@ -139,9 +141,9 @@ pub(crate) fn guard_rate(
 /// let problem = Problem::new(&system, vec![1.0, 0.0], vec![g, e], 0.5);
 /// let trajectory = simulate(&problem).unwrap();
 /// let mut workspace = GeometryWorkspace::new(2, 2);
-/// let geometry = workspace.compute(&system, &[g, e], (&trajectory.events[0]).into());
+/// let geometry = workspace.compute(&system, &[g, e], EventAt::recorded(&trajectory, 0));
 /// // gdot = v- and w = f+ - r_x f- = (v+ - v-, -g - e g).
-/// let v_minus = trajectory.events[0].state_before[1];
+/// let v_minus = trajectory.state_before(0)[1];
 /// assert!((geometry.guard_rate - v_minus).abs() < 1e-12);
 /// assert!((geometry.time_shift[1] + (1.0 + e) * g).abs() < 1e-12);
 /// ```

@@ -421,6 +421,18 @@ impl StateBuffers {
 /// `f`, from its partials formed in `partials` (all zero on entry, and again
 /// on return: only the guard's support is written and cleared, so the cost
 /// is what the guard reads).
+/// Trims the recorded events, and their states with them, to what
+/// `recording` keeps.
+fn trim_events(recording: crate::EventRecording, trajectory: &mut Trajectory, finished: bool) {
+    let recorded = trajectory.events.len();
+    recording.trim(&mut trajectory.events, finished);
+    let dropped = recorded - trajectory.events.len();
+    if dropped > 0 {
+        let n = trajectory.initial_state.len();
+        trajectory.event_states.drain(..2 * n * dropped);
+    }
+}
+
 fn guard_rate_at(
     guard: &dyn Guard,
     t: f64,
@@ -533,6 +545,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             initial_state: spare.copy_of(&problem.initial_state),
             segments: take(&mut b.segments),
             events: take(&mut b.events),
+            event_states: take(&mut b.event_states),
             observations: take(&mut b.observations),
             final_time: problem.t0,
             final_state: Vec::new(),
@@ -1311,14 +1324,14 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 transition: k,
                 from_mode: from,
                 to_mode: transition.to,
-                state_before: self.spare.copy_of(&self.states.y[..n]),
-                state_after: self.spare.copy_of(&self.states.y_after[..n]),
                 guard_rate,
                 terminal: transition.terminal,
                 cascade_of,
             });
-            let spare = &mut self.spare;
-            recording.trim_with(&mut self.trajectory.events, false, |e| spare.give_event(e));
+            let states = &mut self.trajectory.event_states;
+            states.extend_from_slice(&self.states.y[..n]);
+            states.extend_from_slice(&self.states.y_after[..n]);
+            trim_events(recording, &mut self.trajectory, false);
         }
         self.trajectory.stats.events += 1;
         self.recent_event_times.rotate_left(1);
@@ -1520,11 +1533,11 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let final_state = self.spare.copy_of(&y[..self.rhs.n]);
         let recording = self.problem.events.record;
         recording.trim(&mut self.trajectory.segments, true);
-        let spare = &mut self.spare;
-        recording.trim_with(&mut self.trajectory.events, true, |e| spare.give_event(e));
+        trim_events(recording, &mut self.trajectory, true);
         Trajectory {
             segments: std::mem::take(&mut self.trajectory.segments),
             events: std::mem::take(&mut self.trajectory.events),
+            event_states: std::mem::take(&mut self.trajectory.event_states),
             observations: std::mem::take(&mut self.trajectory.observations),
             initial_state: std::mem::take(&mut self.trajectory.initial_state),
             initial_time: self.trajectory.initial_time,
@@ -1634,9 +1647,10 @@ mod tests {
         );
         let first = &trajectory.events[0];
         let w = G * t1();
-        assert!(first.state_before[0].abs() < 1e-10);
-        assert!((first.state_before[1] + w).abs() < 1e-9);
-        assert!((first.state_after[1] - E * w).abs() < 1e-9);
+        let (before, after) = (trajectory.state_before(0), trajectory.state_after(0));
+        assert!(before[0].abs() < 1e-10);
+        assert!((before[1] + w).abs() < 1e-9);
+        assert!((after[1] - E * w).abs() < 1e-9);
         assert!(first.guard_rate < 0.0);
         assert_eq!(trajectory.segments.len(), 3);
     }
@@ -1757,7 +1771,7 @@ mod tests {
         assert!(!trajectory.events[1].terminal);
         let t2 = t1() * (1.0 + 2.0 * E);
         assert!((trajectory.final_time - t2).abs() < 1e-10);
-        assert_eq!(trajectory.final_state, trajectory.events[1].state_after);
+        assert_eq!(trajectory.final_state, trajectory.state_after(1));
         // Not reached by t_end: the run ends at t_end as usual.
         let trajectory = run(1.2 * t1(), 2);
         assert_eq!(trajectory.events.len(), 1);

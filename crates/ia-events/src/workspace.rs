@@ -73,12 +73,6 @@ impl SpareVecs {
             self.0.push(v);
         }
     }
-
-    /// Keeps the state vectors of a dropped event record.
-    pub(crate) fn give_event(&mut self, event: EventRecord) {
-        self.give(event.state_before);
-        self.give(event.state_after);
-    }
 }
 
 /// The integrator's per-run buffers (see [`crate::integrator`]'s `Run`),
@@ -92,6 +86,7 @@ pub(crate) struct Buffers {
     /// The record lists of recycled trajectories, emptied.
     pub(crate) segments: Vec<Segment>,
     pub(crate) events: Vec<EventRecord>,
+    pub(crate) event_states: Vec<f64>,
     pub(crate) observations: Vec<Observation>,
     pub(crate) spare: SpareVecs,
 }
@@ -127,17 +122,19 @@ impl Buffers {
             final_state,
             segments,
             mut events,
+            event_states,
             mut observations,
             ..
         } = trajectory;
         self.spare.give(initial_state);
         self.spare.give(final_state);
-        events.drain(..).for_each(|e| self.spare.give_event(e));
+        events.clear();
         for observation in observations.drain(..) {
             self.spare.give(observation.state);
         }
         keep_larger(&mut self.segments, segments);
         keep_larger(&mut self.events, events);
+        keep_larger(&mut self.event_states, event_states);
         keep_larger(&mut self.observations, observations);
     }
 

@@ -362,16 +362,14 @@ impl Shooting<'_> {
             .event_time_gradients
             .last()
             .expect("one gradient per event");
+        let state_after = sens.trajectory.state_after(events.len() - 1);
         let mut flow_after = DVector::zeros(n);
         let to = self.system.transitions()[self.section].to;
-        self.system.modes()[to].flow.rate(
-            last.time,
-            &last.state_after,
-            p,
-            flow_after.as_mut_slice(),
-        );
+        self.system.modes()[to]
+            .flow
+            .rate(last.time, state_after, p, flow_after.as_mut_slice());
         let period = Return {
-            state: DVector::from_column_slice(&last.state_after),
+            state: DVector::from_column_slice(state_after),
             period: last.time,
             monodromy: sens.final_jacobian.columns(0, n).into_owned(),
             param_jacobian: sens.final_jacobian.columns(n, p.len()).into_owned(),

@@ -164,8 +164,11 @@ fn plain_return(
         .unwrap();
     problem.initial_mode = system.transitions()[index].to;
     let trajectory = ia_events::simulate(&problem).unwrap();
-    let last = trajectory.events.last().unwrap();
-    (DVector::from_column_slice(&last.state_after), last.time)
+    let last = trajectory.events.len() - 1;
+    (
+        DVector::from_column_slice(trajectory.state_after(last)),
+        trajectory.events[last].time,
+    )
 }
 
 /// The vertical hopping orbit of the slip-hopper (`theta_td = 0`, no

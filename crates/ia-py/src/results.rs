@@ -74,8 +74,12 @@ fn run_fields<'py>(
             .map(|e| (mode_name(e.from_mode), mode_name(e.to_mode)))
             .collect::<Vec<_>>(),
     )?;
-    let before: Vec<&[f64]> = events.iter().map(|e| &e.state_before[..]).collect();
-    let after: Vec<&[f64]> = events.iter().map(|e| &e.state_after[..]).collect();
+    let before: Vec<&[f64]> = (0..events.len())
+        .map(|k| trajectory.state_before(k))
+        .collect();
+    let after: Vec<&[f64]> = (0..events.len())
+        .map(|k| trajectory.state_after(k))
+        .collect();
     fields.set_item("event_states_before", stacked(py, &before, n)?)?;
     fields.set_item("event_states_after", stacked(py, &after, n)?)?;
     fields.set_item(

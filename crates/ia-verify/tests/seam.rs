@@ -296,8 +296,8 @@ fn an_events_geometry_is_formed_once_when_it_fires() {
     let run = ia_events::run(&problem, &mut ia_events::NoExtraState, &mut handed).unwrap();
     assert_eq!(handed.0.len(), run.events.len());
     let mut fresh = ia_events::GeometryWorkspace::new(2, 2);
-    for (given, event) in handed.0.iter().zip(&run.events) {
-        let formed = fresh.compute(&system, &params, event.into());
+    for (k, given) in handed.0.iter().enumerate() {
+        let formed = fresh.compute(&system, &params, ia_events::EventAt::recorded(&run, k));
         assert_eq!(given.flow_before, formed.flow_before);
         assert_eq!(given.flow_after, formed.flow_after);
         assert_eq!(given.guard_rate, formed.guard_rate);
