@@ -37,7 +37,7 @@ pub struct EventAt<'a> {
     pub state_before: &'a [f64],
     /// State after the reset.
     pub state_after: &'a [f64],
-    /// As in [`EventRecord::cascade_of`].
+    /// As in [`ia_core::EventRecord::cascade_of`].
     pub cascade_of: Option<usize>,
 }
 
@@ -86,7 +86,7 @@ pub struct EventGeometry {
     pub guard_rate: f64,
     /// `w = f+ - r_x f- - r_t`.
     pub time_shift: DVector<f64>,
-    /// As in [`EventRecord::cascade_of`].
+    /// As in [`ia_core::EventRecord::cascade_of`].
     pub cascade_of: Option<usize>,
 }
 

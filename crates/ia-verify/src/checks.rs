@@ -548,8 +548,47 @@ pub fn two_ball_known_values_rows() -> Vec<Row> {
     rows
 }
 
+/// Every case of [`crate::closed_form::network_cases`]: the simulation and
+/// the forward and adjoint Jacobians (final potentials and spike times)
+/// against the network's closed form.
+pub fn lif_network_rows() -> Vec<Row> {
+    let study = "closed_form";
+    let mut rows = Vec::new();
+    for case in crate::closed_form::network_cases() {
+        let name = format!("lif-network_{}", case.name);
+        let (x0, p) = (&case.initial_state, &case.params);
+        let sol = match crate::closed_form::lif_network(&case.net, x0, p, case.t_end, 10_000) {
+            Ok(sol) => sol,
+            Err(e) => {
+                rows.push(Row::failure(study, &name, "closed form", e));
+                continue;
+            }
+        };
+        let system = case.net.system();
+        let problem =
+            Problem::new(&system, x0.clone(), p.clone(), case.t_end).with_solver(tight_solver());
+        let state = |s: &str| sol.state_index(s).map(|i| sol.final_state[i]);
+        rows.extend(simulation_rows(
+            study,
+            &name,
+            &problem,
+            &state,
+            &sol.event_times,
+        ));
+        let (f, e) = (cf_final(&sol), cf_events(&sol));
+        rows.extend(sensitivity_rows(
+            study,
+            &name,
+            &problem,
+            &[("closed_form module", &f, &e)],
+        ));
+    }
+    rows
+}
+
 /// The closed-form models without a case in `closed_form.json`: `ball1d`
-/// (defaults) and `two-ball` (defaults, and the known values).
+/// (defaults), `two-ball` (defaults, and the known values) and the
+/// `lif-network` cases.
 pub fn closed_form_rows() -> Vec<Row> {
     let mut rows = Vec::new();
     for model in [
@@ -566,6 +605,7 @@ pub fn closed_form_rows() -> Vec<Row> {
         ));
     }
     rows.extend(two_ball_known_values_rows());
+    rows.extend(lif_network_rows());
     rows
 }
 

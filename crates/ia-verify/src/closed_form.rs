@@ -78,6 +78,10 @@
 // Negated comparisons (`!(x > 0.0)`) are deliberate: they reject NaN too.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+mod network;
+
+pub use network::{lif_network, lif_network_trace, network_case, network_cases, NetworkCase};
+
 use ia_core::num_dual::Dual64;
 use ia_core::Scalar;
 use serde::{Deserialize, Serialize};
@@ -583,6 +587,29 @@ fn differentiate(
     trace: impl Fn(&[f64], &[f64]) -> Result<Trace<f64>, ClosedFormError>,
     trace_dual: impl Fn(&[Dual64], &[Dual64]) -> Result<Trace<Dual64>, ClosedFormError>,
 ) -> Result<ClosedFormSolution, ClosedFormError> {
+    let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
+    differentiate_named(
+        spec.name,
+        names(spec.states),
+        names(spec.params),
+        x0,
+        p,
+        trace,
+        trace_dual,
+    )
+}
+
+/// [`differentiate`] for a model whose names are built, not listed
+/// statically (a sized model).
+fn differentiate_named(
+    model: &str,
+    state_names: Vec<String>,
+    param_names: Vec<String>,
+    x0: &[f64],
+    p: &[f64],
+    trace: impl Fn(&[f64], &[f64]) -> Result<Trace<f64>, ClosedFormError>,
+    trace_dual: impl Fn(&[Dual64], &[Dual64]) -> Result<Trace<Dual64>, ClosedFormError>,
+) -> Result<ClosedFormSolution, ClosedFormError> {
     let primal = trace(x0, p)?;
     let n = x0.len();
     let cols = n + p.len();
@@ -603,16 +630,19 @@ fn differentiate(
             row[j] = v.eps;
         }
     }
+    let wrt = (state_names.iter().map(|s| format!("initial.{s}")))
+        .chain(param_names.iter().map(|q| format!("param.{q}")))
+        .collect();
     Ok(ClosedFormSolution {
-        model: spec.name.to_string(),
-        state_names: spec.states.iter().map(|s| s.to_string()).collect(),
-        param_names: spec.params.iter().map(|s| s.to_string()).collect(),
+        model: model.to_string(),
+        state_names,
+        param_names,
         final_state: primal.final_state,
         final_mode: primal.final_mode.map(str::to_string),
         event_times: primal.event_times,
         jacobian,
         event_time_jacobian,
-        wrt: spec.wrt(),
+        wrt,
     })
 }
 

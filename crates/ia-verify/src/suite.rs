@@ -59,9 +59,11 @@ pub fn run(options: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> SuiteResul
         rows.extend(checks::reference_rows());
         rows
     });
-    stage("closed forms (ball1d, two-ball)", progress, &mut |_| {
-        checks::closed_form_rows()
-    });
+    stage(
+        "closed forms (ball1d, two-ball, lif-network)",
+        progress,
+        &mut |_| checks::closed_form_rows(),
+    );
     stage("partials of every model", progress, &mut |_| {
         checks::partials_rows()
     });
