@@ -37,7 +37,7 @@ fn check() {
             f += s * forward.final_jacobian[(i, j)];
         }
         for (k, s) in seeds.event_times.iter().enumerate() {
-            f += s * forward.event_time_gradients[k][j];
+            f += s * forward.event_time_gradients[(k, j)];
         }
         assert!(
             (a - f).abs() <= 1e-9 * (1.0 + f.abs()),

@@ -63,7 +63,11 @@ fn main() -> Result<(), HybridError> {
     let exact = [1.0 / (g * t1), 1.0 / g, -t1 / (2.0 * g), 0.0];
     println!(
         "dt1/d(h0, v0, g, e): library {:?}",
-        forward.event_time_gradients[0]
+        forward
+            .event_time_gradients
+            .row(0)
+            .iter()
+            .collect::<Vec<_>>()
     );
     println!("                     closed form {exact:?}");
     println!(

@@ -35,7 +35,7 @@
 
 use crate::saltation::{EventAt, SaltationWorkspace};
 use ia_core::{FlowPartials, HybridError, HybridSystem, Trajectory};
-use ia_events::{ButcherTableau, EventJump, Observer, RunContext};
+use ia_events::{ButcherTableau, EventJump, Observer, RunContext, SpareVecs};
 
 /// With [`AdjointOptions::checkpoints`] left `None`, the tape keeps
 /// `K = AUTOMATIC_CHECKPOINT_FLOATS / n` states of `n` floats (so between 16
@@ -264,6 +264,17 @@ impl Observer for Tape {
 }
 
 impl Tape {
+    /// The bytes its buffers hold on the heap (what keeping it costs).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.entries.capacity() * size_of::<PackedEntry>()
+            + (self.states.capacity() + self.event_states.capacity() + self.guard_terms.capacity())
+                * size_of::<f64>()
+            + self.events.capacity() * size_of::<TapeEvent>()
+            + self.event_positions.capacity() * size_of::<usize>()
+            + self.observation_cursors.capacity() * size_of::<Cursor>()
+    }
+
     /// A tape with the given options.
     pub(crate) fn new(options: &AdjointOptions) -> Self {
         Self {
@@ -511,6 +522,21 @@ struct BackwardVectors {
     replay: Vec<f64>,
     replay_state: Vec<f64>,
     replay_next: Vec<f64>,
+    /// Vectors of results given back, for the gradients to come.
+    results: SpareVecs,
+}
+
+impl BackwardBuffers {
+    /// The bytes of the checkpointing replay buffer, the one of these that
+    /// grows with the run (the others are a few vectors of `n` or `s n`).
+    pub(crate) fn replay_bytes(&self) -> usize {
+        self.vectors.replay.capacity() * std::mem::size_of::<f64>()
+    }
+
+    /// Keeps `v`, a returned gradient's vector, for the next gradients.
+    pub(crate) fn give_result(&mut self, v: Vec<f64>) {
+        self.vectors.results.give(v);
+    }
 }
 
 impl BackwardVectors {
@@ -530,6 +556,7 @@ impl BackwardVectors {
             replay: refill(self.replay, 0, 0.0),
             replay_state: refill(self.replay_state, 0, 0.0),
             replay_next: refill(self.replay_next, 0, 0.0),
+            results: self.results,
         }
     }
 }
@@ -696,8 +723,8 @@ impl<'a> Backward<'a> {
         let (end, mut step) = (end.position.min(tape.entries.len()), end.steps);
         let mut mode = tape.mode_before(self.system, end);
         let first_recorded = trajectory.first_recorded_event();
-        let mut lambda = seeds.final_state.clone();
-        let mut param_bar = vec![0.0; self.system.param_dim()];
+        let mut lambda = self.vectors.results.copy_of(&seeds.final_state);
+        let mut param_bar = self.vectors.results.zeros(self.system.param_dim());
         // dL/dt* of the located event that started the cascade being walked
         // back through, gathered from the events of that cascade.
         let mut cascade_time_bar = 0.0;

@@ -72,17 +72,17 @@ pub(crate) struct ForwardSensitivity {
     /// `w` of the event being mapped (chosen columns).
     time_shift: Vec<f64>,
     saltation: SaltationWorkspace,
-    /// `dt*/dtheta` per recorded event, m entries each (the events the
-    /// trajectory keeps, [`EventRecording`]).
-    pub event_time_gradients: Vec<Vec<f64>>,
+    /// `dt*/dtheta` of the recorded events (the ones the trajectory keeps,
+    /// [`EventRecording`]), `m` entries each, one event after the other.
+    time_gradient_rows: Vec<f64>,
+    /// `dt*/dtheta` of the event being mapped.
+    time_gradient: Vec<f64>,
     recording: EventRecording,
     /// `dt*/dtheta` of the last located event, the time of the events of
     /// the cascade it starts, when the recording may drop it from
-    /// `event_time_gradients` (with every event recorded it is read there,
+    /// `time_gradient_rows` (with every event recorded it is read there,
     /// saving the copy).
     cascade_time_gradient: Vec<f64>,
-    /// Buffers for the event-time gradients (see [`crate::Workspace`]).
-    pub(crate) spare: SpareVecs,
 }
 
 /// Reads `S` off the carried components at each observation and at the end
@@ -142,10 +142,10 @@ impl ForwardSensitivity {
             partials: None,
             time_shift: vec![0.0; n],
             saltation: SaltationWorkspace::new(n, n_params),
-            event_time_gradients: Vec::new(),
+            time_gradient_rows: Vec::new(),
+            time_gradient: Vec::new(),
             recording: EventRecording::All,
             cascade_time_gradient: Vec::new(),
-            spare: SpareVecs::default(),
         }
     }
 
@@ -160,15 +160,17 @@ impl ForwardSensitivity {
     ) -> Self {
         if (self.n, self.n_params) != (system.state_dim(), system.param_dim()) {
             let mut fresh = Self::new(system, error_controlled, apply_saltation);
-            fresh.spare = self.spare;
-            fresh.event_time_gradients = self.event_time_gradients;
-            return fresh;
+            fresh.time_gradient_rows = self.time_gradient_rows;
+            fresh.time_gradient = self.time_gradient;
+            fresh.cascade_time_gradient = self.cascade_time_gradient;
+            return fresh.renew(system, error_controlled, apply_saltation);
         }
         self.error_controlled = error_controlled;
         self.apply_saltation = apply_saltation;
         self.chosen = None;
         self.recording = EventRecording::All;
         self.cascade_time_gradient.clear();
+        self.time_gradient_rows.clear();
         self.saltation.forget();
         self
     }
@@ -180,29 +182,43 @@ impl ForwardSensitivity {
         self
     }
 
-    /// Keeps `gradient`, event `jump`'s `dt*/dtheta`, as the recording
-    /// says, and as the time of the cascade it starts.
-    fn store_time_gradient(&mut self, jump: &EventJump<'_>, gradient: Vec<f64>) {
+    /// Keeps `time_gradient`, event `jump`'s `dt*/dtheta`, as the
+    /// recording says, and as the time of the cascade it starts.
+    fn store_time_gradient(&mut self, jump: &EventJump<'_>) {
         if jump.cascade_of.is_none() && self.recording != EventRecording::All {
             self.cascade_time_gradient.clear();
-            self.cascade_time_gradient.extend_from_slice(&gradient);
+            self.cascade_time_gradient
+                .extend_from_slice(&self.time_gradient);
         }
         if self.recording.keeps_any() {
-            self.event_time_gradients.push(gradient);
-            let spare = &mut self.spare;
+            self.time_gradient_rows
+                .extend_from_slice(&self.time_gradient);
+            let m = self.time_gradient.len();
             self.recording
-                .trim_with(&mut self.event_time_gradients, false, |g| spare.give(g));
-        } else {
-            self.spare.give(gradient);
+                .trim_flat(&mut self.time_gradient_rows, m, false);
         }
     }
 
-    /// `dt*/dtheta` of the recorded events, once the run is over.
-    pub(crate) fn take_event_time_gradients(&mut self) -> Vec<Vec<f64>> {
-        let spare = &mut self.spare;
+    /// `dt*/dtheta` of the `recorded` events the trajectory keeps, once the
+    /// run is over: a `recorded x m` matrix built in a vector from `spare`.
+    pub(crate) fn event_time_gradients(
+        &mut self,
+        recorded: usize,
+        spare: &mut SpareVecs,
+    ) -> DMatrix<f64> {
+        let m = self.columns();
         self.recording
-            .trim_with(&mut self.event_time_gradients, true, |g| spare.give(g));
-        std::mem::take(&mut self.event_time_gradients)
+            .trim_flat(&mut self.time_gradient_rows, m, true);
+        let rows = &self.time_gradient_rows;
+        // A run that failed has fewer rows than its trajectory's events.
+        let recorded = recorded.min(rows.len() / m.max(1));
+        let mut data = spare.zeros(recorded * m);
+        for (k, row) in rows.chunks_exact(m.max(1)).take(recorded).enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                data[j * recorded + k] = v;
+            }
+        }
+        DMatrix::from_vec(recorded, m, data)
     }
 
     /// Sensitivities with respect to `columns` only.
@@ -320,7 +336,7 @@ impl ForwardSensitivity {
         jump: &EventJump<'_>,
         before: &[f64],
         after: &mut [f64],
-    ) -> Vec<f64> {
+    ) {
         let (n, m) = (self.n, self.columns());
         let chosen = self.chosen.as_deref();
         let param = |c| Self::column(chosen, n, c).param();
@@ -331,9 +347,11 @@ impl ForwardSensitivity {
         };
         self.time_shift
             .copy_from_slice(geometry.time_shift.as_slice());
-        let gradient = match jump.cascade_of {
+        let gradient = &mut self.time_gradient;
+        gradient.clear();
+        match jump.cascade_of {
             None => {
-                let mut gradient = self.spare.zeros(m);
+                gradient.resize(m, 0.0);
                 for (c, dt) in gradient.iter_mut().enumerate() {
                     *dt = event_time_derivative(
                         geometry.guard.x.as_slice(),
@@ -343,14 +361,13 @@ impl ForwardSensitivity {
                         param(c),
                     );
                 }
-                gradient
             }
             // The time of a cascade is that of the located event starting it.
-            Some(root) => self.spare.copy_of(match self.recording {
-                EventRecording::All => &self.event_time_gradients[root],
+            Some(root) => gradient.extend_from_slice(match self.recording {
+                EventRecording::All => &self.time_gradient_rows[root * m..(root + 1) * m],
                 _ => &self.cascade_time_gradient,
             }),
-        };
+        }
         for (c, dt) in gradient.iter().enumerate() {
             let tangent = Tangent {
                 t: 0.0,
@@ -366,7 +383,6 @@ impl ForwardSensitivity {
                 }
             }
         }
-        gradient
     }
 }
 
@@ -423,8 +439,8 @@ impl ExtraState for ForwardSensitivity {
         before: &[f64],
         after: &mut [f64],
     ) -> Result<(), HybridError> {
-        let gradient = self.map_columns(run, jump, before, after);
-        self.store_time_gradient(jump, gradient);
+        self.map_columns(run, jump, before, after);
+        self.store_time_gradient(jump);
         Ok(())
     }
 }
@@ -446,7 +462,8 @@ mod tests {
         // t1 = (v0 + sqrt(v0^2 + 2 g h0)) / g at v0 = 0.
         let t1 = t1();
         let dt1 = [1.0 / (G * t1), 1.0 / G, -t1 / (2.0 * G), 0.0];
-        for (got, want) in aug.event_time_gradients[0].iter().zip(dt1) {
+        let gradients = aug.event_time_gradients(1, &mut SpareVecs::default());
+        for (got, want) in gradients.row(0).iter().zip(dt1) {
             assert!((got - want).abs() < 1e-10, "{got} vs {want}");
         }
         let s = at.final_jacobian.take().unwrap();

@@ -180,8 +180,9 @@ pub struct Sensitivities {
     pub final_jacobian: DMatrix<f64>,
     /// `d x(t_obs) / d theta` per observation, n x m each.
     pub observation_jacobians: Vec<DMatrix<f64>>,
-    /// `d t* / d theta` per event, m entries each.
-    pub event_time_gradients: Vec<Vec<f64>>,
+    /// `d t* / d theta`, one row per recorded event (in the order of the
+    /// trajectory's events), one column per `wrt` entry.
+    pub event_time_gradients: DMatrix<f64>,
     /// The dense saltation matrix of each event, when asked for with
     /// [`Sensitivities::with_saltations`]; empty otherwise (at n states and
     /// n_p parameters each is n (n + n_p) numbers, which a large system
@@ -305,7 +306,10 @@ impl Sensitivities {
             add(w, jac);
         }
         for (k, &w) in seeds.event_times.iter().enumerate() {
-            for (t, g) in total.iter_mut().zip(&self.event_time_gradients[k]) {
+            for (t, g) in total
+                .iter_mut()
+                .zip(self.event_time_gradients.row(k).iter())
+            {
                 *t += w * g;
             }
         }
@@ -392,24 +396,24 @@ impl Sensitivities {
     /// order of the trajectory's events): one entry of
     /// [`Sensitivities::event_time_gradients`] by name.
     pub fn event_time_derivative(&self, k: usize, wrt: &str) -> Result<f64, HybridError> {
-        let gradient = self.event_time_gradients.get(k).ok_or_else(|| {
+        if k >= self.event_time_gradients.nrows() {
             let events: Vec<String> = self
                 .trajectory
                 .events
                 .iter()
                 .map(|e| format!("{} at t = {}", e.index, e.time))
                 .collect();
-            HybridError::invalid(
+            return Err(HybridError::invalid(
                 "event index",
                 k,
                 format!(
                     "the run has {} events, indexed from 0: [{}]",
-                    self.event_time_gradients.len(),
+                    self.event_time_gradients.nrows(),
                     events.join(", ")
                 ),
-            )
-        })?;
-        Ok(gradient[self.wrt_index(wrt)?])
+            ));
+        }
+        Ok(self.event_time_gradients[(k, self.wrt_index(wrt)?)])
     }
 }
 
@@ -514,9 +518,12 @@ fn adjoint_tableau(
 /// backward pass, starting at that output on the tape: an event's or an
 /// observation's pass covers only the steps before it.
 ///
-/// [`jacobian_in`] is the same in buffers kept between calls.
+/// [`jacobian_in`] is the same in buffers the caller keeps. A one-shot call
+/// runs in buffers its thread keeps for its next one-shot call, up to a
+/// bound (systems with `n (n + n_p)` at most 2^14, and at most 1 MiB of an
+/// adjoint's tape): only the result is allocated anew.
 pub fn jacobian(problem: &Problem<'_>, method: Method) -> Result<Sensitivities, HybridError> {
-    jacobian_in(problem, method, &mut Workspace::new())
+    workspace::in_thread_workspace(problem.system, |kept| jacobian_in(problem, method, kept))
 }
 
 /// [`jacobian`] in `workspace`: the integrator's and the sensitivities'
@@ -601,10 +608,12 @@ pub fn jacobian_in(
             // One row per recorded event: the last ones of the run when not
             // all are kept.
             let first_recorded = trajectory.first_recorded_event();
-            let mut event_time_gradients = Vec::with_capacity(trajectory.events.len());
+            let mut event_time_gradients = DMatrix::zeros(trajectory.events.len(), m);
             for k in 0..trajectory.events.len() {
                 seeds.event_times[k] = 1.0;
-                event_time_gradients.push(row(&seeds, tape.event_end(first_recorded + k))?);
+                event_time_gradients
+                    .row_mut(k)
+                    .copy_from_slice(&row(&seeds, tape.event_end(first_recorded + k))?);
                 seeds.event_times[k] = 0.0;
             }
             // (A failed row leaves the buffers to be allocated anew.)
@@ -655,7 +664,9 @@ pub fn jacobian_wrt(
     method: Method,
     wrt: &[&str],
 ) -> Result<Sensitivities, HybridError> {
-    jacobian_wrt_in(problem, method, wrt, &mut Workspace::new())
+    workspace::in_thread_workspace(problem.system, |kept| {
+        jacobian_wrt_in(problem, method, wrt, kept)
+    })
 }
 
 /// [`jacobian_wrt`] in `workspace` (see [`jacobian_in`]); the numbers are
@@ -702,16 +713,11 @@ pub fn jacobian_wrt_in(
     match method {
         Method::Adjoint => {
             let full = jacobian_in(problem, method, workspace)?;
-            let select = |row: &[f64]| indices.iter().map(|&j| row[j]).collect::<Vec<f64>>();
             let columns = |m: &DMatrix<f64>| m.select_columns(indices.iter());
             Ok(Sensitivities {
                 final_jacobian: columns(&full.final_jacobian),
                 observation_jacobians: full.observation_jacobians.iter().map(columns).collect(),
-                event_time_gradients: full
-                    .event_time_gradients
-                    .iter()
-                    .map(|r| select(r))
-                    .collect(),
+                event_time_gradients: columns(&full.event_time_gradients),
                 saltations: Vec::new(),
                 wrt: names,
                 state_names: full.state_names,
@@ -755,10 +761,17 @@ fn forward_jacobian(
     at.spare = std::mem::take(&mut workspace.matrices);
     at.observation_jacobians = workspace.observation_list();
     let run = ia_events::run_in(problem, &mut workspace.run, &mut carried, &mut at);
-    let event_time_gradients = carried.take_event_time_gradients();
-    workspace.keep_forward(carried);
     workspace.matrices = std::mem::take(&mut at.spare);
-    let trajectory = run?;
+    let trajectory = match run {
+        Ok(trajectory) => trajectory,
+        Err(e) => {
+            workspace.keep_forward(carried);
+            return Err(e);
+        }
+    };
+    let event_time_gradients =
+        carried.event_time_gradients(trajectory.events.len(), &mut workspace.matrices);
+    workspace.keep_forward(carried);
     let final_jacobian = at
         .final_jacobian
         .take()
@@ -807,7 +820,7 @@ fn check_derivatives(sens: &Sensitivities, names: &[String]) -> Result<(), Hybri
         let t = sens.trajectory.observations.get(k).map_or(time, |o| o.time);
         matrix("the observed state", jac, t)?;
     }
-    for (k, gradient) in sens.event_time_gradients.iter().enumerate() {
+    for (k, gradient) in sens.event_time_gradients.row_iter().enumerate() {
         if let Some(j) = gradient.iter().position(|v| !v.is_finite()) {
             let t = sens.trajectory.events.get(k).map_or(time, |e| e.time);
             return Err(HybridError::NonFinite {
@@ -849,6 +862,8 @@ pub fn gradient(problem: &Problem<'_>, loss: &dyn Loss) -> Result<Gradient, Hybr
 /// [`gradient`] with options of the reverse pass: with
 /// [`AdjointOptions::checkpoints`] the tape keeps the start states of about
 /// `K` to `2 K` steps only, and the gradient is the same to the last bit.
+/// Like [`jacobian`], it runs in buffers its thread keeps between one-shot
+/// calls.
 ///
 /// ```
 /// use ia_adjoint::{gradient, gradient_with, AdjointOptions, FinalComponent};
@@ -871,7 +886,9 @@ pub fn gradient_with(
     loss: &dyn Loss,
     options: &AdjointOptions,
 ) -> Result<Gradient, HybridError> {
-    gradient_in(problem, loss, options, &mut Workspace::new())
+    workspace::in_thread_workspace(problem.system, |kept| {
+        gradient_in(problem, loss, options, kept)
+    })
 }
 
 /// [`gradient_with`] in `workspace`: the integrator's buffers, the tape and

@@ -31,6 +31,7 @@ use ia_core::HybridSystem;
 use ia_events::workspace::keep_larger;
 use ia_events::SpareVecs;
 use nalgebra::DMatrix;
+use std::cell::Cell;
 
 /// Buffers of sensitivity runs, kept between calls (see the [module
 /// documentation](self)). One workspace serves one call at a time; give
@@ -41,10 +42,6 @@ pub struct Workspace {
     forward: Option<ForwardSensitivity>,
     /// Storage of `n x m` matrices.
     pub(crate) matrices: SpareVecs,
-    /// Rows of event-time gradients, and the emptied lists of the last
-    /// results given back.
-    rows: SpareVecs,
-    time_gradients: Vec<Vec<f64>>,
     observation_jacobians: Vec<DMatrix<f64>>,
     tape: Option<Tape>,
     pub(crate) backward: BackwardBuffers,
@@ -77,19 +74,19 @@ impl Workspace {
             trajectory,
             final_jacobian,
             mut observation_jacobians,
-            mut event_time_gradients,
+            event_time_gradients,
             ..
         } = sens;
         self.run.recycle(trajectory);
+        // Taken back in the reverse order of a run's needs (a stack): the
+        // observations' matrices, the final one, then the event-time
+        // gradients, so each finds the buffer it had.
+        self.matrices.give(event_time_gradients.data.into());
         self.matrices.give(final_jacobian.data.into());
-        for jac in observation_jacobians.drain(..) {
+        for jac in observation_jacobians.drain(..).rev() {
             self.matrices.give(jac.data.into());
         }
-        for row in event_time_gradients.drain(..) {
-            self.rows.give(row);
-        }
         keep_larger(&mut self.observation_jacobians, observation_jacobians);
-        keep_larger(&mut self.time_gradients, event_time_gradients);
     }
 
     /// Takes back the vectors of `gradient` (from this workspace or not) for
@@ -102,8 +99,8 @@ impl Workspace {
             ..
         } = gradient;
         self.run.recycle(trajectory);
-        self.rows.give(initial_state);
-        self.rows.give(params);
+        self.backward.give_result(initial_state);
+        self.backward.give_result(params);
     }
 
     /// An empty tape set to `options`, in kept buffers.
@@ -126,18 +123,14 @@ impl Workspace {
         error_controlled: bool,
         apply_saltation: bool,
     ) -> ForwardSensitivity {
-        let mut carried = match self.forward.take() {
+        match self.forward.take() {
             Some(kept) => kept.renew(system, error_controlled, apply_saltation),
             None => ForwardSensitivity::new(system, error_controlled, apply_saltation),
-        };
-        carried.spare = std::mem::take(&mut self.rows);
-        carried.event_time_gradients = std::mem::take(&mut self.time_gradients);
-        carried
+        }
     }
 
     /// Keeps `carried`'s buffers for the next call.
-    pub(crate) fn keep_forward(&mut self, mut carried: ForwardSensitivity) {
-        self.rows = std::mem::take(&mut carried.spare);
+    pub(crate) fn keep_forward(&mut self, carried: ForwardSensitivity) {
         self.forward = Some(carried);
     }
 
@@ -148,10 +141,59 @@ impl Workspace {
     }
 }
 
+/// The largest dense sensitivity block, `n (n + n_p)` numbers, whose
+/// buffers a thread keeps between one-shot calls: 2^14 (`n` = 100 with 64
+/// parameters), about 1.7 MB of stepper, sensitivity and saltation buffers
+/// at most through DOP853's twelve stages.
+const KEPT_BLOCK: usize = 1 << 14;
+
+/// The most a thread keeps of a one-shot call's tape and replay buffer
+/// (they grow with the run's steps): 1 MiB each.
+const KEPT_RUN_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// The buffers of this thread's one-shot calls ([`crate::jacobian`],
+    /// [`crate::gradient`]), taken for a call and put back after it: a
+    /// call made within another (from a user's callback) or after one that
+    /// panicked finds none and starts a fresh workspace.
+    static KEPT: Cell<Option<Workspace>> = const { Cell::new(None) };
+}
+
+/// Runs `f` in this thread's kept workspace, then keeps the workspace for
+/// the next one-shot call unless it holds more than a small system's
+/// buffers (see [`KEPT_BLOCK`], [`KEPT_RUN_BYTES`]). The numbers are those
+/// of a fresh workspace; what it saves are the allocations of the
+/// stepper's, the integrator's and the sensitivities' buffers.
+pub(crate) fn in_thread_workspace<T>(
+    system: &HybridSystem,
+    f: impl FnOnce(&mut Workspace) -> T,
+) -> T {
+    let n = system.state_dim();
+    if n * (n + system.param_dim()) > KEPT_BLOCK {
+        return f(&mut Workspace::new());
+    }
+    let mut workspace = KEPT.try_with(Cell::take).ok().flatten().unwrap_or_default();
+    let out = f(&mut workspace);
+    if workspace
+        .tape
+        .as_ref()
+        .is_some_and(|t| t.heap_bytes() > KEPT_RUN_BYTES)
+    {
+        workspace.tape = None;
+    }
+    if workspace.backward.replay_bytes() > KEPT_RUN_BYTES {
+        workspace.backward = BackwardBuffers::default();
+    }
+    // A thread being torn down keeps nothing.
+    let _ = KEPT.try_with(|kept| kept.set(Some(workspace)));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{jacobian, jacobian_in, jacobian_wrt, jacobian_wrt_in, Method};
+    use crate::adjoint::Tape;
+    use crate::{gradient_in, jacobian, jacobian_in, jacobian_wrt, jacobian_wrt_in, Method};
     use ia_events::{EventOptions, EventRecording, Problem, SolverChoice};
     use rstest::rstest;
 
@@ -205,10 +247,11 @@ mod tests {
         runs
     }
 
-    /// Reference: the same call in a fresh workspace ([`jacobian`]). One
-    /// workspace runs every ready model in turn, so it meets other state
-    /// and parameter dimensions, other solvers and recordings, and a failed
-    /// run, and must give the fresh numbers to the bit.
+    /// Reference: the same call in a fresh workspace. One workspace runs
+    /// every ready model in turn, so it meets other state and parameter
+    /// dimensions, other solvers and recordings, and a failed run, and must
+    /// give the fresh numbers to the bit; so must the one-shot calls, in the
+    /// buffers this thread keeps between them.
     #[rstest]
     #[case::forward(Method::Forward)]
     #[case::forward_on_state_steps(Method::ForwardOnStateSteps)]
@@ -236,11 +279,14 @@ mod tests {
                     record,
                     ..EventOptions::default()
                 });
-            let fresh = jacobian(&problem, method);
+            let fresh = jacobian_in(&problem, method, &mut Workspace::new());
+            let one_shot = jacobian(&problem, method);
+            assert_eq!(one_shot.is_ok(), fresh.is_ok(), "{} run {k}", run.name);
             let kept = jacobian_in(&problem, method, &mut workspace);
             match (fresh, kept) {
                 (Ok(fresh), Ok(kept)) => {
                     assert_eq!(kept, fresh, "{} run {k}", run.name);
+                    assert_eq!(one_shot.unwrap(), fresh, "{} run {k}, one-shot", run.name);
                     workspace.recycle(kept);
                 }
                 (Err(fresh), Err(kept)) => assert_eq!(kept.to_string(), fresh.to_string()),
@@ -251,11 +297,13 @@ mod tests {
             let all = run.system.wrt_names();
             let chosen = [all[0].as_str(), all[all.len() - 1].as_str()];
             match (
-                jacobian_wrt(&problem, method, &chosen),
+                jacobian_wrt_in(&problem, method, &chosen, &mut Workspace::new()),
                 jacobian_wrt_in(&problem, method, &chosen, &mut workspace),
             ) {
                 (Ok(fresh), Ok(kept)) => {
                     assert_eq!(kept, fresh, "{} run {k}, chosen columns", run.name);
+                    let one_shot = jacobian_wrt(&problem, method, &chosen).unwrap();
+                    assert_eq!(one_shot, fresh, "{} run {k}, chosen, one-shot", run.name);
                     workspace.recycle(kept);
                 }
                 (Err(fresh), Err(kept)) => assert_eq!(kept.to_string(), fresh.to_string()),
@@ -268,6 +316,116 @@ mod tests {
             });
             assert!(jacobian_in(&failing, method, &mut workspace).is_err());
         }
+    }
+
+    /// Reference: a fresh workspace. A network whose first spike kicks a
+    /// second neuron over its threshold (a cascade): the adjoint's last
+    /// event is `spike1`, and the forward run after it in the same
+    /// workspace locates `spike0` first. The partials of `spike1`'s guard
+    /// (reading `V1`) must not survive into that event's (reading `V0`):
+    /// they did once, giving `d t0 / d V1(0)` = `d t0 / d V0(0)`.
+    #[rstest]
+    #[case::forward(Method::Forward)]
+    #[case::adjoint(Method::Adjoint)]
+    fn no_guard_partials_outlive_their_run(#[case] method: Method) {
+        use ia_models::Model;
+        let net = ia_models::LifNetwork::with_connections(3, vec![(0, 1), (0, 2)]).unwrap();
+        let system = net.system();
+        let mut p = net.spec().default_params();
+        for (name, v) in [
+            ("I0", 1.3),
+            ("I1", 0.98),
+            ("I2", 0.96),
+            ("w1_0", 0.03),
+            ("w2_0", 0.03),
+        ] {
+            p[system.param_names().iter().position(|n| n == name).unwrap()] = v;
+        }
+        let problem = Problem::new(&system, vec![0.2, 0.98, 0.96], p, 0.02)
+            .with_solver(SolverChoice::dopri5(1e-12));
+        let fresh = jacobian_in(&problem, method, &mut Workspace::new()).unwrap();
+        assert_eq!(fresh.trajectory.events.len(), 2, "a spike and its cascade");
+        assert_eq!(
+            fresh.event_time_gradients[(0, 1)],
+            0.0,
+            "t0 does not see V1(0)"
+        );
+        let mut workspace = Workspace::new();
+        for first in [Method::Adjoint, Method::Forward] {
+            let earlier = jacobian_in(&problem, first, &mut workspace).unwrap();
+            workspace.recycle(earlier);
+            let kept = jacobian_in(&problem, method, &mut workspace).unwrap();
+            assert_eq!(kept, fresh, "{method:?} after {first:?}");
+            workspace.recycle(kept);
+        }
+    }
+
+    /// What a thread keeps after a one-shot call: the buffers of a small
+    /// system, without a tape over 1 MiB; nothing for a system over the
+    /// bound; and a call made inside another (the kept buffers are in use)
+    /// runs in a fresh workspace. Reference for the numbers: a fresh
+    /// workspace.
+    #[test]
+    fn a_thread_keeps_bounded_buffers_between_one_shot_calls() {
+        use crate::{gradient, FinalComponent};
+        let kept_tape = || {
+            let kept = KEPT.with(Cell::take);
+            let bytes = kept
+                .as_ref()
+                .map(|w| w.tape.as_ref().map_or(0, Tape::heap_bytes));
+            KEPT.with(|k| k.set(kept));
+            bytes
+        };
+        let ball = ia_models::by_name("ball2d-flat").unwrap();
+        let (system, spec) = (ball.system(), ball.spec());
+        let problem = |t_end: f64, dt: f64| {
+            Problem::new(&system, spec.default_state(), spec.default_params(), t_end)
+                .with_solver(SolverChoice::Rk4 { dt })
+        };
+        // A short adjoint keeps its tape; one of 10^5 steps (over 1 MiB of
+        // kept states) does not.
+        let short = problem(1.0, 1e-2);
+        let value = gradient(&short, &FinalComponent(0)).unwrap();
+        let fresh = gradient_in(
+            &short,
+            &FinalComponent(0),
+            &AdjointOptions::default(),
+            &mut Workspace::new(),
+        );
+        assert_eq!(value, fresh.unwrap());
+        assert!(kept_tape().is_some_and(|b| b > 0 && b <= KEPT_RUN_BYTES));
+        let long = problem(1.0, 1e-5);
+        let value = gradient(&long, &FinalComponent(0)).unwrap();
+        let fresh = gradient_in(
+            &long,
+            &FinalComponent(0),
+            &AdjointOptions::default(),
+            &mut Workspace::new(),
+        );
+        assert_eq!(value, fresh.unwrap());
+        assert_eq!(kept_tape(), Some(0));
+        // Over the bound: the call runs in a workspace of its own and the
+        // thread keeps nothing of it.
+        use ia_models::Model;
+        let network = ia_models::LifNetwork::new(100).unwrap();
+        let (big, big_spec) = (network.system(), network.spec());
+        assert!(big.state_dim() * (big.state_dim() + big.param_dim()) > KEPT_BLOCK);
+        let big_run = Problem::new(
+            &big,
+            big_spec.default_state(),
+            big_spec.default_params(),
+            1e-3,
+        );
+        KEPT.with(|k| k.set(None));
+        let value = gradient(&big_run, &FinalComponent(0)).unwrap();
+        assert!(KEPT.with(Cell::take).is_none());
+        let fresh = gradient_in(
+            &big_run,
+            &FinalComponent(0),
+            &AdjointOptions::default(),
+            &mut Workspace::new(),
+        );
+        assert_eq!(value, fresh.unwrap());
     }
 
     /// A workspace may be moved to another thread (kept per worker, or in

@@ -29,8 +29,8 @@ fn a_run_stopped_after_the_second_step_has_matching_forward_and_adjoint_jacobian
     assert!((&forward.final_jacobian - &adjoint.final_jacobian).amax() < 1e-9 * scale);
     for (f, a) in forward
         .event_time_gradients
-        .iter()
-        .zip(&adjoint.event_time_gradients)
+        .row_iter()
+        .zip(adjoint.event_time_gradients.row_iter())
     {
         for (x, y) in f.iter().zip(a) {
             assert!((x - y).abs() < 1e-9 * x.abs().max(1.0));

@@ -70,7 +70,7 @@ fn str(s: &str) -> Json {
 }
 
 /// `{name: value}` in the order of `names`.
-fn named(names: &[String], values: &[f64]) -> Json {
+fn named<'a>(names: &[String], values: impl IntoIterator<Item = &'a f64>) -> Json {
     Json::Obj(
         names
             .iter()
@@ -283,8 +283,9 @@ fn build(
                 ),
             ];
             if let Some(s) = sens {
-                if let Some(g) = s.event_time_gradients.get(k) {
-                    ev.push(("time_gradient".into(), named(&s.wrt, g)));
+                if k < s.event_time_gradients.nrows() {
+                    let g = s.event_time_gradients.row(k);
+                    ev.push(("time_gradient".into(), named(&s.wrt, g.iter())));
                 }
             }
             Json::Obj(ev)

@@ -291,8 +291,8 @@ fn check_same_steps(text: &str) {
                 text,
             );
             assert_rows_agree(
-                &f.event_time_gradients,
-                &a.event_time_gradients,
+                &rows(&f.event_time_gradients),
+                &rows(&a.event_time_gradients),
                 "event time",
                 text,
             );

@@ -94,9 +94,9 @@ fn equation_form_equals_the_ready_model(#[case] name: &str) {
                 &format!("{name} {method:?} final Jacobian entry {k}"),
             );
         }
-        for (ga, gb) in a.event_time_gradients.iter().zip(&b.event_time_gradients) {
+        for (ga, gb) in (a.event_time_gradients.row_iter()).zip(b.event_time_gradients.row_iter()) {
             let scale = gb.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            for (x, y) in ga.iter().zip(gb) {
+            for (x, y) in ga.iter().zip(gb.iter()) {
                 close(
                     *x,
                     *y,

@@ -221,7 +221,12 @@ impl GeometryWorkspace {
     /// differ.
     pub fn forget(&mut self) {
         self.reset_at.formed = false;
-        self.last_transition = None;
+        // The last guard's partials are still in the buffer, and the next
+        // run (perhaps of another system of the same size) cannot know
+        // that guard's support: zero them all, once per run.
+        if self.last_transition.take().is_some() {
+            self.geometry.guard.clear();
+        }
     }
 
     /// The geometry of the last [`Self::compute`] (or [`Self::crossing`]

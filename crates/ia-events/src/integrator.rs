@@ -424,13 +424,9 @@ impl StateBuffers {
 /// Trims the recorded events, and their states with them, to what
 /// `recording` keeps.
 fn trim_events(recording: crate::EventRecording, trajectory: &mut Trajectory, finished: bool) {
-    let recorded = trajectory.events.len();
     recording.trim(&mut trajectory.events, finished);
-    let dropped = recorded - trajectory.events.len();
-    if dropped > 0 {
-        let n = trajectory.initial_state.len();
-        trajectory.event_states.drain(..2 * n * dropped);
-    }
+    let n = trajectory.initial_state.len();
+    recording.trim_flat(&mut trajectory.event_states, 2 * n, finished);
 }
 
 fn guard_rate_at(
@@ -1329,6 +1325,12 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 cascade_of,
             });
             let states = &mut self.trajectory.event_states;
+            // Room for as many events as the records have: the states grow
+            // in step with them, not by doubling on their own.
+            let room = self.trajectory.events.capacity() * 2 * n;
+            if states.capacity() < room {
+                states.reserve_exact(room - states.len());
+            }
             states.extend_from_slice(&self.states.y[..n]);
             states.extend_from_slice(&self.states.y_after[..n]);
             trim_events(recording, &mut self.trajectory, false);

@@ -297,14 +297,40 @@ impl EventRecording {
     /// assert_eq!(dropped.len(), 37);
     /// ```
     pub fn trim_with<T>(self, records: &mut Vec<T>, finished: bool, dropped: impl FnMut(T)) {
+        let surplus = self.surplus(records.len(), finished);
+        records.drain(..surplus).for_each(dropped);
+    }
+
+    /// [`EventRecording::trim`] of a flat buffer holding `width` values per
+    /// record, in record order (the integrator's event states, the forward
+    /// pass's event-time gradients).
+    ///
+    /// ```
+    /// use ia_events::EventRecording;
+    ///
+    /// let mut rows: Vec<f64> = (0..40).map(f64::from).collect(); // 20 records of 2
+    /// EventRecording::Last(2).trim_flat(&mut rows, 2, true);
+    /// assert_eq!(rows, [36.0, 37.0, 38.0, 39.0]);
+    /// ```
+    pub fn trim_flat<T>(self, values: &mut Vec<T>, width: usize, finished: bool) {
+        if let Some(recorded) = values.len().checked_div(width) {
+            let surplus = self.surplus(recorded, finished);
+            values.drain(..surplus * width);
+        }
+    }
+
+    /// How many of `recorded` records (the oldest) trimming drops.
+    fn surplus(self, recorded: usize, finished: bool) -> usize {
         let keep = match self {
-            EventRecording::All => return,
+            EventRecording::All => return 0,
             EventRecording::None => 0,
             EventRecording::Last(k) => k,
         };
         let limit = if finished { keep } else { 2 * keep.max(16) };
-        if records.len() > limit {
-            records.drain(..records.len() - keep).for_each(dropped);
+        if recorded > limit {
+            recorded - keep
+        } else {
+            0
         }
     }
 

@@ -358,10 +358,7 @@ impl Shooting<'_> {
                 max_period: self.options.max_period,
             });
         };
-        let gradient = sens
-            .event_time_gradients
-            .last()
-            .expect("one gradient per event");
+        let gradient = sens.event_time_gradients.row(events.len() - 1).transpose();
         let state_after = sens.trajectory.state_after(events.len() - 1);
         let mut flow_after = DVector::zeros(n);
         let to = self.system.transitions()[self.section].to;
@@ -373,8 +370,8 @@ impl Shooting<'_> {
             period: last.time,
             monodromy: sens.final_jacobian.columns(0, n).into_owned(),
             param_jacobian: sens.final_jacobian.columns(n, p.len()).into_owned(),
-            period_x: DVector::from_column_slice(&gradient[..n]),
-            period_p: DVector::from_column_slice(&gradient[n..]),
+            period_x: gradient.rows(0, n).into_owned(),
+            period_p: gradient.rows(n, p.len()).into_owned(),
             flow_after,
         };
         workspace.recycle(sens);

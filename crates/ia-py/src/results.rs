@@ -129,12 +129,10 @@ pub fn jacobian<'py>(
         "observation_jacobians",
         PyArray1::from_vec(py, observed).reshape([k, n, m])?,
     )?;
-    let times: Vec<&[f64]> = sens
-        .event_time_gradients
-        .iter()
-        .map(Vec::as_slice)
-        .collect();
-    fields.set_item("event_time_gradients", stacked(py, &times, m)?)?;
+    fields.set_item(
+        "event_time_gradients",
+        dense(py, &sens.event_time_gradients)?,
+    )?;
     result_class(py, "Jacobian")?.call((), Some(&fields))
 }
 

@@ -189,7 +189,7 @@ fn compare_event_times(
     rule: &dyn Fn(String, f64, f64) -> Compared,
 ) -> Vec<Compared> {
     let mut out = Vec::new();
-    for (k, grad) in sens.event_time_gradients.iter().enumerate() {
+    for (k, grad) in sens.event_time_gradients.row_iter().enumerate() {
         for (j, w) in sens.wrt.iter().enumerate() {
             if let Some(r) = reference(k, w) {
                 out.push(rule(format!("d t*[{k}]/d {w}"), grad[j], r));
@@ -646,21 +646,21 @@ pub fn fd_comparison_rows(
             &format!("d x(T)/d theta, {m} vs FD"),
             &items,
         ));
-        if sens.event_time_gradients.len() != fd.event_times.len() {
+        if sens.event_time_gradients.nrows() != fd.event_times.len() {
             rows.push(Row::failure(
                 study,
                 case,
                 format!("d t*/d theta, {m} vs FD"),
                 format!(
                     "{} events in the sensitivity run, {} in the FD run",
-                    sens.event_time_gradients.len(),
+                    sens.event_time_gradients.nrows(),
                     fd.event_times.len()
                 ),
             ));
             continue;
         }
         let mut items = Vec::new();
-        for (k, grad) in sens.event_time_gradients.iter().enumerate() {
+        for (k, grad) in sens.event_time_gradients.row_iter().enumerate() {
             for (j, w) in fd.wrt.iter().enumerate() {
                 items.push(Compared::fd(
                     format!("d t*[{k}]/d {w}"),
@@ -843,17 +843,17 @@ pub fn agreement_rows_for(model: &dyn Model) -> Vec<Row> {
             _ => Compared::jacobian(name, v, r),
         };
         let mut items = compare_final(&adjoint, system.state_names(), &fwd_final, &rule);
-        if forward.event_time_gradients.len() == adjoint.event_time_gradients.len() {
+        if forward.event_time_gradients.nrows() == adjoint.event_time_gradients.nrows() {
             let fwd_events = |k: usize, w: &str| {
                 let j = forward.wrt.iter().position(|x| x == w)?;
-                forward.event_time_gradients.get(k).map(|g| g[j])
+                forward.event_time_gradients.get((k, j)).copied()
             };
             items.extend(compare_event_times(&adjoint, &fwd_events, &rule));
         } else {
             items.push(Compared::mixed(
                 "event count".into(),
-                adjoint.event_time_gradients.len() as f64,
-                forward.event_time_gradients.len() as f64,
+                adjoint.event_time_gradients.nrows() as f64,
+                forward.event_time_gradients.nrows() as f64,
                 0.0,
             ));
         }

@@ -113,7 +113,7 @@ fn cascade_sensitivities_match_finite_differences(
         }
     }
     assert!(checked > 10, "only {checked} nonzero entries");
-    for (k, row) in sens.event_time_gradients.iter().enumerate() {
+    for (k, row) in sens.event_time_gradients.row_iter().enumerate() {
         for (j, v) in row.iter().enumerate() {
             let (r, e) = (fd.event_time_jacobian[k][j], fd.event_time_error[k][j]);
             assert!(
@@ -125,7 +125,8 @@ fn cascade_sensitivities_match_finite_differences(
     }
     // The cascade's second event moves with the first.
     assert_eq!(
-        sens.event_time_gradients[0], sens.event_time_gradients[1],
+        sens.event_time_gradients.row(0),
+        sens.event_time_gradients.row(1),
         "one instant, one time gradient"
     );
 }

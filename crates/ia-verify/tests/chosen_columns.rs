@@ -44,8 +44,8 @@ fn chosen_columns_equal_the_full_jacobian(
     let part = jacobian_wrt(&problem, method, &wrt).unwrap();
     assert_eq!(*part.wrt, *wrt);
     assert_eq!(
-        part.event_time_gradients.len(),
-        full.event_time_gradients.len()
+        part.event_time_gradients.nrows(),
+        full.event_time_gradients.nrows()
     );
     for (c, name) in wrt.iter().enumerate() {
         let j = full.wrt.iter().position(|w| w == name).unwrap();
@@ -59,8 +59,8 @@ fn chosen_columns_equal_the_full_jacobian(
         }
         for (k, (row, full_row)) in part
             .event_time_gradients
-            .iter()
-            .zip(&full.event_time_gradients)
+            .row_iter()
+            .zip(full.event_time_gradients.row_iter())
             .enumerate()
         {
             let (a, b) = (row[c], full_row[j]);

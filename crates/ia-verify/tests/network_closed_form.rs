@@ -75,7 +75,7 @@ fn the_network_matches_its_closed_form(
     }
     for (k, row) in exact.event_time_jacobian.iter().enumerate() {
         for (j, &want) in row.iter().enumerate() {
-            let got = sens.event_time_gradients[k][j];
+            let got = sens.event_time_gradients[(k, j)];
             assert!(
                 compare(got, want),
                 "{method:?} d t{k} / d {}: {got} vs exact {want}",

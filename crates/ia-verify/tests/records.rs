@@ -40,7 +40,8 @@ fn assert_last_events(lean: &Sensitivities, full: &Sensitivities, kept: usize, w
     );
     assert_eq!(
         lean.event_time_gradients,
-        full.event_time_gradients[from..],
+        full.event_time_gradients
+            .rows(from, full.event_time_gradients.nrows() - from),
         "{what}: event-time gradients"
     );
     let segments = &full.trajectory.segments;
@@ -188,7 +189,7 @@ fn a_cascade_recorded_or_not(#[values(Method::Forward, Method::Adjoint)] method:
     .unwrap();
     assert_same_run(&lean.trajectory, &full.trajectory, "cascade");
     assert_eq!(lean.final_jacobian, full.final_jacobian);
-    assert!(lean.trajectory.events.is_empty() && lean.event_time_gradients.is_empty());
+    assert!(lean.trajectory.events.is_empty() && lean.event_time_gradients.nrows() == 0);
 }
 
 #[test]

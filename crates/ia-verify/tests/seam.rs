@@ -46,8 +46,8 @@ fn every_solver_transposes_exactly_or_is_refused(#[case] solver: SolverChoice) {
             assert!(worst <= 1e-12, "{solver:?}: forward vs adjoint {worst:e}");
             for (f, a) in forward
                 .event_time_gradients
-                .iter()
-                .zip(&adjoint.event_time_gradients)
+                .row_iter()
+                .zip(adjoint.event_time_gradients.row_iter())
             {
                 for (x, y) in f.iter().zip(a) {
                     assert!((x - y).abs() <= 1e-12 * x.abs().max(1.0), "{solver:?}");
