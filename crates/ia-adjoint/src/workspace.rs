@@ -382,27 +382,24 @@ mod tests {
             Problem::new(&system, spec.default_state(), spec.default_params(), t_end)
                 .with_solver(SolverChoice::Rk4 { dt })
         };
+        // The one-shot gradient equals the one in a fresh workspace.
+        let one_shot_is_fresh = |problem: &Problem<'_>| {
+            let fresh = gradient_in(
+                problem,
+                &FinalComponent(0),
+                &AdjointOptions::default(),
+                &mut Workspace::new(),
+            );
+            assert_eq!(
+                gradient(problem, &FinalComponent(0)).unwrap(),
+                fresh.unwrap()
+            );
+        };
         // A short adjoint keeps its tape; one of 10^5 steps (over 1 MiB of
         // kept states) does not.
-        let short = problem(1.0, 1e-2);
-        let value = gradient(&short, &FinalComponent(0)).unwrap();
-        let fresh = gradient_in(
-            &short,
-            &FinalComponent(0),
-            &AdjointOptions::default(),
-            &mut Workspace::new(),
-        );
-        assert_eq!(value, fresh.unwrap());
+        one_shot_is_fresh(&problem(1.0, 1e-2));
         assert!(kept_tape().is_some_and(|b| b > 0 && b <= KEPT_RUN_BYTES));
-        let long = problem(1.0, 1e-5);
-        let value = gradient(&long, &FinalComponent(0)).unwrap();
-        let fresh = gradient_in(
-            &long,
-            &FinalComponent(0),
-            &AdjointOptions::default(),
-            &mut Workspace::new(),
-        );
-        assert_eq!(value, fresh.unwrap());
+        one_shot_is_fresh(&problem(1.0, 1e-5));
         assert_eq!(kept_tape(), Some(0));
         // Over the bound: the call runs in a workspace of its own and the
         // thread keeps nothing of it.
@@ -410,22 +407,15 @@ mod tests {
         let network = ia_models::LifNetwork::new(100).unwrap();
         let (big, big_spec) = (network.system(), network.spec());
         assert!(big.state_dim() * (big.state_dim() + big.param_dim()) > KEPT_BLOCK);
+        KEPT.with(|k| k.set(None));
         let big_run = Problem::new(
             &big,
             big_spec.default_state(),
             big_spec.default_params(),
             1e-3,
         );
-        KEPT.with(|k| k.set(None));
-        let value = gradient(&big_run, &FinalComponent(0)).unwrap();
+        one_shot_is_fresh(&big_run);
         assert!(KEPT.with(Cell::take).is_none());
-        let fresh = gradient_in(
-            &big_run,
-            &FinalComponent(0),
-            &AdjointOptions::default(),
-            &mut Workspace::new(),
-        );
-        assert_eq!(value, fresh.unwrap());
     }
 
     /// A workspace may be moved to another thread (kept per worker, or in
