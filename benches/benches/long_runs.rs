@@ -1,6 +1,7 @@
 //! Long runs (issue 9): the thermostat switching 10^3, 10^4 and 10^5 times
 //! (`t_end` = 1640, 16400, 164000; `rtol = atol = 1e-10`; DOPRI5, the
-//! default, and DOP853, the method for such runs), recording no
+//! default, and DOP853, the method for such runs; and the primal by the
+//! exact event-driven solver, `ia_events::exact`), recording no
 //! events ([`EventRecording::None`]), so the record's memory does not grow
 //! with the run. Three figures per length: the primal solve, the forward
 //! gradient of every final entry and parameter, and the one-pass adjoint of
@@ -67,6 +68,19 @@ fn bench(c: &mut Criterion) {
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(4));
+    // The exact event-driven solver's primal (the same switches, no steps).
+    for t_end in LENGTHS {
+        let primal = problem(&system, t_end, EventRecording::None, methods()[0].1.clone());
+        let events = ia_events::exact::simulate(&primal)
+            .expect("the exact solver runs")
+            .stats
+            .events;
+        assert_eq!(events, simulate(&primal).unwrap().stats.events);
+        group.throughput(Throughput::Elements(events as u64));
+        group.bench_with_input(BenchmarkId::new("primal/exact", events), &primal, |b, p| {
+            b.iter(|| black_box(ia_events::exact::simulate(p).unwrap()))
+        });
+    }
     for (name, solver) in methods() {
         check(&system, solver.clone());
         for t_end in LENGTHS {

@@ -1,5 +1,6 @@
 //! The spiking network `lif-network` at N = 10, 100 and 1000 neurons (about
-//! ten spikes per neuron, `rtol = atol = 1e-10`): the primal solve, the
+//! ten spikes per neuron, `rtol = atol = 1e-10`): the primal solve (by
+//! DOPRI5, and by the exact event-driven solver `ia_events::exact`), the
 //! forward Jacobian with respect to ten chosen columns
 //! ([`ia_benches::network::CHOSEN`]: five initial potentials, four drives
 //! and `tau`), and the adjoint gradient, with respect to every parameter, of
@@ -68,6 +69,27 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("primal", n), &problem, |b, p| {
             b.iter(|| black_box(simulate(p).unwrap()))
         });
+        // The same run by the exact event-driven solver: the same spikes
+        // (checked here to 1e-8 in time), no steps.
+        let exact = ia_events::exact::simulate(&problem).expect("the exact solver runs");
+        assert_eq!(exact.events.len(), run.events.len());
+        for (a, b) in exact.events.iter().zip(&run.events) {
+            assert_eq!(a.transition, b.transition);
+            assert!((a.time - b.time).abs() <= 1e-8, "{} vs {}", a.time, b.time);
+        }
+        group.bench_with_input(BenchmarkId::new("primal_exact", n), &problem, |b, p| {
+            b.iter(|| black_box(ia_events::exact::simulate(p).unwrap()))
+        });
+        // Recording every event keeps 2 N states an event (16 KB at
+        // N = 1000): the same run keeping the last ten shows the solver's
+        // own cost.
+        let mut last_ten = problem.clone();
+        last_ten.events.record = ia_events::EventRecording::Last(10);
+        group.bench_with_input(
+            BenchmarkId::new("primal_exact_last_10_recorded", n),
+            &last_ten,
+            |b, p| b.iter(|| black_box(ia_events::exact::simulate(p).unwrap())),
+        );
         let chosen = net.chosen_columns();
         let chosen: Vec<&str> = chosen.iter().map(String::as_str).collect();
         group.bench_with_input(

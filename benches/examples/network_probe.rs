@@ -7,8 +7,9 @@
 //! valgrind --tool=callgrind target/release/examples/network_probe 1000 0.03
 //! ```
 //!
-//! Arguments: the number of neurons (default 1000) and the run's end time
-//! (default the model's, 0.15 s).
+//! Arguments: the number of neurons (default 1000), the run's end time
+//! (default the model's, 0.15 s), and `exact` for the exact event-driven
+//! solver (`ia_events::exact`) in place of DOPRI5.
 
 use ia_benches::network::Network;
 use ia_events::simulate;
@@ -21,7 +22,11 @@ fn main() {
     if let Some(t_end) = args.next() {
         problem.t_end = t_end.parse().expect("an end time");
     }
-    let run = simulate(&problem).expect("the default network runs");
+    let run = match args.next().as_deref() {
+        Some("exact") => ia_events::exact::simulate(&problem),
+        _ => simulate(&problem),
+    }
+    .expect("the default network runs");
     eprintln!(
         "{} events {} steps {} rhs {} root iterations",
         run.stats.events, run.stats.steps, run.stats.rhs_evaluations, run.stats.root_iterations

@@ -8,6 +8,7 @@
 
 use crate::traits::{
     Direction, Flow, FlowPartials, Guard, GuardPartials, Reset, ResetPartials, Support, Tangent,
+    Threshold,
 };
 use num_dual::{Dual64, DualNum};
 
@@ -60,6 +61,11 @@ impl<T: DualNum<Primitive = f64> + Copy> Scalar for T {}
 pub trait FlowFn: Send + Sync {
     /// Writes `f(t, x, p)` into `dxdt`.
     fn rate<S: Scalar>(&self, t: S, x: &[S], p: &[S], dxdt: &mut [S]);
+    /// The coefficients of a decoupled linear flow, as in
+    /// [`Flow::decoupled_linear`]; the default returns `false`.
+    fn decoupled_linear(&self, _p: &[f64], _a: &mut [f64], _b: &mut [f64]) -> bool {
+        false
+    }
 }
 
 /// A guard written once, generic over [`Scalar`]. Wrap in [`Autodiff`] to get a
@@ -72,6 +78,11 @@ pub trait GuardFn: Send + Sync {
     /// The entries the guard reads, as in [`Guard::support`]; `None` (the
     /// default) means any.
     fn support(&self) -> Option<Support<'_>> {
+        None
+    }
+    /// The threshold, as in [`Guard::threshold`]; `None` (the default)
+    /// means any other form.
+    fn threshold(&self, _p: &[f64]) -> Option<Threshold> {
         None
     }
 }
@@ -171,6 +182,10 @@ impl<T: FlowFn> Flow for Autodiff<T> {
         self.0.rate(t, x, p, dxdt);
     }
 
+    fn decoupled_linear(&self, p: &[f64], a: &mut [f64], b: &mut [f64]) -> bool {
+        self.0.decoupled_linear(p, a, b)
+    }
+
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
         let (n, np) = (x.len(), p.len());
         with_scratch(2 * n + np, |buffer| {
@@ -220,6 +235,10 @@ impl<T: GuardFn> Guard for Autodiff<T> {
 
     fn support(&self) -> Option<Support<'_>> {
         self.0.support()
+    }
+
+    fn threshold(&self, p: &[f64]) -> Option<Threshold> {
+        self.0.threshold(p)
     }
 
     fn value(&self, t: f64, x: &[f64], p: &[f64]) -> f64 {

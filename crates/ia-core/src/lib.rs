@@ -66,7 +66,7 @@ pub use record::{EventRecord, Observation, Segment, SolverStats, Trajectory};
 pub use system::{FromMode, HybridSystem, HybridSystemBuilder, Mode, ToMode, Transition};
 pub use traits::{
     Direction, Flow, FlowPartials, Guard, GuardPartials, Identity, Reset, ResetPartials, Support,
-    Tangent,
+    Tangent, Threshold,
 };
 
 /// Dual numbers used by [`Autodiff`]; re-exported so that users need no direct

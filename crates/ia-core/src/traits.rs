@@ -235,6 +235,50 @@ pub trait Flow: Send + Sync {
     ) -> bool {
         false
     }
+
+    /// Optional structure: when every component obeys
+    /// `x_i' = a_i x_i + b_i`, with `a` and `b` depending on the parameters
+    /// only (not on `t` or `x`), writes them and returns `true`. Such a flow
+    /// has the closed form `x_i(t + s) = x_i + (a_i x_i + b_i) (e^{a_i s} - 1) / a_i`
+    /// (`x_i + b_i s` where `a_i = 0`), which the exact event-driven solver
+    /// (`ia_events::exact`) steps with. The
+    /// default returns `false`. [`Flow::rate`] must agree with it.
+    ///
+    /// ```
+    /// use ia_core::{Flow, FlowPartials};
+    /// /// `V' = (I - V) / tau`: `a = -1/tau`, `b = I/tau`.
+    /// struct Leak;
+    /// impl Flow for Leak {
+    ///     fn rate(&self, _t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
+    ///         dxdt[0] = (p[0] - x[0]) / p[1];
+    ///     }
+    ///     fn partials(&self, _t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
+    ///         out.x[(0, 0)] = -1.0 / p[1];
+    ///         out.p[(0, 0)] = 1.0 / p[1];
+    ///         out.p[(0, 1)] = -(p[0] - x[0]) / (p[1] * p[1]);
+    ///     }
+    ///     fn decoupled_linear(&self, p: &[f64], a: &mut [f64], b: &mut [f64]) -> bool {
+    ///         (a[0], b[0]) = (-1.0 / p[1], p[0] / p[1]);
+    ///         true
+    ///     }
+    /// }
+    /// let (mut a, mut b) = ([0.0], [0.0]);
+    /// assert!(Leak.decoupled_linear(&[1.2, 0.01], &mut a, &mut b));
+    /// assert_eq!((a[0], b[0]), (-100.0, 120.0));
+    /// ```
+    fn decoupled_linear(&self, _p: &[f64], _a: &mut [f64], _b: &mut [f64]) -> bool {
+        false
+    }
+}
+
+/// A guard of the form `g = x_k - level`: a threshold on one state entry
+/// (see [`Guard::threshold`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Threshold {
+    /// The state entry `k`.
+    pub state: usize,
+    /// The level it crosses.
+    pub level: f64,
 }
 
 /// The event surface of one transition: it fires when `g(t, x, p)` crosses
@@ -255,6 +299,14 @@ pub trait Guard: Send + Sync {
     /// reads, not the size of the state. The default, `None`, means any.
     /// [`Guard::partials`] must write nowhere else.
     fn support(&self) -> Option<Support<'_>> {
+        None
+    }
+
+    /// Optional structure: when `g(t, x, p) = x_k - level(p)`, the
+    /// threshold at these parameters; the exact event-driven solver
+    /// predicts its crossings from it. The default, `None`, means any
+    /// other form. [`Guard::value`] must agree with it.
+    fn threshold(&self, _p: &[f64]) -> Option<Threshold> {
         None
     }
 }
@@ -278,6 +330,15 @@ pub struct Support<'a> {
 pub trait Reset: Send + Sync {
     /// Writes `r(t, x, p)` into `x_after`.
     fn apply(&self, t: f64, x: &[f64], p: &[f64], x_after: &mut [f64]);
+
+    /// Optional: the state entries the reset may change, when it changes
+    /// few (a spike resets its neuron and kicks its targets); every other
+    /// entry of `x_after` is `x`'s. The exact event-driven solver then
+    /// looks only there for what an event moved. The default, `None`,
+    /// means any.
+    fn writes(&self) -> Option<&[usize]> {
+        None
+    }
     /// Writes `r_x`, `r_p` and `r_t` into `out` (already zeroed).
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials);
 

@@ -423,7 +423,11 @@ impl StateBuffers {
 /// is what the guard reads).
 /// Trims the recorded events, and their states with them, to what
 /// `recording` keeps.
-fn trim_events(recording: crate::EventRecording, trajectory: &mut Trajectory, finished: bool) {
+pub(crate) fn trim_events(
+    recording: crate::EventRecording,
+    trajectory: &mut Trajectory,
+    finished: bool,
+) {
     recording.trim(&mut trajectory.events, finished);
     let n = trajectory.initial_state.len();
     recording.trim_flat(&mut trajectory.event_states, 2 * n, finished);
@@ -474,6 +478,91 @@ const BRACKET_DOUBLINGS: usize = 60;
 /// Events per transition beyond which a cascade at one instant is reported
 /// as Zeno behaviour.
 const CASCADE_EVENTS_PER_TRANSITION: usize = 4;
+/// The Zeno rule over a run's events (docs/method.md, section 3 of the
+/// event rules): more than `max_events` events; a cascade of more than
+/// [`CASCADE_EVENTS_PER_TRANSITION`] events per transition at one instant
+/// (the events of a cascade share one instant by construction, so their
+/// zero gaps are no evidence by themselves); or `zeno_run` consecutive gaps
+/// shorter than `zeno_separation` of the run's length, each shrinking
+/// towards an accumulation point before `t_end`. Shared by every
+/// integrator, so the same run is Zeno under each.
+#[derive(Clone, Debug)]
+pub(crate) struct ZenoWatch {
+    streak: usize,
+    /// Times of the last three events, oldest first (read whatever the
+    /// record keeps).
+    recent: [f64; 3],
+}
+
+impl Default for ZenoWatch {
+    fn default() -> Self {
+        Self {
+            streak: 0,
+            recent: [f64::NAN; 3],
+        }
+    }
+}
+
+impl ZenoWatch {
+    /// Notes event number `count` (counting it) at `t`, of the cascade of
+    /// event `cascade_of` if it is one, and returns why the run is Zeno, if
+    /// it now is.
+    pub(crate) fn after_event(
+        &mut self,
+        problem: &Problem<'_>,
+        count: usize,
+        t: f64,
+        cascade_of: Option<usize>,
+    ) -> Option<String> {
+        self.recent.rotate_left(1);
+        self.recent[2] = t;
+        let times = &self.recent;
+        let options = &problem.events;
+        let cascade_limit = CASCADE_EVENTS_PER_TRANSITION * problem.system.transitions().len();
+        if count > options.max_events {
+            Some(format!(
+                "more than max_events = {} events",
+                options.max_events
+            ))
+        } else if let Some(root) = cascade_of {
+            let length = count - root;
+            (length > cascade_limit).then(|| {
+                format!(
+                    "a cascade of more than {cascade_limit} events at one instant: each reset pushes another guard past zero"
+                )
+            })
+        } else {
+            let span = problem.t_end - problem.t0;
+            // The last gap and the one before it, from the last three event
+            // times (NaN where the run has had fewer events).
+            let (gap, previous_gap) = (times[2] - times[1], times[1] - times[0]);
+            // A gap counts as shrinking towards an accumulation only if the
+            // geometric continuation of the last two gaps (ratio r < 1, the
+            // remaining gaps summing to gap r / (1 - r)) ends before t_end:
+            // evenly spaced events (r = 1 up to rounding and the solver's
+            // drift) never accumulate, however short their gaps.
+            let shrinking = count >= 3 && {
+                let ratio = gap / previous_gap;
+                gap <= 0.0 || (ratio < 1.0 && t + gap * ratio / (1.0 - ratio) <= problem.t_end)
+            };
+            if count >= 2 && gap < options.zeno_separation * span && (shrinking || self.streak == 0)
+            {
+                self.streak += 1;
+            } else {
+                self.streak = 0;
+            }
+            (self.streak >= options.zeno_run).then(|| {
+                format!(
+                    "{} consecutive gaps between events shorter than {} ({} of the run's length), each shrinking towards an accumulation point before t_end",
+                    self.streak,
+                    ia_core::short_num(options.zeno_separation * span),
+                    ia_core::short_num(options.zeno_separation)
+                )
+            })
+        }
+    }
+}
+
 /// The fraction of a step by which the states at its ends are pushed along
 /// the flow to tell whether a guard heads towards zero or away from it.
 const DIP_PROBE: f64 = 1e-6;
@@ -503,10 +592,7 @@ struct Run<'p, 's, E, O> {
     segment_start: f64,
     segment_steps: usize,
     next_observation: usize,
-    zeno_streak: usize,
-    /// Times of the last three events, oldest first (the Zeno test reads
-    /// them whatever the record keeps).
-    recent_event_times: [f64; 3],
+    zeno: ZenoWatch,
     /// Firings so far of [`Problem::stop_after`]'s transition.
     stop_firings: usize,
     extra_rhs_evaluations: usize,
@@ -572,8 +658,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             segment_start: problem.t0,
             segment_steps: 0,
             next_observation: 0,
-            zeno_streak: 0,
-            recent_event_times: [f64::NAN; 3],
+            zeno: ZenoWatch::default(),
             stop_firings: 0,
             extra_rhs_evaluations: 0,
         })
@@ -1336,8 +1421,6 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             trim_events(recording, &mut self.trajectory, false);
         }
         self.trajectory.stats.events += 1;
-        self.recent_event_times.rotate_left(1);
-        self.recent_event_times[2] = t;
         std::mem::swap(&mut self.states.y, &mut self.states.y_after);
         self.check_zeno(t, cascade_of)?;
         let x_scale: f64 = self.states.y[..n].iter().map(|v| v * v).sum::<f64>().sqrt();
@@ -1425,60 +1508,10 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         Ok(None)
     }
 
-    /// Zeno detection after an event at `t`. The events of a cascade share
-    /// one instant by construction, so their zero gaps are not evidence of
-    /// Zeno behaviour; a cascade is reported only when it grows past
-    /// [`CASCADE_EVENTS_PER_TRANSITION`] events per transition of the system
-    /// (the resets then keep pushing guards past zero without end).
+    /// Zeno detection after an event at `t` ([`ZenoWatch`]).
     fn check_zeno(&mut self, t: f64, cascade_of: Option<usize>) -> Result<(), HybridError> {
         let count = self.trajectory.stats.events;
-        let times = &self.recent_event_times;
-        let options = &self.problem.events;
-        let cascade_limit = CASCADE_EVENTS_PER_TRANSITION * self.system().transitions().len();
-        let reason = if count > options.max_events {
-            Some(format!(
-                "more than max_events = {} events",
-                options.max_events
-            ))
-        } else if let Some(root) = cascade_of {
-            let length = count - root;
-            (length > cascade_limit).then(|| {
-                format!(
-                    "a cascade of more than {cascade_limit} events at one instant: each reset pushes another guard past zero"
-                )
-            })
-        } else {
-            let span = self.problem.t_end - self.problem.t0;
-            // The last gap and the one before it, from the last three event
-            // times (NaN where the run has had fewer events).
-            let (gap, previous_gap) = (times[2] - times[1], times[1] - times[0]);
-            // A gap counts as shrinking towards an accumulation only if the
-            // geometric continuation of the last two gaps (ratio r < 1, the
-            // remaining gaps summing to gap r / (1 - r)) ends before t_end:
-            // evenly spaced events (r = 1 up to rounding and the solver's
-            // drift) never accumulate, however short their gaps.
-            let shrinking = count >= 3 && {
-                let ratio = gap / previous_gap;
-                gap <= 0.0 || (ratio < 1.0 && t + gap * ratio / (1.0 - ratio) <= self.problem.t_end)
-            };
-            if count >= 2
-                && gap < options.zeno_separation * span
-                && (shrinking || self.zeno_streak == 0)
-            {
-                self.zeno_streak += 1;
-            } else {
-                self.zeno_streak = 0;
-            }
-            (self.zeno_streak >= options.zeno_run).then(|| {
-                format!(
-                    "{} consecutive gaps between events shorter than {} ({} of the run's length), each shrinking towards an accumulation point before t_end",
-                    self.zeno_streak,
-                    ia_core::short_num(options.zeno_separation * span),
-                    ia_core::short_num(options.zeno_separation)
-                )
-            })
-        };
-        match reason {
+        match self.zeno.after_event(self.problem, count, t, cascade_of) {
             None => Ok(()),
             Some(reason) => Err(HybridError::Zeno {
                 reason,

@@ -19,6 +19,7 @@
 
 #![deny(missing_docs)]
 
+pub mod exact;
 pub mod geometry;
 pub mod integrator;
 pub mod ode_solvers_adapter;

@@ -70,6 +70,12 @@ impl FlowFn for Leak {
     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], dxdt: &mut [S]) {
         dxdt[0] = (p[0] - x[0]) / p[1];
     }
+
+    /// `a = -1/tau`, `b = I/tau`.
+    fn decoupled_linear(&self, p: &[f64], a: &mut [f64], b: &mut [f64]) -> bool {
+        (a[0], b[0]) = (-1.0 / p[1], p[0] / p[1]);
+        true
+    }
 }
 
 /// The threshold: `V - Vth`, rising.
@@ -83,6 +89,13 @@ impl GuardFn for Threshold {
 
     fn value<S: Scalar>(&self, _t: S, x: &[S], p: &[S]) -> S {
         x[0] - p[2]
+    }
+
+    fn threshold(&self, p: &[f64]) -> Option<ia_core::Threshold> {
+        Some(ia_core::Threshold {
+            state: 0,
+            level: p[2],
+        })
     }
 }
 

@@ -272,6 +272,9 @@ impl crate::Model for LifNetwork {
                 Spike {
                     neuron: i,
                     vr: n + 2,
+                    writes: std::iter::once(i)
+                        .chain(targets.iter().map(|&(j, _)| j))
+                        .collect(),
                     targets,
                 },
             );
@@ -293,6 +296,16 @@ impl Flow for Leak {
         for ((d, &v), &drive) in dxdt.iter_mut().zip(x).zip(&p[..self.n]) {
             *d = (drive - v) / tau;
         }
+    }
+
+    /// `a_i = -1/tau`, `b_i = I<i>/tau`.
+    fn decoupled_linear(&self, p: &[f64], a: &mut [f64], b: &mut [f64]) -> bool {
+        let tau = p[self.n];
+        a.fill(-1.0 / tau);
+        for (b, &drive) in b.iter_mut().zip(&p[..self.n]) {
+            *b = drive / tau;
+        }
+        true
     }
 
     fn partials(&self, _t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
@@ -393,6 +406,13 @@ impl Guard for Threshold {
             params: &self.vth,
         })
     }
+
+    fn threshold(&self, p: &[f64]) -> Option<ia_core::Threshold> {
+        Some(ia_core::Threshold {
+            state: self.neuron[0],
+            level: p[self.vth[0]],
+        })
+    }
 }
 
 /// `V<neuron> <- Vr`, `V<j> += w` for each `(j, weight parameter)` target.
@@ -401,6 +421,8 @@ struct Spike {
     neuron: usize,
     vr: usize,
     targets: Vec<(usize, usize)>,
+    /// The neuron, then its targets.
+    writes: Vec<usize>,
 }
 
 impl Reset for Spike {
@@ -410,6 +432,10 @@ impl Reset for Spike {
         for &(j, w) in &self.targets {
             x_after[j] += p[w];
         }
+    }
+
+    fn writes(&self) -> Option<&[usize]> {
+        Some(&self.writes)
     }
 
     fn jacobian_vector_product(

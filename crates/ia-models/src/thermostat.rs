@@ -114,6 +114,12 @@ impl Flow for Room {
         dxdt[0] = -p[A] * (x[0] - p[TOUT]) + self.heat() * p[B];
     }
 
+    /// `a = -a`, `b = a Tout + b [heating]`.
+    fn decoupled_linear(&self, p: &[f64], a: &mut [f64], b: &mut [f64]) -> bool {
+        (a[0], b[0]) = (-p[A], p[A] * p[TOUT] + self.heat() * p[B]);
+        true
+    }
+
     fn partials(&self, _t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
         out.x[(0, 0)] = -p[A];
         out.p[(0, A)] = -(x[0] - p[TOUT]);
@@ -180,6 +186,13 @@ impl GuardFn for TooCold {
     fn value<S: Scalar>(&self, _t: S, x: &[S], p: &[S]) -> S {
         x[0] - p[3]
     }
+
+    fn threshold(&self, p: &[f64]) -> Option<ia_core::Threshold> {
+        Some(ia_core::Threshold {
+            state: 0,
+            level: p[3],
+        })
+    }
 }
 
 /// The upper threshold: `T - Thi`, rising.
@@ -193,6 +206,13 @@ impl GuardFn for TooHot {
 
     fn value<S: Scalar>(&self, _t: S, x: &[S], p: &[S]) -> S {
         x[0] - p[4]
+    }
+
+    fn threshold(&self, p: &[f64]) -> Option<ia_core::Threshold> {
+        Some(ia_core::Threshold {
+            state: 0,
+            level: p[4],
+        })
     }
 }
 

@@ -566,3 +566,57 @@ fn guard_supports_cover_what_the_guards_read() {
     }
     assert!(checked >= 5, "{checked} guards with a support");
 }
+
+/// Reference: each model's own `rate` and guard `value`. Where a flow
+/// declares itself decoupled and linear (`Flow::decoupled_linear`), its rate
+/// at every sample point is `a x + b` to rounding; where a guard declares a
+/// threshold, its value is `x_k - level`. The models that declare them
+/// (`lif`, `lif-network`, `thermostat`) are listed, so a declaration cannot
+/// silently disappear.
+#[test]
+fn declared_linear_flows_and_thresholds_match_the_model() {
+    let mut declaring = Vec::new();
+    for (model, spec, system) in models() {
+        let n = system.state_dim();
+        let mut linear_everywhere = true;
+        for (t, x, p) in samples(&spec) {
+            for mode in system.modes() {
+                let (mut a, mut b, mut f) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+                if !mode.flow.decoupled_linear(&p, &mut a, &mut b) {
+                    linear_everywhere = false;
+                    continue;
+                }
+                mode.flow.rate(t, &x, &p, &mut f);
+                for i in 0..n {
+                    let want = a[i] * x[i] + b[i];
+                    assert!(
+                        (f[i] - want).abs() <= 1e-12 * (1.0 + want.abs()),
+                        "{} mode {}: rate {} vs a x + b = {want}",
+                        model.name(),
+                        mode.name,
+                        f[i]
+                    );
+                }
+            }
+            for tr in system.transitions() {
+                match tr.guard.threshold(&p) {
+                    Some(threshold) => {
+                        let want = x[threshold.state] - threshold.level;
+                        assert_eq!(
+                            tr.guard.value(t, &x, &p),
+                            want,
+                            "{} {}",
+                            model.name(),
+                            tr.name
+                        );
+                    }
+                    None => linear_everywhere = false,
+                }
+            }
+        }
+        if linear_everywhere {
+            declaring.push(model.name());
+        }
+    }
+    assert_eq!(declaring, ["lif", "lif-network", "thermostat"]);
+}

@@ -1,0 +1,220 @@
+//! The exact event-driven solver (`ia_events::exact`) against two
+//! independent references:
+//!
+//! * the `lif-network`'s closed form ([`ia_verify::closed_form::lif_network`]:
+//!   spike times as logarithms, neuron by neuron, with the integrator's
+//!   cascade rule): the same spikes, the times and final potentials to
+//!   rounding (`1e-12`);
+//! * the Runge-Kutta integrator (`ia_events::simulate`, DOPRI5 at
+//!   `rtol = atol = 1e-12`): the same events (transition, cascade root) and
+//!   times, states and observations within `1e-8`.
+
+use ia_events::{exact, simulate, EventOptions, EventRecording, Problem, SolverChoice};
+use ia_models::{LifNetwork, Model};
+use ia_verify::closed_form::{lif_network, network_case};
+use rstest::rstest;
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * (1.0 + b.abs())
+}
+
+/// Same events (transitions, cascade roots, times within `tol`), final
+/// state and observations as the stepped run.
+fn assert_same_run(exact: &ia_core::Trajectory, stepped: &ia_core::Trajectory, tol: f64) {
+    assert_eq!(exact.events.len(), stepped.events.len(), "event count");
+    for (k, (a, b)) in exact.events.iter().zip(&stepped.events).enumerate() {
+        assert_eq!(
+            (a.index, a.transition, a.cascade_of, a.from_mode, a.to_mode),
+            (b.index, b.transition, b.cascade_of, b.from_mode, b.to_mode),
+            "event {k}"
+        );
+        assert!(
+            close(a.time, b.time, tol),
+            "event {k}: {} vs {}",
+            a.time,
+            b.time
+        );
+        assert!(
+            close(a.guard_rate, b.guard_rate, 1e-6),
+            "event {k} guard rate"
+        );
+        for (x, y) in exact.state_after(k).iter().zip(stepped.state_after(k)) {
+            assert!(close(*x, *y, tol), "event {k}: state after {x} vs {y}");
+        }
+    }
+    assert_eq!(exact.final_mode, stepped.final_mode);
+    assert_eq!(exact.final_time, stepped.final_time);
+    for (x, y) in exact.final_state.iter().zip(&stepped.final_state) {
+        assert!(close(*x, *y, tol), "final state {x} vs {y}");
+    }
+    assert_eq!(exact.observations.len(), stepped.observations.len());
+    for (a, b) in exact.observations.iter().zip(&stepped.observations) {
+        assert_eq!((a.time, a.mode), (b.time, b.mode));
+        for (x, y) in a.state.iter().zip(&b.state) {
+            assert!(close(*x, *y, tol), "observation at {}: {x} vs {y}", a.time);
+        }
+    }
+    assert_eq!(exact.stats.events, stepped.stats.events);
+    assert_eq!(exact.stats.steps, 0, "the exact solver takes no steps");
+}
+
+/// Reference: the closed form, and the stepped run. The cases of
+/// `network_cases`: a kick into a cascade, an excitatory network with
+/// cascades, the default networks of 3, 10 and 12 neurons.
+#[rstest]
+#[case::kicked_into_a_cascade("kicked", 1)]
+#[case::excitatory_cascades("excitatory", 3)]
+#[case::default_three("default3", 0)]
+#[case::default_all_to_all_ten("default10", 0)]
+#[case::default_sparse_twelve("default12", 0)]
+fn networks_match_their_closed_form(#[case] name: &str, #[case] min_cascades: usize) {
+    let case = network_case(name).unwrap();
+    let (net, x0, p, t_end) = (case.net, case.initial_state, case.params, case.t_end);
+    let reference = lif_network(&net, &x0, &p, t_end, 10_000).unwrap();
+    let system = net.system();
+    let problem = Problem::new(&system, x0, p, t_end)
+        .with_solver(SolverChoice::dopri5(1e-12))
+        .with_observations(vec![t_end / 3.0, t_end / 2.0]);
+    let run = exact::simulate(&problem).unwrap();
+    assert_eq!(run.events.len(), reference.event_times.len(), "spike count");
+    let cascades = run.events.iter().filter(|e| e.cascade_of.is_some()).count();
+    assert!(cascades >= min_cascades, "{cascades} cascade spikes");
+    for (k, (e, &t)) in run.events.iter().zip(&reference.event_times).enumerate() {
+        assert!(close(e.time, t, 1e-12), "spike {k}: {} vs {t}", e.time);
+    }
+    for (x, y) in run.final_state.iter().zip(&reference.final_state) {
+        assert!(close(*x, *y, 1e-12), "final potential {x} vs {y}");
+    }
+    assert_same_run(&run, &simulate(&problem).unwrap(), 1e-8);
+}
+
+/// Reference: the stepped run. The thermostat switching about 120 times
+/// (two modes, falling and rising thresholds), a single neuron, and the
+/// default sparse network of 100 neurons.
+#[rstest]
+#[case::thermostat("thermostat", None, 200.0)]
+#[case::one_neuron("lif", None, 0.5)]
+#[case::network_of_100("lif-network", Some(100), 0.05)]
+fn runs_match_the_stepped_integrator(
+    #[case] name: &str,
+    #[case] size: Option<usize>,
+    #[case] t_end: f64,
+) {
+    let model = ia_models::sized(name, size).unwrap();
+    let (system, spec) = (model.system(), model.spec());
+    let problem = Problem::new(&system, spec.default_state(), spec.default_params(), t_end)
+        .with_mode(&spec.initial_mode)
+        .unwrap()
+        .with_solver(SolverChoice::dopri5(1e-12))
+        .with_observations(vec![t_end / 7.0, t_end / 2.0]);
+    let run = exact::simulate(&problem).unwrap();
+    assert!(run.events.len() >= 20, "{} events", run.events.len());
+    assert_same_run(&run, &simulate(&problem).unwrap(), 1e-8);
+}
+
+/// Reference: the same run recording every event. Keeping the last two, or
+/// none, changes the record only.
+#[test]
+fn recordings_keep_the_last_events_of_the_same_run() {
+    let net = LifNetwork::new(12).unwrap();
+    let (system, spec) = (net.system(), net.spec());
+    let problem = |record| {
+        Problem::new(
+            &system,
+            spec.default_state(),
+            spec.default_params(),
+            spec.t_end,
+        )
+        .with_event_options(EventOptions {
+            record,
+            ..EventOptions::default()
+        })
+    };
+    let all = exact::simulate(&problem(EventRecording::All)).unwrap();
+    for (record, kept) in [(EventRecording::Last(2), 2), (EventRecording::None, 0)] {
+        let lean = exact::simulate(&problem(record)).unwrap();
+        assert_eq!(lean.final_state, all.final_state);
+        assert_eq!(lean.stats, all.stats);
+        assert_eq!(lean.events[..], all.events[all.events.len() - kept..]);
+        let n = all.initial_state.len();
+        assert_eq!(
+            lean.event_states[..],
+            all.event_states[all.event_states.len() - 2 * n * kept..]
+        );
+    }
+}
+
+/// The limits of the stepped integrator hold here too: `max_events` ends
+/// the run as Zeno, and a system the solver cannot step exactly is refused
+/// with the part it lacks named.
+#[test]
+fn limits_and_refusals() {
+    let net = LifNetwork::new(10).unwrap();
+    let (system, spec) = (net.system(), net.spec());
+    let limited = Problem::new(
+        &system,
+        spec.default_state(),
+        spec.default_params(),
+        spec.t_end,
+    )
+    .with_event_options(EventOptions {
+        max_events: 5,
+        ..EventOptions::default()
+    });
+    for err in [exact::simulate(&limited), simulate(&limited)].map(Result::unwrap_err) {
+        assert_eq!(err.kind(), "zeno");
+        assert!(
+            err.to_string()
+                .contains("more than max_events = 5 events; 6 events were applied"),
+            "{err}"
+        );
+    }
+    for name in ["ball2d-flat", "particle-chain", "slip-hopper"] {
+        let model = ia_models::by_name(name).unwrap();
+        let (system, spec) = (model.system(), model.spec());
+        let problem = Problem::new(&system, spec.default_state(), spec.default_params(), 1.0);
+        let err = exact::simulate(&problem).unwrap_err();
+        assert_eq!(err.kind(), "unsupported", "{name}: {err}");
+        assert!(err.to_string().contains("Runge-Kutta"), "{name}: {err}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Reference: the closed form. Random networks of four neurons,
+    /// all-to-all, with drives above threshold, weights from inhibitory to
+    /// strongly excitatory (cascades) and random starting potentials: the
+    /// same spike count, spike times and final potentials to rounding.
+    /// A draw the closed form rejects (two neurons reaching threshold at
+    /// the same instant: grazing) is set aside.
+    #[test]
+    fn random_networks_match_their_closed_form(
+        drives in proptest::collection::vec(1.05f64..1.6, 4),
+        weights in proptest::collection::vec(-0.1f64..0.3, 12),
+        start in proptest::collection::vec(0.0f64..0.95, 4),
+    ) {
+        let net = LifNetwork::new(4).unwrap();
+        let spec = net.spec();
+        let mut p = spec.default_params();
+        p[..4].copy_from_slice(&drives);
+        p[7..].copy_from_slice(&weights);
+        let t_end = 0.05;
+        let Ok(reference) = lif_network(&net, &start, &p, t_end, 2_000) else {
+            return Ok(());
+        };
+        let system = net.system();
+        let problem = Problem::new(&system, start.clone(), p, t_end).with_event_options(EventOptions {
+            max_events: 2_000,
+            ..EventOptions::default()
+        });
+        let run = exact::simulate(&problem).unwrap();
+        proptest::prop_assert_eq!(run.events.len(), reference.event_times.len());
+        for (e, &t) in run.events.iter().zip(&reference.event_times) {
+            proptest::prop_assert!(close(e.time, t, 1e-12), "{} vs {}", e.time, t);
+        }
+        for (x, y) in run.final_state.iter().zip(&reference.final_state) {
+            proptest::prop_assert!(close(*x, *y, 1e-11), "{} vs {}", x, y);
+        }
+    }
+}
