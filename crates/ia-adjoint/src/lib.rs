@@ -503,6 +503,14 @@ impl Sensitivities {
 fn adjoint_tableau(
     problem: &Problem<'_>,
 ) -> Result<&'static ia_events::ButcherTableau, HybridError> {
+    if problem.solver == ia_events::SolverChoice::Exact {
+        // The same refusal as the forward pass's.
+        return Err(problem
+            .solver
+            .stepper()
+            .err()
+            .expect("the exact solver has no stepper"));
+    }
     problem.solver.tableau().ok_or_else(|| {
         HybridError::Unsupported(
             "the adjoint transposes the Runge-Kutta steps of the forward pass, which the ode_solvers adapter does not expose; use the built-in rk4, dopri5 or dop853 solver (SolverChoice::Rk4, SolverChoice::Dopri5 or SolverChoice::Dop853), or forward sensitivities (Method::Forward)".into(),

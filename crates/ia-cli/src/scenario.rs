@@ -36,10 +36,11 @@ pub const SCENARIO_KEYS: [&str; 15] = [
 pub const PERIODIC_KEYS: [&str; 3] = ["section", "events_per_period", "max_period"];
 
 /// The solver method names a scenario may give, the default first.
-pub const SOLVER_METHODS: [&str; 6] = [
+pub const SOLVER_METHODS: [&str; 7] = [
     "dopri5",
     "dop853",
     "rk4",
+    "exact",
     "ode_solvers.dopri5",
     "ode_solvers.dop853",
     "ode_solvers.rk4",
@@ -593,6 +594,10 @@ fn parse_solver(value: &Value, t_end: f64) -> Result<SolverChoice, CliError> {
                     max_step,
                 }
             })
+        }
+        "exact" => {
+            check_keys(obj, &["method"], &context)?;
+            Ok(SolverChoice::Exact)
         }
         "rk4" => {
             check_keys(obj, &["method", "dt"], &context)?;

@@ -225,9 +225,10 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
 }
 
 /// Simulates `problem`: the state through every event, at every observation
-/// time and at the end.
+/// time and at the end. With [`SolverChoice::Exact`](crate::SolverChoice::Exact) the run is the
+/// exact event-driven solver's ([`crate::exact::simulate`]).
 pub fn simulate(problem: &Problem<'_>) -> Result<Trajectory, HybridError> {
-    run(problem, &mut NoExtraState, &mut NoObserver)
+    simulate_in(problem, &mut Workspace::new())
 }
 
 /// Runs `problem` carrying `extra` along with the state and showing the run
@@ -247,6 +248,9 @@ pub fn simulate_in(
     problem: &Problem<'_>,
     workspace: &mut Workspace,
 ) -> Result<Trajectory, HybridError> {
+    if problem.solver == crate::SolverChoice::Exact {
+        return crate::exact::simulate(problem);
+    }
     run_in(problem, workspace, &mut NoExtraState, &mut NoObserver)
 }
 

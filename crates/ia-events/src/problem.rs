@@ -38,6 +38,11 @@ pub enum SolverChoice {
         #[serde(default)]
         max_step: Option<f64>,
     },
+    /// The exact event-driven solver ([`crate::exact`]): closed-form
+    /// propagation between events, for flows that declare themselves
+    /// decoupled and linear and threshold guards. It computes the run only;
+    /// sensitivities take a Runge-Kutta method.
+    Exact,
     /// An integrator of the `ode_solvers` crate, run through the adapter.
     OdeSolvers {
         /// Which integrator.
@@ -61,6 +66,9 @@ impl Default for SolverChoice {
         }
     }
 }
+
+/// Why the exact solver refuses a run with sensitivities.
+pub(crate) const EXACT_RUN_ONLY: &str = "the exact solver (method exact) computes the run, not its sensitivities yet: use dopri5 or dop853 for Jacobians and gradients";
 
 impl SolverChoice {
     /// Adaptive Dormand-Prince 5(4) with `rtol = atol = tol`.
@@ -125,6 +133,7 @@ impl SolverChoice {
                 tolerance("atol", atol)?;
                 positive("macro_step", macro_step)
             }
+            SolverChoice::Exact => Ok(()),
         }
     }
 
@@ -136,7 +145,9 @@ impl SolverChoice {
         let (name, step) = match *self {
             SolverChoice::Rk4 { dt } => ("dt", dt),
             SolverChoice::OdeSolvers { macro_step, .. } => ("macro_step", macro_step),
-            SolverChoice::Dopri5 { .. } | SolverChoice::Dop853 { .. } => return Ok(()),
+            SolverChoice::Dopri5 { .. } | SolverChoice::Dop853 { .. } | SolverChoice::Exact => {
+                return Ok(())
+            }
         };
         if span / step > MAX_FIXED_STEPS {
             return Err(HybridError::invalid_num(
@@ -161,7 +172,7 @@ impl SolverChoice {
             SolverChoice::Rk4 { .. } => Some(&RK4),
             SolverChoice::Dopri5 { .. } => Some(&DOPRI5),
             SolverChoice::Dop853 { .. } => Some(&DOP853),
-            SolverChoice::OdeSolvers { .. } => None,
+            SolverChoice::OdeSolvers { .. } | SolverChoice::Exact => None,
         }
     }
 
@@ -194,6 +205,7 @@ impl SolverChoice {
                 atol,
                 macro_step,
             } => Box::new(OdeSolversStepper::new(integrator, rtol, atol, macro_step)),
+            SolverChoice::Exact => return Err(HybridError::Unsupported(EXACT_RUN_ONLY.into())),
         })
     }
 }
