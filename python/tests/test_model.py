@@ -141,3 +141,18 @@ def test_equation_model_equals_the_ready_model(closed_form):
         jac = model.jacobian(x0, params, case["t_end"], solver=TIGHT)
         np.testing.assert_allclose(jac.final_jacobian, reference.final_jacobian, rtol=0, atol=1e-12)
         assert abs(jac.final_derivative("x", "initial.vy") - case["jacobian"]["x"]["initial.vy"]) < 1e-9
+
+
+def test_the_exact_solver_matches_dopri5():
+    """Reference: DOPRI5 at 1e-12. The exact event-driven solver on a
+    network of 20 neurons: the same spikes, times and states within 1e-8;
+    a Jacobian through it is refused with the solvers that compute one."""
+    net = ia.Model.ready("lif-network", size=20)
+    exact = net.simulate(t_end=0.05, solver="exact")
+    stepped = net.simulate(t_end=0.05, solver=TIGHT)
+    assert len(exact.event_times) == len(stepped.event_times) > 20
+    assert exact.event_transitions == stepped.event_transitions
+    np.testing.assert_allclose(exact.event_times, stepped.event_times, rtol=1e-8)
+    np.testing.assert_allclose(exact.final_state, stepped.final_state, rtol=1e-8, atol=1e-10)
+    with pytest.raises(ia.UnsupportedError, match="dopri5 or dop853"):
+        net.jacobian(t_end=0.05, solver="exact")
