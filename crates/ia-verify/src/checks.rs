@@ -548,9 +548,10 @@ pub fn two_ball_known_values_rows() -> Vec<Row> {
     rows
 }
 
-/// Every case of [`crate::closed_form::network_cases`]: the simulation and
-/// the forward and adjoint Jacobians (final potentials and spike times)
-/// against the network's closed form.
+/// Every case of [`crate::closed_form::network_cases`]: the simulation (by
+/// DOPRI5 and by the exact event-driven solver) and the forward and adjoint
+/// Jacobians (final potentials and spike times) against the network's
+/// closed form.
 pub fn lif_network_rows() -> Vec<Row> {
     let study = "closed_form";
     let mut rows = Vec::new();
@@ -572,6 +573,15 @@ pub fn lif_network_rows() -> Vec<Row> {
             study,
             &name,
             &problem,
+            &state,
+            &sol.event_times,
+        ));
+        // The exact event-driven solver's run of the same network.
+        let exact = problem.clone().with_solver(SolverChoice::Exact);
+        rows.extend(simulation_rows(
+            study,
+            &format!("{name}_exact_solver"),
+            &exact,
             &state,
             &sol.event_times,
         ));
