@@ -252,10 +252,12 @@ impl Model {
     /// model's order, or dicts by name over the defaults; `None` for the
     /// defaults) until `t_end` (default: the model's run length).
     ///
-    /// `solver` is a method name (`"dopri5"`, `"rk4"`, ...) or a dict as the
-    /// command line's `solver` key (`{"method": "rk4", "dt": 1e-3}`);
-    /// `observe` the times at which the state is reported; `mode` the mode
-    /// to start in. Returns a `Simulation`.
+    /// `solver` is a method name (`"dopri5"`, `"rk4"`, ...; `"exact"`, the
+    /// exact event-driven solver, for `lif`, `lif-network` and `thermostat`)
+    /// or a dict as the command line's `solver` key
+    /// (`{"method": "rk4", "dt": 1e-3}`); `observe` the times at which the
+    /// state is reported; `mode` the mode to start in. Returns a
+    /// `Simulation`.
     #[pyo3(signature = (x0=None, params=None, t_end=None, *, solver=None, observe=None, mode=None, max_events=None, max_steps=None))]
     #[allow(clippy::too_many_arguments)]
     fn simulate<'py>(
