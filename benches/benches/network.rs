@@ -1,7 +1,7 @@
 //! The spiking network `lif-network` at N = 10, 100 and 1000 neurons (about
 //! ten spikes per neuron, `rtol = atol = 1e-10`): the primal solve (by
 //! DOPRI5, and by the exact event-driven solver `ia_events::exact`), the
-//! forward Jacobian with respect to ten chosen columns
+//! forward Jacobian with respect to ten chosen columns (by both)
 //! ([`ia_benches::network::CHOSEN`]: five initial potentials, four drives
 //! and `tau`), and the adjoint gradient, with respect to every parameter, of
 //! a loss reading all final potentials and the last ten spike times. Criterion's throughput is
@@ -95,6 +95,16 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(
             BenchmarkId::new("forward_10_columns", n),
             &problem,
+            |b, p| b.iter(|| black_box(jacobian_wrt(p, Method::Forward, &chosen).unwrap())),
+        );
+        // Forward sensitivities through the exact solver (the same ten
+        // columns; equal to DOPRI5's to 1e-7 in ia-verify's exact_solver
+        // tests, to the closed form to rounding).
+        let mut exact_problem = problem.clone();
+        exact_problem.solver = ia_events::SolverChoice::Exact;
+        group.bench_with_input(
+            BenchmarkId::new("forward_10_columns_exact", n),
+            &exact_problem,
             |b, p| b.iter(|| black_box(jacobian_wrt(p, Method::Forward, &chosen).unwrap())),
         );
         group.bench_with_input(BenchmarkId::new("adjoint_gradient", n), &problem, |b, p| {

@@ -83,6 +83,10 @@ pub(crate) struct ForwardSensitivity {
     /// `time_gradient_rows` (with every event recorded it is read there,
     /// saving the copy).
     cascade_time_gradient: Vec<f64>,
+    /// The exact solver's stretches ([`ExtraState::advance_exact`]): the
+    /// state moved by its start rate, and a parameter's source `f_p[:, j]`
+    /// at the start and there.
+    exact_scratch: Vec<f64>,
 }
 
 /// Reads `S` off the carried components at each observation and at the end
@@ -146,6 +150,7 @@ impl ForwardSensitivity {
             time_gradient: Vec::new(),
             recording: EventRecording::All,
             cascade_time_gradient: Vec::new(),
+            exact_scratch: Vec::new(),
         }
     }
 
@@ -429,6 +434,64 @@ impl ExtraState for ForwardSensitivity {
     }
 
     fn wants_event_geometry(&self) -> bool {
+        true
+    }
+
+    /// Over a stretch of a decoupled linear flow, `x' = a x + b`, a column
+    /// obeys `S' = a S + f_p[:, j](x)` (no source for an initial-state
+    /// column), and `f_p[:, j](x) = f_p[:, j](x0) + (da/dp_j) (x - x0)` with
+    /// `x - x0 = rate0 phi(u)`: so `S(s) = decay S + f_p[:, j](x0) phi +
+    /// (f_p[:, j](x0 + rate0) - f_p[:, j](x0)) chi` ([`ExactSpan`]), with
+    /// `f_p[:, j]` from the flow's Jacobian-vector product (its dense
+    /// partials where it has none).
+    ///
+    /// [`ExactSpan`]: ia_events::exact::ExactSpan
+    fn advance_exact(
+        &mut self,
+        run: RunContext<'_>,
+        mode: usize,
+        t0: f64,
+        x0: &[f64],
+        span: &ia_events::exact::ExactSpan<'_>,
+        extra: &mut [f64],
+    ) -> bool {
+        let (n, m) = (self.n, self.columns());
+        let mut scratch = std::mem::take(&mut self.exact_scratch);
+        scratch.clear();
+        scratch.resize(4 * n, 0.0);
+        let (shifted, rest) = scratch.split_at_mut(n);
+        let (zero, rest) = rest.split_at_mut(n);
+        let (at_start, at_shifted) = rest.split_at_mut(n);
+        for ((x, x0), r) in shifted.iter_mut().zip(x0).zip(span.rate) {
+            *x = x0 + r;
+        }
+        let flow = &run.system.modes()[mode].flow;
+        for c in 0..m {
+            let param = Self::column(self.chosen.as_deref(), n, c).param();
+            for (v, d) in extra[c * n..(c + 1) * n].iter_mut().zip(span.decay) {
+                *v *= d;
+            }
+            let Some(j) = param else { continue };
+            let tangent = Tangent {
+                t: 0.0,
+                x: zero,
+                param: Some(j),
+            };
+            let by_products = flow.jacobian_vector_product(t0, x0, run.params, tangent, at_start)
+                && flow.jacobian_vector_product(t0, shifted, run.params, tangent, at_shifted);
+            if !by_products {
+                for (x, out) in [(x0, &mut *at_start), (&*shifted, &mut *at_shifted)] {
+                    let partials = self.dense_partials(run, mode, t0, x);
+                    out.copy_from_slice(partials.p.column(j).as_slice());
+                }
+            }
+            let column = &mut extra[c * n..(c + 1) * n];
+            for i in 0..n {
+                column[i] +=
+                    at_start[i] * span.phi[i] + (at_shifted[i] - at_start[i]) * span.chi[i];
+            }
+        }
+        self.exact_scratch = scratch;
         true
     }
 

@@ -301,8 +301,9 @@ fn every_example_agrees_between_the_two_dormand_prince_pairs() {
 /// exact event-driven solver: the example scenarios of the models it takes
 /// (`lif`, `lif-network`, `thermostat`) give the same events (transitions,
 /// cascade roots) and, within 1e-8, the same times, states and final
-/// state, with no steps taken; `gradient` refuses it, naming the methods
-/// that compute sensitivities; a key the method does not take is refused.
+/// state, with no steps taken, and forward `gradient` the same Jacobian
+/// within 1e-7; `--method adjoint` refuses it, naming what works; a key
+/// the method does not take is refused.
 #[test]
 fn the_exact_solver_runs_the_linear_threshold_models() {
     let mut models = std::collections::BTreeSet::new();
@@ -313,39 +314,41 @@ fn the_exact_solver_runs_the_linear_threshold_models() {
             continue;
         }
         models.insert(v["model"].as_str().unwrap().to_string());
-        v["solver"] = serde_json::json!({"method": "dopri5", "rtol": 1e-12, "atol": 1e-12});
-        let stepped = stdout_json(&run_stdin(&["simulate", "-"], &v.to_string()));
-        v["solver"] = serde_json::json!({"method": "exact"});
-        let exact = stdout_json(&run_stdin(&["simulate", "-"], &v.to_string()));
         let name = file.display();
-        assert_eq!(exact["stats"]["steps"], 0, "{name}");
-        let (a, b) = (
-            exact["events"].as_array().unwrap(),
-            stepped["events"].as_array().unwrap(),
-        );
-        assert_eq!(a.len(), b.len(), "{name}");
-        for (x, y) in a.iter().zip(b) {
-            assert_eq!(
-                (&x["transition"], &x["cascade_of"]),
-                (&y["transition"], &y["cascade_of"]),
-                "{name}"
+        for (command, tolerance) in [("simulate", 1e-8), ("gradient", 1e-7)] {
+            v["solver"] = serde_json::json!({"method": "dopri5", "rtol": 1e-12, "atol": 1e-12});
+            let stepped = stdout_json(&run_stdin(&[command, "-"], &v.to_string()));
+            v["solver"] = serde_json::json!({"method": "exact"});
+            let exact = stdout_json(&run_stdin(&[command, "-"], &v.to_string()));
+            assert_eq!(exact["stats"]["steps"], 0, "{name}");
+            let (a, b) = (
+                exact["events"].as_array().unwrap(),
+                stepped["events"].as_array().unwrap(),
             );
-        }
-        for key in ["events", "final_state"] {
-            let (e, s) = (flatten(&exact[key]), flatten(&stepped[key]));
-            assert_eq!(e.len(), s.len(), "{name} {key}");
-            for ((path, x), (_, y)) in e.iter().zip(&s) {
-                assert!(
-                    (x - y).abs() <= 1e-8 * y.abs().max(1.0),
-                    "{name} {key}{path}: exact {x}, dopri5 {y}"
+            assert_eq!(a.len(), b.len(), "{name}");
+            for (x, y) in a.iter().zip(b) {
+                assert_eq!(
+                    (&x["transition"], &x["cascade_of"]),
+                    (&y["transition"], &y["cascade_of"]),
+                    "{name}"
                 );
             }
+            for key in ["events", "final_state", "jacobian"] {
+                let (e, s) = (flatten(&exact[key]), flatten(&stepped[key]));
+                assert_eq!(e.len(), s.len(), "{name} {key}");
+                for ((path, x), (_, y)) in e.iter().zip(&s) {
+                    assert!(
+                        (x - y).abs() <= tolerance * y.abs().max(1.0),
+                        "{name} {command} {key}{path}: exact {x}, dopri5 {y}"
+                    );
+                }
+            }
         }
-        let refused = run_stdin(&["gradient", "-"], &v.to_string());
+        let refused = run_stdin(&["gradient", "--method", "adjoint", "-"], &v.to_string());
         assert_eq!(refused.status.code(), Some(2), "{name}");
         let err = stderr(&refused);
         assert!(
-            err.contains("unsupported") && err.contains("dopri5 or dop853"),
+            err.contains("unsupported") && err.contains("method forward"),
             "{err}"
         );
     }

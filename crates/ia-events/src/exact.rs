@@ -43,9 +43,12 @@
 //! integrator's. The times are exact up to rounding, with no time
 //! tolerance; the solver takes no steps (`stats.steps` is 0).
 //!
-//! Sensitivities are not computed by this solver yet: [`crate::simulate`]
-//! with a Runge-Kutta method gives the same run to its tolerance, with the
-//! forward and adjoint passes of `ia-adjoint`.
+//! Components carried along with the state (an [`ExtraState`], such as
+//! `ia-adjoint`'s forward sensitivities) are carried over each stretch in
+//! closed form too ([`ExtraState::advance_exact`], with the factors of
+//! [`ExactSpan`]) and mapped across each event by their own jump, so a
+//! forward Jacobian through this solver is exact to rounding as well. The
+//! adjoint, which transposes steps, is not written for it yet.
 //!
 //! ```
 //! use ia_events::{exact, simulate, Problem, SolverChoice};
@@ -65,7 +68,7 @@
 //! ```
 
 use crate::integrator::{trim_events, ZenoWatch};
-use crate::Problem;
+use crate::{EventJump, ExtraState, NoExtraState, NoObserver, Observer, Problem, RunContext};
 use ia_core::{
     Direction, EventRecord, HybridError, Observation, Segment, SolverStats, Threshold, Trajectory,
 };
@@ -156,6 +159,48 @@ impl Structure {
             guards_on,
             leaving,
         })
+    }
+}
+
+/// One stretch between events of a decoupled linear flow,
+/// `x_i' = a_i x_i + b_i`, as an [`ExtraState`] carried along needs it
+/// ([`ExtraState::advance_exact`]): per component, the rate at its start
+/// and the factors of the closed form over the stretch's length `s`:
+///
+/// ```text
+/// x_i(t0 + s) = x_i + rate_i phi_i,   decay_i = e^{a_i s},
+/// phi_i = (e^{a_i s} - 1) / a_i,      chi_i = int_0^s e^{a_i (s - u)} phi(a_i, u) du = (s e^{a_i s} - phi_i) / a_i
+/// ```
+///
+/// (`s` and `s^2 / 2` where `a_i = 0`). A tangent `v` of the state with a
+/// source linear in the state, `v' = a v + c + L x`, is carried by
+/// `v(s) = decay v + (c + L x0) phi + L rate chi`.
+#[derive(Clone, Copy, Debug)]
+pub struct ExactSpan<'a> {
+    /// The length of the stretch.
+    pub s: f64,
+    /// `a_i x_i + b_i` at its start.
+    pub rate: &'a [f64],
+    /// `e^{a_i s}`.
+    pub decay: &'a [f64],
+    /// `(e^{a_i s} - 1) / a_i`.
+    pub phi: &'a [f64],
+    /// `(s e^{a_i s} - phi_i) / a_i`.
+    pub chi: &'a [f64],
+}
+
+/// `(s e^{a s} - phi(a, s)) / a`, `s^2 / 2` where `a = 0`: the weight of a
+/// source growing like `phi` in a tangent carried over `s` (a series where
+/// `a s` is small, which the difference would cancel).
+fn chi(a: f64, s: f64) -> f64 {
+    let z = a * s;
+    if z.abs() < 1e-2 {
+        s * s
+            * (0.5
+                + z * (1.0 / 3.0
+                    + z * (1.0 / 8.0 + z * (1.0 / 30.0 + z * (1.0 / 144.0 + z / 840.0)))))
+    } else {
+        (s * z.exp() - phi(a, s)) / a
     }
 }
 
@@ -308,8 +353,20 @@ impl CrossingQueue {
 }
 
 /// The run in progress.
-struct Run<'p> {
+struct Run<'p, E, O> {
     problem: &'p Problem<'p>,
+    extra: &'p mut E,
+    observer: &'p mut O,
+    /// The extra components ([`ExtraState`]) after the state, before and
+    /// after an event's jump.
+    carried: Vec<f64>,
+    carried_after: Vec<f64>,
+    /// The factors of [`ExactSpan`], per component, when components are
+    /// carried.
+    span_rate: Vec<f64>,
+    span_decay: Vec<f64>,
+    span_phi: Vec<f64>,
+    span_chi: Vec<f64>,
     structure: Structure,
     mode: usize,
     t: f64,
@@ -336,18 +393,52 @@ struct Run<'p> {
 /// Runs `problem` with the exact solver (see the [module
 /// documentation](self)); the problem's solver choice is not used.
 pub fn simulate(problem: &Problem<'_>) -> Result<Trajectory, HybridError> {
-    problem.validate()?;
-    let structure = Structure::of(problem.system, &problem.params)?;
-    Run::new(problem, structure)?.go()
+    run(problem, &mut NoExtraState, &mut NoObserver)
 }
 
-impl<'p> Run<'p> {
-    fn new(problem: &'p Problem<'p>, structure: Structure) -> Result<Self, HybridError> {
+/// [`simulate`] carrying `extra` along with the state (it must carry itself
+/// over each stretch between events, [`ExtraState::advance_exact`]) and
+/// showing the run to `observer` (which sees no steps: there are none).
+pub fn run<E: ExtraState, O: Observer>(
+    problem: &Problem<'_>,
+    extra: &mut E,
+    observer: &mut O,
+) -> Result<Trajectory, HybridError> {
+    problem.validate()?;
+    let structure = Structure::of(problem.system, &problem.params)?;
+    Run::new(problem, structure, extra, observer)?.go()
+}
+
+impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
+    fn new(
+        problem: &'p Problem<'p>,
+        structure: Structure,
+        extra: &'p mut E,
+        observer: &'p mut O,
+    ) -> Result<Self, HybridError> {
         let system = problem.system;
         let n = system.state_dim();
         let transitions = system.transitions().len();
+        let dim = extra.dim();
+        let per_component = if dim > 0 { n } else { 0 };
+        let mut carried = vec![0.0; dim];
+        extra.initial(
+            RunContext {
+                system,
+                params: &problem.params,
+            },
+            &mut carried,
+        );
         let mut run = Self {
             problem,
+            extra,
+            observer,
+            carried,
+            carried_after: vec![0.0; dim],
+            span_rate: vec![0.0; per_component],
+            span_decay: vec![0.0; per_component],
+            span_phi: vec![0.0; per_component],
+            span_chi: vec![0.0; per_component],
             structure,
             mode: problem.initial_mode,
             t: problem.t0,
@@ -434,9 +525,20 @@ impl<'p> Run<'p> {
         self.queue.set(k, delay.map(|s| self.t + s));
     }
 
-    /// Brings every component from `self.t` to `t`.
-    fn advance(&mut self, t: f64) {
+    fn context(&self) -> RunContext<'p> {
+        RunContext {
+            system: self.problem.system,
+            params: &self.problem.params,
+        }
+    }
+
+    /// Brings every component from `self.t` to `t`, and the carried ones
+    /// with them.
+    fn advance(&mut self, t: f64) -> Result<(), HybridError> {
         let s = t - self.t;
+        if s > 0.0 && !self.carried.is_empty() {
+            self.carry(s)?;
+        }
         if s > 0.0 {
             for (phi_r, &a) in self.phis.iter_mut().zip(&self.rates) {
                 *phi_r = phi(a, s);
@@ -454,23 +556,68 @@ impl<'p> Run<'p> {
             }
         }
         self.t = t;
+        Ok(())
+    }
+
+    /// Carries the extra components over `s` from the current state.
+    fn carry(&mut self, s: f64) -> Result<(), HybridError> {
+        let (a, b) = (&self.structure.a[self.mode], &self.structure.b[self.mode]);
+        let factors: Vec<(f64, f64, f64)> = self
+            .rates
+            .iter()
+            .map(|&r| ((r * s).exp(), phi(r, s), chi(r, s)))
+            .collect();
+        for i in 0..self.x.len() {
+            let (decay, phi, chi) = factors[self.rate_of[i]];
+            self.span_rate[i] = a[i] * self.x[i] + b[i];
+            self.span_decay[i] = decay;
+            self.span_phi[i] = phi;
+            self.span_chi[i] = chi;
+        }
+        let span = ExactSpan {
+            s,
+            rate: &self.span_rate,
+            decay: &self.span_decay,
+            phi: &self.span_phi,
+            chi: &self.span_chi,
+        };
+        let run = self.context();
+        if self
+            .extra
+            .advance_exact(run, self.mode, self.t, &self.x, &span, &mut self.carried)
+        {
+            Ok(())
+        } else {
+            Err(HybridError::Unsupported(
+                "the exact solver cannot carry these extra components between events (ExtraState::advance_exact)".into(),
+            ))
+        }
+    }
+
+    /// The state and the carried components, as an [`Observer`] reads them.
+    fn full_state(&self) -> Vec<f64> {
+        self.x.iter().chain(&self.carried).copied().collect()
     }
 
     /// Records the observations due before `t` (or at it, when `through`).
-    fn observe_until(&mut self, t: f64, through: bool) {
+    fn observe_until(&mut self, t: f64, through: bool) -> Result<(), HybridError> {
         let times = &self.problem.observation_times;
         while let Some(&time) = times.get(self.next_observation) {
             if time > t || (time == t && !through) {
                 break;
             }
-            self.advance(time);
+            self.advance(time)?;
             self.trajectory.observations.push(Observation {
                 time,
                 mode: self.mode,
                 state: self.x.clone(),
             });
+            let index = self.next_observation;
+            let full = self.full_state();
+            self.observer.observed(self.context(), index, time, &full);
             self.next_observation += 1;
         }
+        Ok(())
     }
 
     fn go(mut self) -> Result<Trajectory, HybridError> {
@@ -478,13 +625,13 @@ impl<'p> Run<'p> {
         loop {
             let next = self.queue.first().filter(|&(time, _)| time < t_end);
             let Some((time, transition)) = next else {
-                self.observe_until(t_end, true);
-                self.advance(t_end);
+                self.observe_until(t_end, true)?;
+                self.advance(t_end)?;
                 return Ok(self.finish());
             };
-            self.observe_until(time, true);
+            self.observe_until(time, true)?;
             self.queue.set(transition, None);
-            self.advance(time);
+            self.advance(time)?;
             if self.fire_cascade(transition)? {
                 return Ok(self.finish());
             }
@@ -568,6 +715,28 @@ impl<'p> Run<'p> {
             trim_events(recording, &mut self.trajectory, false);
         }
         self.trajectory.stats.events += 1;
+        let jump = EventJump {
+            index: self.trajectory.stats.events - 1,
+            transition: k,
+            time: t,
+            from_mode: from,
+            to_mode: tr.to,
+            state_before: &self.x,
+            state_after: &self.x_after,
+            terminal: tr.terminal,
+            cascade_of,
+            geometry: None,
+        };
+        let run = RunContext {
+            system,
+            params: &self.problem.params,
+        };
+        if !self.carried.is_empty() {
+            self.extra
+                .jump(run, &jump, &self.carried, &mut self.carried_after)?;
+            std::mem::swap(&mut self.carried, &mut self.carried_after);
+        }
+        self.observer.event(run, &jump)?;
         // The guards' values before the reset, for the ones it moves.
         std::mem::swap(&mut self.x, &mut self.x_after);
         self.mode = tr.to;
@@ -658,6 +827,8 @@ impl<'p> Run<'p> {
     }
 
     fn finish(mut self) -> Trajectory {
+        let full = self.full_state();
+        self.observer.finished(self.context(), self.t, &full);
         if self.segment_start < self.t || self.trajectory.stats.events == 0 {
             self.close_segment();
         }

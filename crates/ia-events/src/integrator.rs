@@ -142,6 +142,23 @@ pub trait ExtraState {
         extra_before: &[f64],
         extra_after: &mut [f64],
     ) -> Result<(), HybridError>;
+
+    /// Optional: carries the extra components over `span` in mode `mode`,
+    /// whose flow is decoupled and linear, from the state `x0` at `t0`
+    /// (the exact event-driven solver, [`crate::exact`]), and returns
+    /// `true`. The default returns `false`, and the exact solver refuses
+    /// the run.
+    fn advance_exact(
+        &mut self,
+        _run: RunContext<'_>,
+        _mode: usize,
+        _t0: f64,
+        _x0: &[f64],
+        _span: &crate::exact::ExactSpan<'_>,
+        _extra: &mut [f64],
+    ) -> bool {
+        false
+    }
 }
 
 /// No extra components: a plain simulation.
@@ -248,19 +265,21 @@ pub fn simulate_in(
     problem: &Problem<'_>,
     workspace: &mut Workspace,
 ) -> Result<Trajectory, HybridError> {
-    if problem.solver == crate::SolverChoice::Exact {
-        return crate::exact::simulate(problem);
-    }
     run_in(problem, workspace, &mut NoExtraState, &mut NoObserver)
 }
 
-/// [`run`] in `workspace` (see [`simulate_in`]).
+/// [`run`] in `workspace` (see [`simulate_in`]). With
+/// [`SolverChoice::Exact`](crate::SolverChoice::Exact) the run is the exact
+/// event-driven solver's ([`crate::exact::run`]), which needs no workspace.
 pub fn run_in<E: ExtraState, O: Observer>(
     problem: &Problem<'_>,
     workspace: &mut Workspace,
     extra: &mut E,
     observer: &mut O,
 ) -> Result<Trajectory, HybridError> {
+    if problem.solver == crate::SolverChoice::Exact {
+        return crate::exact::run(problem, extra, observer);
+    }
     problem.validate()?;
     let (stepper, buffers) = workspace.stepper_and_buffers(&problem.solver)?;
     let mut run = Run::new(problem, extra, observer, stepper, buffers)?;

@@ -40,8 +40,8 @@ pub enum SolverChoice {
     },
     /// The exact event-driven solver ([`crate::exact`]): closed-form
     /// propagation between events, for flows that declare themselves
-    /// decoupled and linear and threshold guards. It computes the run only;
-    /// sensitivities take a Runge-Kutta method.
+    /// decoupled and linear and threshold guards. It computes the run and
+    /// forward sensitivities; the adjoint takes a Runge-Kutta method.
     Exact,
     /// An integrator of the `ode_solvers` crate, run through the adapter.
     OdeSolvers {
@@ -67,8 +67,8 @@ impl Default for SolverChoice {
     }
 }
 
-/// Why the exact solver refuses a run with sensitivities.
-pub(crate) const EXACT_RUN_ONLY: &str = "the exact solver (method exact) computes the run, not its sensitivities yet: use dopri5 or dop853 for Jacobians and gradients";
+/// Why the exact solver has no stepper (and no adjoint).
+pub(crate) const EXACT_RUN_ONLY: &str = "the exact solver (method exact) takes no steps, so there are none to transpose: its adjoint is not written yet; use forward sensitivities (method forward) with it, or dopri5 or dop853 for the adjoint";
 
 impl SolverChoice {
     /// Adaptive Dormand-Prince 5(4) with `rtol = atol = tol`.

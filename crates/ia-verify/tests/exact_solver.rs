@@ -9,6 +9,7 @@
 //!   `rtol = atol = 1e-12`): the same events (transition, cascade root) and
 //!   times, states and observations within `1e-8`.
 
+use ia_adjoint::{jacobian, Method};
 use ia_events::{exact, simulate, EventOptions, EventRecording, Problem, SolverChoice};
 use ia_models::{LifNetwork, Model};
 use ia_verify::closed_form::{lif_network, network_case};
@@ -86,6 +87,107 @@ fn networks_match_their_closed_form(#[case] name: &str, #[case] min_cascades: us
         assert!(close(*x, *y, 1e-12), "final potential {x} vs {y}");
     }
     assert_same_run(&run, &simulate(&problem).unwrap(), 1e-8);
+}
+
+/// Reference: the closed form's derivatives (dual numbers through the spike
+/// sequence). Forward sensitivities through the exact solver, every
+/// initial potential and parameter, all five networks: every final
+/// potential's and spike time's derivative to `1e-10` (scaled by the
+/// larger of the value and `1e-3`).
+#[rstest]
+#[case::kicked_into_a_cascade("kicked")]
+#[case::excitatory_cascades("excitatory")]
+#[case::default_three("default3")]
+#[case::default_all_to_all_ten("default10")]
+#[case::default_sparse_twelve("default12")]
+fn forward_sensitivities_match_the_closed_form(#[case] name: &str) {
+    let case = network_case(name).unwrap();
+    let (net, x0, p, t_end) = (case.net, case.initial_state, case.params, case.t_end);
+    let reference = lif_network(&net, &x0, &p, t_end, 10_000).unwrap();
+    let system = net.system();
+    let problem = Problem::new(&system, x0, p, t_end).with_solver(SolverChoice::Exact);
+    let sens = jacobian(&problem, Method::Forward).unwrap();
+    assert_eq!(sens.trajectory.stats.steps, 0, "run by the exact solver");
+    assert_eq!(*sens.wrt, reference.wrt[..]);
+    let (mut worst, mut nonzero) = (0.0f64, 0);
+    let mut check = |got: f64, want: f64, what: &dyn Fn() -> String| {
+        let error = (got - want).abs() / want.abs().max(1e-3);
+        worst = worst.max(error);
+        nonzero += usize::from(want.abs() > 1e-6);
+        assert!(error <= 1e-10, "{}: {got} vs closed form {want}", what());
+    };
+    for (i, row) in reference.jacobian.iter().enumerate() {
+        for (j, &want) in row.iter().enumerate() {
+            let what = || format!("d V{i}(T) / d {}", reference.wrt[j]);
+            check(sens.final_jacobian[(i, j)], want, &what);
+        }
+    }
+    assert_eq!(
+        sens.event_time_gradients.nrows(),
+        reference.event_time_jacobian.len()
+    );
+    for (k, row) in reference.event_time_jacobian.iter().enumerate() {
+        for (j, &want) in row.iter().enumerate() {
+            let what = || format!("d t{k} / d {}", reference.wrt[j]);
+            check(sens.event_time_gradients[(k, j)], want, &what);
+        }
+    }
+    assert!(nonzero > 10, "only {nonzero} nonzero derivatives");
+    eprintln!("{name}: worst scaled error {worst:.1e} over {nonzero} nonzero derivatives");
+}
+
+/// Reference: forward sensitivities on DOPRI5's steps at 1e-12 (an
+/// independent discretisation of the same derivatives). The thermostat (two
+/// modes; its thresholds depend on parameters, so `g_p` enters each switch)
+/// and one neuron, every column, within 1e-7 of the larger of the value and
+/// 1; ten chosen columns of the 100-neuron network the same; and the
+/// adjoint, which transposes steps, is refused.
+#[rstest]
+#[case::thermostat("thermostat", None, 200.0)]
+#[case::one_neuron("lif", None, 0.5)]
+#[case::network_of_100("lif-network", Some(100), 0.05)]
+fn forward_sensitivities_match_the_stepped_ones(
+    #[case] name: &str,
+    #[case] size: Option<usize>,
+    #[case] t_end: f64,
+) {
+    use ia_adjoint::jacobian_wrt;
+    let model = ia_models::sized(name, size).unwrap();
+    let (system, spec) = (model.system(), model.spec());
+    let problem = |solver| {
+        Problem::new(&system, spec.default_state(), spec.default_params(), t_end)
+            .with_mode(&spec.initial_mode)
+            .unwrap()
+            .with_solver(solver)
+    };
+    let (exact, stepped) = (
+        problem(SolverChoice::Exact),
+        problem(SolverChoice::dopri5(1e-12)),
+    );
+    let wrt = system.wrt_names();
+    let chosen: Vec<&str> = if size.is_some() {
+        wrt.iter()
+            .step_by(wrt.len() / 10)
+            .map(String::as_str)
+            .collect()
+    } else {
+        wrt.iter().map(String::as_str).collect()
+    };
+    let a = jacobian_wrt(&exact, Method::Forward, &chosen).unwrap();
+    let b = jacobian_wrt(&stepped, Method::Forward, &chosen).unwrap();
+    assert_eq!(a.trajectory.stats.steps, 0);
+    assert!(a.trajectory.events.len() >= 20);
+    let pairs = a.final_jacobian.iter().zip(b.final_jacobian.iter());
+    let times = a
+        .event_time_gradients
+        .iter()
+        .zip(b.event_time_gradients.iter());
+    for (x, y) in pairs.chain(times) {
+        assert!(close(*x, *y, 1e-7), "{name}: exact {x}, dopri5 {y}");
+    }
+    let err = jacobian(&exact, Method::Adjoint).unwrap_err();
+    assert_eq!(err.kind(), "unsupported");
+    assert!(err.to_string().contains("method forward"), "{err}");
 }
 
 /// Reference: the stepped run. The thermostat switching about 120 times
@@ -216,5 +318,88 @@ proptest::proptest! {
         for (x, y) in run.final_state.iter().zip(&reference.final_state) {
             proptest::prop_assert!(close(*x, *y, 1e-11), "{} vs {}", x, y);
         }
+    }
+}
+
+/// A user's flow that declares its structure but no Jacobian-vector
+/// product: `x' = -k x + u`, fired when `x` rises through `c` and reset to
+/// `r x` (parameters `k, u, c, r`). The forward pass then takes each
+/// parameter's source from the dense partials. Reference: forward
+/// sensitivities on DOPRI5's steps at 1e-12, within 1e-7.
+#[test]
+fn a_flow_without_products_is_carried_through_its_partials() {
+    use ia_core::{
+        Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, HybridSystem, Reset,
+        ResetPartials, Threshold, ToMode,
+    };
+    struct Relax;
+    impl Flow for Relax {
+        fn rate(&self, _t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
+            dxdt[0] = -p[0] * x[0] + p[1];
+        }
+        fn partials(&self, _t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
+            out.x[(0, 0)] = -p[0];
+            out.p[(0, 0)] = -x[0];
+            out.p[(0, 1)] = 1.0;
+        }
+        fn decoupled_linear(&self, p: &[f64], a: &mut [f64], b: &mut [f64]) -> bool {
+            (a[0], b[0]) = (-p[0], p[1]);
+            true
+        }
+    }
+    struct Level;
+    impl Guard for Level {
+        fn direction(&self) -> Direction {
+            Direction::Rising
+        }
+        fn value(&self, _t: f64, x: &[f64], p: &[f64]) -> f64 {
+            x[0] - p[2]
+        }
+        fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut GuardPartials) {
+            out.x[0] = 1.0;
+            out.p[2] = -1.0;
+        }
+        fn threshold(&self, p: &[f64]) -> Option<Threshold> {
+            Some(Threshold {
+                state: 0,
+                level: p[2],
+            })
+        }
+    }
+    struct Scale;
+    impl Reset for Scale {
+        fn apply(&self, _t: f64, x: &[f64], p: &[f64], x_after: &mut [f64]) {
+            x_after[0] = p[3] * x[0];
+        }
+        fn partials(&self, _t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials) {
+            out.x[(0, 0)] = p[3];
+            out.p[(0, 3)] = x[0];
+        }
+    }
+    let system = HybridSystem::builder(&["x"], &["k", "u", "c", "r"])
+        .mode("on", Relax)
+        .transition("fire", FromMode("on"), ToMode("on"), Level, Scale)
+        .build()
+        .unwrap();
+    let problem = |solver| {
+        Problem::new(&system, vec![0.1], vec![3.0, 2.0, 0.5, 0.2], 5.0).with_solver(solver)
+    };
+    let exact = jacobian(&problem(SolverChoice::Exact), Method::Forward).unwrap();
+    let stepped = jacobian(&problem(SolverChoice::dopri5(1e-12)), Method::Forward).unwrap();
+    assert!(exact.trajectory.events.len() >= 10);
+    assert_eq!(
+        exact.trajectory.events.len(),
+        stepped.trajectory.events.len()
+    );
+    let pairs = exact
+        .final_jacobian
+        .iter()
+        .zip(stepped.final_jacobian.iter());
+    let times = exact
+        .event_time_gradients
+        .iter()
+        .zip(stepped.event_time_gradients.iter());
+    for (x, y) in pairs.chain(times) {
+        assert!(close(*x, *y, 1e-7), "exact {x}, dopri5 {y}");
     }
 }
