@@ -136,17 +136,19 @@ fn forward_sensitivities_match_the_closed_form(#[case] name: &str) {
     eprintln!("{name}: worst scaled error {worst:.1e} over {nonzero} nonzero derivatives");
 }
 
-/// Reference: forward sensitivities on DOPRI5's steps at 1e-12 (an
-/// independent discretisation of the same derivatives). The thermostat (two
-/// modes; its thresholds depend on parameters, so `g_p` enters each switch)
-/// and one neuron, every column, within 1e-7 of the larger of the value and
-/// 1; ten chosen columns of the 100-neuron network the same; and the
-/// adjoint, which transposes steps, is refused.
+/// Reference: DOPRI5 at 1e-12 (the run; forward sensitivities on its
+/// steps, an independent discretisation of the same derivatives). The
+/// thermostat switching about 120 times (two modes, falling and rising
+/// thresholds that depend on parameters, so `g_p` enters each switch), a
+/// single neuron, and the default sparse network of 100 neurons: the same
+/// events, states and observations within 1e-8; the forward Jacobian
+/// within 1e-7 (every column; ten chosen ones of the network); and the
+/// adjoint, which transposes steps, refused.
 #[rstest]
 #[case::thermostat("thermostat", None, 200.0)]
 #[case::one_neuron("lif", None, 0.5)]
 #[case::network_of_100("lif-network", Some(100), 0.05)]
-fn forward_sensitivities_match_the_stepped_ones(
+fn runs_and_forward_sensitivities_match_the_stepped_ones(
     #[case] name: &str,
     #[case] size: Option<usize>,
     #[case] t_end: f64,
@@ -159,11 +161,15 @@ fn forward_sensitivities_match_the_stepped_ones(
             .with_mode(&spec.initial_mode)
             .unwrap()
             .with_solver(solver)
+            .with_observations(vec![t_end / 7.0, t_end / 2.0])
     };
     let (exact, stepped) = (
         problem(SolverChoice::Exact),
         problem(SolverChoice::dopri5(1e-12)),
     );
+    let run = simulate(&exact).unwrap();
+    assert!(run.events.len() >= 20, "{} events", run.events.len());
+    assert_same_run(&run, &simulate(&stepped).unwrap(), 1e-8);
     let wrt = system.wrt_names();
     let chosen: Vec<&str> = if size.is_some() {
         wrt.iter()
@@ -176,7 +182,6 @@ fn forward_sensitivities_match_the_stepped_ones(
     let a = jacobian_wrt(&exact, Method::Forward, &chosen).unwrap();
     let b = jacobian_wrt(&stepped, Method::Forward, &chosen).unwrap();
     assert_eq!(a.trajectory.stats.steps, 0);
-    assert!(a.trajectory.events.len() >= 20);
     let pairs = a.final_jacobian.iter().zip(b.final_jacobian.iter());
     let times = a
         .event_time_gradients
@@ -188,30 +193,6 @@ fn forward_sensitivities_match_the_stepped_ones(
     let err = jacobian(&exact, Method::Adjoint).unwrap_err();
     assert_eq!(err.kind(), "unsupported");
     assert!(err.to_string().contains("method forward"), "{err}");
-}
-
-/// Reference: the stepped run. The thermostat switching about 120 times
-/// (two modes, falling and rising thresholds), a single neuron, and the
-/// default sparse network of 100 neurons.
-#[rstest]
-#[case::thermostat("thermostat", None, 200.0)]
-#[case::one_neuron("lif", None, 0.5)]
-#[case::network_of_100("lif-network", Some(100), 0.05)]
-fn runs_match_the_stepped_integrator(
-    #[case] name: &str,
-    #[case] size: Option<usize>,
-    #[case] t_end: f64,
-) {
-    let model = ia_models::sized(name, size).unwrap();
-    let (system, spec) = (model.system(), model.spec());
-    let problem = Problem::new(&system, spec.default_state(), spec.default_params(), t_end)
-        .with_mode(&spec.initial_mode)
-        .unwrap()
-        .with_solver(SolverChoice::dopri5(1e-12))
-        .with_observations(vec![t_end / 7.0, t_end / 2.0]);
-    let run = exact::simulate(&problem).unwrap();
-    assert!(run.events.len() >= 20, "{} events", run.events.len());
-    assert_same_run(&run, &simulate(&problem).unwrap(), 1e-8);
 }
 
 /// Reference: the same run recording every event. Keeping the last two, or
