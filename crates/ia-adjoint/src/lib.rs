@@ -504,12 +504,9 @@ fn adjoint_tableau(
     problem: &Problem<'_>,
 ) -> Result<&'static ia_events::ButcherTableau, HybridError> {
     if problem.solver == ia_events::SolverChoice::Exact {
-        // The same refusal as the forward pass's.
-        return Err(problem
-            .solver
-            .stepper()
-            .err()
-            .expect("the exact solver has no stepper"));
+        return Err(HybridError::Unsupported(
+            ia_events::EXACT_HAS_NO_STEPS.into(),
+        ));
     }
     problem.solver.tableau().ok_or_else(|| {
         HybridError::Unsupported(

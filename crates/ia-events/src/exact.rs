@@ -377,6 +377,8 @@ struct Run<'p, E, O> {
     rate_of: Vec<usize>,
     rates: Vec<f64>,
     phis: Vec<f64>,
+    /// The rates' `chi` ([`ExactSpan`]), when components are carried.
+    chis: Vec<f64>,
     queue: CrossingQueue,
     /// Transitions due at once (a cascade), by index, and a list holding
     /// at least those.
@@ -447,6 +449,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             rate_of: vec![0; n],
             rates: Vec::new(),
             phis: Vec::new(),
+            chis: Vec::new(),
             queue: CrossingQueue::new(transitions),
             due: vec![false; transitions],
             due_list: Vec::new(),
@@ -504,6 +507,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
                 .expect("every rate is listed");
         }
         self.phis.resize(self.rates.len(), 0.0);
+        self.chis.resize(self.rates.len(), 0.0);
         self.queue.clear();
         for k in 0..self.structure.leaving[self.mode].len() {
             let k = self.structure.leaving[self.mode][k];
@@ -536,12 +540,13 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     /// with them.
     fn advance(&mut self, t: f64) -> Result<(), HybridError> {
         let s = t - self.t;
-        if s > 0.0 && !self.carried.is_empty() {
-            self.carry(s)?;
-        }
         if s > 0.0 {
             for (phi_r, &a) in self.phis.iter_mut().zip(&self.rates) {
                 *phi_r = phi(a, s);
+            }
+            // The carried components read the state at the stretch's start.
+            if !self.carried.is_empty() {
+                self.carry(s)?;
             }
             let (a, b) = (&self.structure.a[self.mode], &self.structure.b[self.mode]);
             if let [phi] = self.phis[..] {
@@ -559,20 +564,20 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         Ok(())
     }
 
-    /// Carries the extra components over `s` from the current state.
+    /// Carries the extra components over `s` from the current state, with
+    /// `self.phis` already formed for `s`.
     fn carry(&mut self, s: f64) -> Result<(), HybridError> {
         let (a, b) = (&self.structure.a[self.mode], &self.structure.b[self.mode]);
-        let factors: Vec<(f64, f64, f64)> = self
-            .rates
-            .iter()
-            .map(|&r| ((r * s).exp(), phi(r, s), chi(r, s)))
-            .collect();
+        for (chi_r, &r) in self.chis.iter_mut().zip(&self.rates) {
+            *chi_r = chi(r, s);
+        }
         for i in 0..self.x.len() {
-            let (decay, phi, chi) = factors[self.rate_of[i]];
+            let r = self.rate_of[i];
             self.span_rate[i] = a[i] * self.x[i] + b[i];
-            self.span_decay[i] = decay;
-            self.span_phi[i] = phi;
-            self.span_chi[i] = chi;
+            // e^{a s} = 1 + a phi: the decay that carries the state itself.
+            self.span_decay[i] = 1.0 + a[i] * self.phis[r];
+            self.span_phi[i] = self.phis[r];
+            self.span_chi[i] = self.chis[r];
         }
         let span = ExactSpan {
             s,

@@ -36,7 +36,8 @@ pub use integrator::{
 pub use ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 pub use problem::{
     EventOptions, EventRecording, Problem, Progress, ProgressHook, SolverChoice, StopAfter,
-    DEFAULT_MAX_STEPS, MAX_FIXED_STEPS, MAX_TIME_TOLERANCE_FRACTION, PROGRESS_EVERY_STEPS,
+    DEFAULT_MAX_STEPS, EXACT_HAS_NO_STEPS, MAX_FIXED_STEPS, MAX_TIME_TOLERANCE_FRACTION,
+    PROGRESS_EVERY_STEPS,
 };
 pub use stepper::{OdeRhs, RkStepper, StepControl, StepCounters, StepFailure, Stepper};
 pub use tableau::{ButcherTableau, DenseOutput, ErrorEstimate, ExtraStages, DOP853, DOPRI5, RK4};

@@ -67,8 +67,9 @@ impl Default for SolverChoice {
     }
 }
 
-/// Why the exact solver has no stepper (and no adjoint).
-pub(crate) const EXACT_RUN_ONLY: &str = "the exact solver (method exact) takes no steps, so there are none to transpose: its adjoint is not written yet; use forward sensitivities (method forward) with it, or dopri5 or dop853 for the adjoint";
+/// Why the exact solver has no stepper, and so no adjoint (the adjoint
+/// transposes steps).
+pub const EXACT_HAS_NO_STEPS: &str = "the exact solver (method exact) takes no steps, so there are none to transpose: its adjoint is not written yet; use forward sensitivities (method forward) with it, or dopri5 or dop853 for the adjoint";
 
 impl SolverChoice {
     /// Adaptive Dormand-Prince 5(4) with `rtol = atol = tol`.
@@ -205,7 +206,7 @@ impl SolverChoice {
                 atol,
                 macro_step,
             } => Box::new(OdeSolversStepper::new(integrator, rtol, atol, macro_step)),
-            SolverChoice::Exact => return Err(HybridError::Unsupported(EXACT_RUN_ONLY.into())),
+            SolverChoice::Exact => return Err(HybridError::Unsupported(EXACT_HAS_NO_STEPS.into())),
         })
     }
 }

@@ -59,6 +59,32 @@ fn assert_same_run(exact: &ia_core::Trajectory, stepped: &ia_core::Trajectory, t
     assert_eq!(exact.stats.steps, 0, "the exact solver takes no steps");
 }
 
+/// A forward Jacobian through the exact solver (`exact`: no steps) within
+/// `tol` of the stepped one, final state and event times.
+fn assert_same_jacobians(
+    exact: &ia_adjoint::Sensitivities,
+    stepped: &ia_adjoint::Sensitivities,
+    tol: f64,
+    what: &str,
+) {
+    assert_eq!(
+        exact.trajectory.stats.steps, 0,
+        "{what}: run by the exact solver"
+    );
+    assert_eq!(
+        exact.event_time_gradients.shape(),
+        stepped.event_time_gradients.shape()
+    );
+    let finals = exact
+        .final_jacobian
+        .iter()
+        .zip(stepped.final_jacobian.iter());
+    let times = (exact.event_time_gradients.iter()).zip(stepped.event_time_gradients.iter());
+    for (x, y) in finals.chain(times) {
+        assert!(close(*x, *y, tol), "{what}: exact {x}, dopri5 {y}");
+    }
+}
+
 /// Reference: the closed form, and the stepped run. The cases of
 /// `network_cases`: a kick into a cascade, an excitatory network with
 /// cascades, the default networks of 3, 10 and 12 neurons.
@@ -181,15 +207,7 @@ fn runs_and_forward_sensitivities_match_the_stepped_ones(
     };
     let a = jacobian_wrt(&exact, Method::Forward, &chosen).unwrap();
     let b = jacobian_wrt(&stepped, Method::Forward, &chosen).unwrap();
-    assert_eq!(a.trajectory.stats.steps, 0);
-    let pairs = a.final_jacobian.iter().zip(b.final_jacobian.iter());
-    let times = a
-        .event_time_gradients
-        .iter()
-        .zip(b.event_time_gradients.iter());
-    for (x, y) in pairs.chain(times) {
-        assert!(close(*x, *y, 1e-7), "{name}: exact {x}, dopri5 {y}");
-    }
+    assert_same_jacobians(&a, &b, 1e-7, name);
     let err = jacobian(&exact, Method::Adjoint).unwrap_err();
     assert_eq!(err.kind(), "unsupported");
     assert!(err.to_string().contains("method forward"), "{err}");
@@ -372,15 +390,5 @@ fn a_flow_without_products_is_carried_through_its_partials() {
         exact.trajectory.events.len(),
         stepped.trajectory.events.len()
     );
-    let pairs = exact
-        .final_jacobian
-        .iter()
-        .zip(stepped.final_jacobian.iter());
-    let times = exact
-        .event_time_gradients
-        .iter()
-        .zip(stepped.event_time_gradients.iter());
-    for (x, y) in pairs.chain(times) {
-        assert!(close(*x, *y, 1e-7), "exact {x}, dopri5 {y}");
-    }
+    assert_same_jacobians(&exact, &stepped, 1e-7, "a flow without products");
 }
