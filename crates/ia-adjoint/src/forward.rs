@@ -415,6 +415,7 @@ impl ExtraState for ForwardSensitivity {
         }
     }
 
+    #[inline]
     fn rate(
         &mut self,
         run: RunContext<'_>,

@@ -130,12 +130,14 @@ impl Flow for Room {
     /// `S' = f_T S + [0 | f_p]` for the 1 x 6 sensitivity `(T0, a, b, Tout,
     /// Tlo, Thi)`.
     fn sensitivity_rate(&self, _t: f64, x: &[f64], p: &[f64], s: &[f64], ds: &mut [f64]) -> bool {
-        for (d, v) in ds.iter_mut().zip(s) {
-            *d = -p[A] * v;
+        let (Some(ds), Some(s)) = (ds.first_chunk_mut::<6>(), s.first_chunk::<6>()) else {
+            return false;
+        };
+        let a = p[A];
+        let source = [0.0, -(x[0] - p[TOUT]), self.heat(), a, 0.0, 0.0];
+        for ((d, v), f_p) in ds.iter_mut().zip(s).zip(source) {
+            *d = -a * v + f_p;
         }
-        ds[1 + A] -= x[0] - p[TOUT];
-        ds[1 + B] += self.heat();
-        ds[1 + TOUT] += p[A];
         true
     }
 
