@@ -63,6 +63,29 @@ pub struct AdjointOptions {
     pub checkpoints: Option<usize>,
 }
 
+/// How the forward pass went from one entry of the tape to the next, and so
+/// what the backward pass transposes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Stepping {
+    /// The Runge-Kutta steps of this method (the step size held fixed).
+    RungeKutta(&'static ButcherTableau),
+    /// The exact solver's closed-form stretches of a decoupled linear flow
+    /// ([`ia_events::exact`]).
+    Exact,
+}
+
+impl Stepping {
+    /// The floats of a step's stages the backward pass reads, per state
+    /// entry: the stage states of a Runge-Kutta step, the start state of a
+    /// stretch.
+    fn stages(self) -> usize {
+        match self {
+            Stepping::RungeKutta(tableau) => tableau.solution_stages(),
+            Stepping::Exact => 1,
+        }
+    }
+}
+
 /// One entry of the forward tape, in forward order, as the passes read it.
 /// A step's mode and whether its start state is kept are not stored: the
 /// mode changes only at events (the transition's target), and with one kept
@@ -209,6 +232,12 @@ impl Observer for Tape {
             self.states.extend_from_slice(y0);
             self.thin(y0.len());
         }
+    }
+
+    /// A stretch of the exact solver is its step: the same entry, read back
+    /// by a pass that knows the run's stepping ([`Stepping::Exact`]).
+    fn stretch_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, s: f64, x0: &[f64]) {
+        self.step_taken(run, mode, t0, s, x0);
     }
 
     fn wants_event_geometry(&self) -> bool {
@@ -487,7 +516,10 @@ impl LossSeeds {
 pub(crate) struct Backward<'a> {
     system: &'a HybridSystem,
     params: &'a [f64],
-    tableau: &'static ButcherTableau,
+    stepping: Stepping,
+    /// With [`Stepping::Exact`], each mode's `a` then `b` of
+    /// `x' = a x + b` (`2 n` floats a mode).
+    linear: Vec<f64>,
     n: usize,
     partials: FlowPartials,
     saltation: SaltationWorkspace,
@@ -504,6 +536,7 @@ pub(crate) struct BackwardBuffers {
     partials: Option<FlowPartials>,
     saltation: Option<SaltationWorkspace>,
     vectors: BackwardVectors,
+    linear: Vec<f64>,
 }
 
 /// The vectors of a backward pass.
@@ -568,7 +601,12 @@ impl<'a> Backward<'a> {
         params: &'a [f64],
         tableau: &'static ButcherTableau,
     ) -> Self {
-        Self::new_in(system, params, tableau, &mut BackwardBuffers::default())
+        Self::new_in(
+            system,
+            params,
+            Stepping::RungeKutta(tableau),
+            &mut BackwardBuffers::default(),
+        )
     }
 
     /// [`Backward::new`] in the buffers of `kept` (taken from it; give them
@@ -577,12 +615,23 @@ impl<'a> Backward<'a> {
     pub(crate) fn new_in(
         system: &'a HybridSystem,
         params: &'a [f64],
-        tableau: &'static ButcherTableau,
+        stepping: Stepping,
         kept: &mut BackwardBuffers,
     ) -> Self {
         use std::mem::take;
         let (n, np) = (system.state_dim(), system.param_dim());
-        let s = tableau.solution_stages();
+        let s = stepping.stages();
+        let mut linear = take(&mut kept.linear);
+        linear.clear();
+        if let Stepping::Exact = stepping {
+            // The forward run checked that every mode declares its form.
+            linear.resize(2 * n * system.modes().len(), 0.0);
+            for (mode, ab) in system.modes().iter().zip(linear.chunks_exact_mut(2 * n)) {
+                let (a, b) = ab.split_at_mut(n);
+                let declared = mode.flow.decoupled_linear(params, a, b);
+                debug_assert!(declared, "the exact run checked every mode");
+            }
+        }
         let partials = match kept.partials.take() {
             Some(p) if p.x.nrows() == n && p.p.ncols() == np => p,
             _ => FlowPartials::zeros(n, np),
@@ -597,7 +646,8 @@ impl<'a> Backward<'a> {
         Self {
             system,
             params,
-            tableau,
+            stepping,
+            linear,
             n,
             partials,
             saltation,
@@ -612,6 +662,7 @@ impl<'a> Backward<'a> {
             partials: Some(self.partials),
             saltation: Some(self.saltation),
             vectors: self.vectors,
+            linear: self.linear,
         };
     }
 
@@ -621,7 +672,7 @@ impl<'a> Backward<'a> {
     /// up to it, keeping `s n` floats per tape entry from `replay_from` on.
     fn replay_segment(&mut self, tape: &Tape, position: usize, step: usize, mut mode: usize) {
         let n = self.n;
-        let width = self.tableau.solution_stages() * n;
+        let width = self.stepping.stages() * n;
         if self.replay_from <= position
             && (position - self.replay_from + 1) * width <= self.vectors.replay.len()
         {
@@ -651,10 +702,16 @@ impl<'a> Backward<'a> {
         y.clear();
         y.extend_from_slice(kept);
         next.resize(n, 0.0);
-        let (tab, params) = (self.tableau, self.params);
+        let params = self.params;
         for entry in &tape.entries[start..=position] {
-            match entry.unpack() {
-                TapeEntry::Step { t0, h } => {
+            match (entry.unpack(), self.stepping) {
+                (TapeEntry::Step { h, .. }, Stepping::Exact) => {
+                    // The backward stretch reads its start state.
+                    self.vectors.replay.extend_from_slice(&y);
+                    let (a, b) = self.linear_of(mode);
+                    ia_events::exact::advance_state(a, b, h, &mut y);
+                }
+                (TapeEntry::Step { t0, h }, Stepping::RungeKutta(tab)) => {
                     let flow = &self.system.modes()[mode].flow;
                     tab.stages(
                         &mut |t, y, out| flow.rate(t, y, params, out),
@@ -673,7 +730,7 @@ impl<'a> Backward<'a> {
                     tab.solution(h, &y, &self.vectors.stages, &mut next);
                     std::mem::swap(&mut y, &mut next);
                 }
-                TapeEntry::Event { index } => {
+                (TapeEntry::Event { index }, _) => {
                     self.vectors
                         .replay
                         .resize(self.vectors.replay.len() + width, 0.0);
@@ -685,7 +742,7 @@ impl<'a> Backward<'a> {
                     transition.reset.apply(event.time, before, params, &mut y);
                     mode = transition.to;
                 }
-                TapeEntry::Observation { .. } => {
+                (TapeEntry::Observation { .. }, _) => {
                     self.vectors
                         .replay
                         .resize(self.vectors.replay.len() + width, 0.0);
@@ -768,7 +825,15 @@ impl<'a> Backward<'a> {
                 TapeEntry::Step { t0, h } => {
                     step -= 1;
                     if let Some(y0) = tape.kept_state(step, self.n) {
-                        self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
+                        match self.stepping {
+                            Stepping::RungeKutta(_) => {
+                                self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
+                            }
+                            Stepping::Exact => {
+                                self.vectors.stage_states.copy_from_slice(y0);
+                                self.transpose_stretch(mode, t0, h, &mut lambda, &mut param_bar);
+                            }
+                        }
                     } else {
                         self.replay_segment(tape, position, step, mode);
                         let width = self.vectors.stage_states.len();
@@ -776,7 +841,14 @@ impl<'a> Backward<'a> {
                         self.vectors
                             .stage_states
                             .copy_from_slice(&self.vectors.replay[at..at + width]);
-                        self.transpose_step(mode, t0, h, &mut lambda, &mut param_bar);
+                        match self.stepping {
+                            Stepping::RungeKutta(_) => {
+                                self.transpose_step(mode, t0, h, &mut lambda, &mut param_bar);
+                            }
+                            Stepping::Exact => {
+                                self.transpose_stretch(mode, t0, h, &mut lambda, &mut param_bar);
+                            }
+                        }
                     }
                 }
             }
@@ -872,11 +944,14 @@ impl<'a> Backward<'a> {
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
+        let Stepping::RungeKutta(tableau) = self.stepping else {
+            unreachable!("a Runge-Kutta step on the tape of a Runge-Kutta run")
+        };
         let flow = &self.system.modes()[mode].flow;
         // Recompute the stages exactly as the forward step formed them: the
         // same method object, the same arithmetic.
         let params = self.params;
-        self.tableau.stages(
+        tableau.stages(
             &mut |t, y, out| flow.rate(t, y, params, out),
             t0,
             h,
@@ -899,7 +974,9 @@ impl<'a> Backward<'a> {
         param_bar: &mut [f64],
     ) {
         let n = self.n;
-        let tab = self.tableau;
+        let Stepping::RungeKutta(tab) = self.stepping else {
+            unreachable!("a Runge-Kutta step on the tape of a Runge-Kutta run")
+        };
         let s = tab.solution_stages();
         let flow = &self.system.modes()[mode].flow;
         for i in 0..s {
@@ -954,6 +1031,80 @@ impl<'a> Backward<'a> {
             }
         }
         lambda.copy_from_slice(&self.vectors.state_bar);
+    }
+}
+
+impl Backward<'_> {
+    /// `a` and `b` of mode `mode`'s `x' = a x + b` ([`Stepping::Exact`]).
+    fn linear_of(&self, mode: usize) -> (&[f64], &[f64]) {
+        let n = self.n;
+        self.linear[2 * n * mode..2 * n * (mode + 1)].split_at(n)
+    }
+
+    /// Transposes one stretch of length `s` of the exact solver from the
+    /// start state in `self.vectors.stage_states`. Forward, a tangent is
+    /// carried as `v(s) = e^{a s} v + f_p(x0) phi + (f_p(x0 + rate0) -
+    /// f_p(x0)) chi` ([`ia_events::exact::ExactSpan`]); so
+    /// `lambda <- e^{a s} lambda` and
+    /// `p_bar += f_p(x0)^T (lambda phi - lambda chi) + f_p(x0 + rate0)^T (lambda chi)`,
+    /// two of the flow's vector-Jacobian products (its dense partials where
+    /// it has none).
+    fn transpose_stretch(
+        &mut self,
+        mode: usize,
+        t0: f64,
+        s: f64,
+        lambda: &mut [f64],
+        param_bar: &mut [f64],
+    ) {
+        let n = self.n;
+        let (linear, vectors) = (&self.linear, &mut self.vectors);
+        let (a, b) = linear[2 * n * mode..2 * n * (mode + 1)].split_at(n);
+        // Stage bars: lambda (phi - chi) at x0, lambda chi at x0 + rate0.
+        let at_start = &mut vectors.stage_bars[..n];
+        let x0 = &vectors.stage_states[..n];
+        let shifted = &mut vectors.stages[..n];
+        let by_chi = &mut vectors.state_bar[..n];
+        // The factors of the last rate met: a network's components share one.
+        let mut factors: Option<(f64, f64, f64)> = None;
+        for i in 0..n {
+            let (phi, chi) = match factors {
+                Some((rate, phi, chi)) if rate.to_bits() == a[i].to_bits() => (phi, chi),
+                _ => {
+                    let (phi, chi) = (
+                        ia_events::exact::phi(a[i], s),
+                        ia_events::exact::chi(a[i], s),
+                    );
+                    factors = Some((a[i], phi, chi));
+                    (phi, chi)
+                }
+            };
+            let l = lambda[i];
+            at_start[i] = l * (phi - chi);
+            by_chi[i] = l * chi;
+            shifted[i] = x0[i] + (a[i] * x0[i] + b[i]);
+            // e^{a s} = 1 + a phi, as the run carries its tangents.
+            lambda[i] = l * (1.0 + a[i] * phi);
+        }
+        let flow = &self.system.modes()[mode].flow;
+        for (x, v) in [(x0, &*at_start), (&*shifted, &*by_chi)] {
+            let fast = flow.vector_jacobian_product(
+                t0,
+                x,
+                self.params,
+                v,
+                &mut vectors.scratch,
+                param_bar,
+            );
+            if !fast {
+                self.partials.clear();
+                flow.partials(t0, x, self.params, &mut self.partials);
+                let v = nalgebra::DVectorView::from_slice(v, n);
+                for (c, pb) in param_bar.iter_mut().enumerate() {
+                    *pb += self.partials.p.column(c).dot(&v);
+                }
+            }
+        }
     }
 }
 

@@ -500,19 +500,21 @@ impl Sensitivities {
     }
 }
 
-fn adjoint_tableau(
-    problem: &Problem<'_>,
-) -> Result<&'static ia_events::ButcherTableau, HybridError> {
+/// What the backward pass transposes for `problem`'s solver: its
+/// Runge-Kutta steps, or the exact solver's closed-form stretches.
+fn adjoint_stepping(problem: &Problem<'_>) -> Result<adjoint::Stepping, HybridError> {
     if problem.solver == ia_events::SolverChoice::Exact {
-        return Err(HybridError::Unsupported(
-            ia_events::EXACT_HAS_NO_STEPS.into(),
-        ));
+        return Ok(adjoint::Stepping::Exact);
     }
-    problem.solver.tableau().ok_or_else(|| {
-        HybridError::Unsupported(
-            "the adjoint transposes the Runge-Kutta steps of the forward pass, which the ode_solvers adapter does not expose; use the built-in rk4, dopri5 or dop853 solver (SolverChoice::Rk4, SolverChoice::Dopri5 or SolverChoice::Dop853), or forward sensitivities (Method::Forward)".into(),
-        )
-    })
+    problem
+        .solver
+        .tableau()
+        .map(adjoint::Stepping::RungeKutta)
+        .ok_or_else(|| {
+            HybridError::Unsupported(
+                "the adjoint transposes the Runge-Kutta steps of the forward pass, which the ode_solvers adapter does not expose; use the built-in rk4, dopri5 or dop853 solver (SolverChoice::Rk4, SolverChoice::Dopri5 or SolverChoice::Dop853), or forward sensitivities (Method::Forward)".into(),
+            )
+        })
 }
 
 /// Runs `problem` with sensitivities: the final-state and observation
@@ -565,7 +567,7 @@ pub fn jacobian_in(
         }
         Method::Adjoint => {
             let wrt = sys.shared_wrt_names();
-            let tableau = adjoint_tableau(problem)?;
+            let stepping = adjoint_stepping(problem)?;
             let mut tape = workspace.tape(&AdjointOptions::default());
             let run = ia_events::run_in(
                 problem,
@@ -581,7 +583,7 @@ pub fn jacobian_in(
                 }
             };
             let mut backward =
-                Backward::new_in(sys, &problem.params, tableau, &mut workspace.backward);
+                Backward::new_in(sys, &problem.params, stepping, &mut workspace.backward);
             let n = sys.state_dim();
             let m = wrt.len();
             // Each row's pass starts at the output it seeds: an event's or an
@@ -925,7 +927,7 @@ pub fn gradient_in(
     workspace: &mut Workspace,
 ) -> Result<Gradient, HybridError> {
     let sys = problem.system;
-    let tableau = adjoint_tableau(problem)?;
+    let stepping = adjoint_stepping(problem)?;
     loss.check(sys.state_dim())?;
     let mut tape = workspace.tape(options);
     let run = ia_events::run_in(
@@ -939,7 +941,8 @@ pub fn gradient_in(
         let mut seeds = LossSeeds::zeros(&trajectory);
         let value = loss.evaluate(&trajectory, &mut seeds);
         check_seeds(&seeds, &trajectory)?;
-        let mut backward = Backward::new_in(sys, &problem.params, tableau, &mut workspace.backward);
+        let mut backward =
+            Backward::new_in(sys, &problem.params, stepping, &mut workspace.backward);
         let pass = backward.gradient(&tape, &trajectory, &seeds);
         backward.release(&mut workspace.backward);
         let (initial_state, params) = pass?;

@@ -97,7 +97,7 @@
 //! |---|---|---|
 //! | `dopri5` (default), `dop853` | `rtol`, `atol`, `max_step` | `rtol = atol = 1e-10`, step unbounded |
 //! | `rk4` | `dt` (fixed step) | `dt = t_end / 1000` |
-//! | `exact` | none | the exact event-driven solver (`ia_events::exact`): closed-form propagation between events, for `lif`, `lif-network` and `thermostat` (flows that are decoupled and linear, threshold guards); `simulate` and forward `gradient`; `--method adjoint` refuses it |
+//! | `exact` | none | the exact event-driven solver (`ia_events::exact`): closed-form propagation between events, for `lif`, `lif-network` and `thermostat` (flows that are decoupled and linear, threshold guards); `simulate`, and `gradient` by either method |
 //! | `ode_solvers.dopri5`, `ode_solvers.dop853` | `rtol`, `atol`, `macro_step` | `rtol = atol = 1e-10`, `macro_step = t_end / 100` |
 //! | `ode_solvers.rk4` | `rtol`, `atol` (unused), `macro_step` (its fixed step) | `macro_step = t_end / 1000` |
 //!

@@ -47,8 +47,13 @@
 //! `ia-adjoint`'s forward sensitivities) are carried over each stretch in
 //! closed form too ([`ExtraState::advance_exact`], with the factors of
 //! [`ExactSpan`]) and mapped across each event by their own jump, so a
-//! forward Jacobian through this solver is exact to rounding as well. The
-//! adjoint, which transposes steps, is not written for it yet.
+//! forward Jacobian through this solver is exact to rounding as well.
+//! Each stretch is shown to the observer
+//! ([`Observer::stretch_taken`](crate::Observer::stretch_taken)), and each
+//! event's geometry is formed when the carried components or the observer
+//! read it, so `ia-adjoint`'s reverse pass transposes the closed form
+//! stretch by stretch (the transpose of [`ExactSpan`]'s map) and each event
+//! as after a Runge-Kutta run.
 //!
 //! ```
 //! use ia_events::{exact, simulate, Problem, SolverChoice};
@@ -67,6 +72,7 @@
 //! }
 //! ```
 
+use crate::geometry::{EventAt, GeometryWorkspace};
 use crate::integrator::{trim_events, ZenoWatch};
 use crate::{EventJump, ExtraState, NoExtraState, NoObserver, Observer, Problem, RunContext};
 use ia_core::{
@@ -191,8 +197,16 @@ pub struct ExactSpan<'a> {
 
 /// `(s e^{a s} - phi(a, s)) / a`, `s^2 / 2` where `a = 0`: the weight of a
 /// source growing like `phi` in a tangent carried over `s` (a series where
-/// `a s` is small, which the difference would cancel).
-fn chi(a: f64, s: f64) -> f64 {
+/// `a s` is small, which the difference would cancel). [`ExactSpan::chi`]
+/// per component.
+///
+/// ```
+/// use ia_events::exact::chi;
+/// assert_eq!(chi(0.0, 2.0), 2.0);
+/// let (a, s) = (-3.0f64, 0.5f64);
+/// assert!((chi(a, s) - (s * (a * s).exp() - (a * s).exp_m1() / a) / a).abs() < 1e-15);
+/// ```
+pub fn chi(a: f64, s: f64) -> f64 {
     let z = a * s;
     if z.abs() < 1e-2 {
         s * s
@@ -205,12 +219,47 @@ fn chi(a: f64, s: f64) -> f64 {
 }
 
 /// `(e^{a s} - 1) / a`, `s` where `a = 0`: the factor by which the rate
-/// `a x + b` carries `x` over a delay `s`.
-fn phi(a: f64, s: f64) -> f64 {
+/// `a x + b` carries `x` over a delay `s` ([`ExactSpan::phi`] per
+/// component).
+///
+/// ```
+/// use ia_events::exact::phi;
+/// assert_eq!(phi(0.0, 0.25), 0.25);
+/// assert!((phi(-2.0, 0.5) - (1.0 - (-1.0f64).exp()) / 2.0).abs() < 1e-16);
+/// ```
+pub fn phi(a: f64, s: f64) -> f64 {
     if a == 0.0 {
         s
     } else {
         (a * s).exp_m1() / a
+    }
+}
+
+/// Carries `x` over a stretch of length `s` of `x_i' = a_i x_i + b_i`:
+/// `x_i += (a_i x_i + b_i) phi(a_i, s)`, the arithmetic of the exact run,
+/// so a state carried again (an adjoint replaying the run from a kept
+/// state) is the run's to the last bit.
+///
+/// ```
+/// let (a, b) = ([-2.0, 0.0], [2.0, 1.0]);
+/// let mut x = [0.0, 1.0];
+/// ia_events::exact::advance_state(&a, &b, 0.5, &mut x);
+/// assert!((x[0] - (1.0 - (-1.0f64).exp())).abs() < 1e-16); // relaxes towards 1
+/// assert_eq!(x[1], 1.5);
+/// ```
+pub fn advance_state(a: &[f64], b: &[f64], s: f64, x: &mut [f64]) {
+    // The factor of the last rate met: a network's components share one.
+    let mut last: Option<(f64, f64)> = None;
+    for ((x, &ai), &bi) in x.iter_mut().zip(a).zip(b) {
+        let factor = match last {
+            Some((rate, factor)) if rate.to_bits() == ai.to_bits() => factor,
+            _ => {
+                let factor = phi(ai, s);
+                last = Some((ai, factor));
+                factor
+            }
+        };
+        *x += (ai * *x + bi) * factor;
     }
 }
 
@@ -390,6 +439,9 @@ struct Run<'p, E, O> {
     next_observation: usize,
     zeno: ZenoWatch,
     stop_firings: usize,
+    /// Each event's geometry, formed when the carried components or the
+    /// observer read it.
+    geometry: Option<GeometryWorkspace>,
 }
 
 /// Runs `problem` with the exact solver (see the [module
@@ -400,7 +452,8 @@ pub fn simulate(problem: &Problem<'_>) -> Result<Trajectory, HybridError> {
 
 /// [`simulate`] carrying `extra` along with the state (it must carry itself
 /// over each stretch between events, [`ExtraState::advance_exact`]) and
-/// showing the run to `observer` (which sees no steps: there are none).
+/// showing the run to `observer` (which sees no steps, there are none, but
+/// each stretch carried in closed form, [`Observer::stretch_taken`]).
 pub fn run<E: ExtraState, O: Observer>(
     problem: &Problem<'_>,
     extra: &mut E,
@@ -470,7 +523,11 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             next_observation: 0,
             zeno: ZenoWatch::default(),
             stop_firings: 0,
+            geometry: None,
         };
+        if run.extra.wants_event_geometry() || run.observer.wants_event_geometry() {
+            run.geometry = Some(GeometryWorkspace::new(n, system.param_dim()));
+        }
         for &k in &run.structure.leaving[run.mode] {
             let tr = &system.transitions()[k];
             let g = run.guard_value(k);
@@ -541,6 +598,8 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     fn advance(&mut self, t: f64) -> Result<(), HybridError> {
         let s = t - self.t;
         if s > 0.0 {
+            self.observer
+                .stretch_taken(self.context(), self.mode, self.t, s, &self.x);
             for (phi_r, &a) in self.phis.iter_mut().zip(&self.rates) {
                 *phi_r = phi(a, s);
             }
@@ -720,6 +779,17 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             trim_events(recording, &mut self.trajectory, false);
         }
         self.trajectory.stats.events += 1;
+        let event = EventAt {
+            transition: k,
+            time: t,
+            state_before: &self.x,
+            state_after: &self.x_after,
+            cascade_of,
+        };
+        let geometry = self
+            .geometry
+            .as_mut()
+            .map(|g| g.compute(system, &self.problem.params, event));
         let jump = EventJump {
             index: self.trajectory.stats.events - 1,
             transition: k,
@@ -730,7 +800,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             state_after: &self.x_after,
             terminal: tr.terminal,
             cascade_of,
-            geometry: None,
+            geometry,
         };
         let run = RunContext {
             system,

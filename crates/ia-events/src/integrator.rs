@@ -198,6 +198,19 @@ impl ExtraState for NoExtraState {
 pub trait Observer {
     /// Every accepted step: mode, start time, size and the start state.
     fn step_taken(&mut self, _run: RunContext<'_>, _mode: usize, _t0: f64, _h: f64, _y0: &[f64]) {}
+    /// Every stretch between events, observations and the end that the
+    /// exact event-driven solver ([`crate::exact`]) carries the state over
+    /// in closed form (its steps): mode, start time, length and the start
+    /// state (the state only, without carried components).
+    fn stretch_taken(
+        &mut self,
+        _run: RunContext<'_>,
+        _mode: usize,
+        _t0: f64,
+        _s: f64,
+        _x0: &[f64],
+    ) {
+    }
     /// Every event, after its reset.
     fn event(&mut self, _run: RunContext<'_>, _jump: &EventJump<'_>) -> Result<(), HybridError> {
         Ok(())
@@ -223,6 +236,10 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn step_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, h: f64, y0: &[f64]) {
         self.0.step_taken(run, mode, t0, h, y0);
         self.1.step_taken(run, mode, t0, h, y0);
+    }
+    fn stretch_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, s: f64, x0: &[f64]) {
+        self.0.stretch_taken(run, mode, t0, s, x0);
+        self.1.stretch_taken(run, mode, t0, s, x0);
     }
     fn event(&mut self, run: RunContext<'_>, jump: &EventJump<'_>) -> Result<(), HybridError> {
         self.0.event(run, jump)?;

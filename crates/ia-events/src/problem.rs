@@ -67,9 +67,10 @@ impl Default for SolverChoice {
     }
 }
 
-/// Why the exact solver has no stepper, and so no adjoint (the adjoint
-/// transposes steps).
-pub const EXACT_HAS_NO_STEPS: &str = "the exact solver (method exact) takes no steps, so there are none to transpose: its adjoint is not written yet; use forward sensitivities (method forward) with it, or dopri5 or dop853 for the adjoint";
+/// Why the exact solver has no stepper: it carries the state over each
+/// stretch between events in closed form ([`crate::exact`]), which
+/// [`crate::run`] and [`crate::simulate`] dispatch to.
+pub const EXACT_HAS_NO_STEPS: &str = "the exact solver (method exact) takes no steps: it carries the state between events in closed form, so it has no stepper; run it through ia_events::simulate or ia_events::run (which dispatch to ia_events::exact), or choose rk4, dopri5 or dop853 for a stepper";
 
 impl SolverChoice {
     /// Adaptive Dormand-Prince 5(4) with `rtol = atol = tol`.

@@ -548,9 +548,9 @@ pub fn two_ball_known_values_rows() -> Vec<Row> {
     rows
 }
 
-/// Every case of [`crate::closed_form::network_cases`]: the simulation (by
-/// DOPRI5 and by the exact event-driven solver) and the forward and adjoint
-/// Jacobians (final potentials and spike times) against the network's
+/// Every case of [`crate::closed_form::network_cases`]: the simulation and
+/// the forward and adjoint Jacobians (final potentials and spike times), by
+/// DOPRI5 and by the exact event-driven solver, against the network's
 /// closed form.
 pub fn lif_network_rows() -> Vec<Row> {
     let study = "closed_form";
@@ -586,12 +586,17 @@ pub fn lif_network_rows() -> Vec<Row> {
             &sol.event_times,
         ));
         let (f, e) = (cf_final(&sol), cf_events(&sol));
-        rows.extend(sensitivity_rows(
-            study,
-            &name,
-            &problem,
-            &[("closed_form module", &f, &e)],
-        ));
+        for (case, problem) in [
+            (name.clone(), &problem),
+            (format!("{name}_exact_solver"), &exact),
+        ] {
+            rows.extend(sensitivity_rows(
+                study,
+                &case,
+                problem,
+                &[("closed_form module", &f, &e)],
+            ));
+        }
     }
     rows
 }
