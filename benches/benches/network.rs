@@ -3,8 +3,9 @@
 //! DOPRI5, and by the exact event-driven solver `ia_events::exact`), the
 //! forward Jacobian with respect to ten chosen columns (by both)
 //! ([`ia_benches::network::CHOSEN`]: five initial potentials, four drives
-//! and `tau`), and the adjoint gradient, with respect to every parameter, of
-//! a loss reading all final potentials and the last ten spike times. Criterion's throughput is
+//! and `tau`), and the adjoint gradient (by both), with respect to every
+//! parameter, of a loss reading all final potentials and the last ten spike
+//! times. Criterion's throughput is
 //! the number of events, so its report reads as events per second.
 //!
 //! ```text
@@ -12,8 +13,8 @@
 //! ```
 //!
 //! Before timing, the setup checks the adjoint gradient against forward
-//! sensitivities contracted with the same seeds (N = 10), so the benchmark
-//! never times a wrong answer.
+//! sensitivities contracted with the same seeds (N = 10, by both solvers),
+//! so the benchmark never times a wrong answer.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ia_adjoint::{gradient, jacobian_wrt, Method};
@@ -24,11 +25,11 @@ use std::time::Duration;
 
 const SIZES: [usize; 3] = [10, 100, 1000];
 
-fn check() {
-    let net = Network::new(10);
-    let problem = net.problem();
-    let adjoint = gradient(&problem, &loss).expect("adjoint gradient");
-    let forward = ia_adjoint::jacobian(&problem, ia_adjoint::Method::ForwardOnStateSteps)
+/// The adjoint gradient of `problem` against the forward Jacobian
+/// contracted with the same seeds.
+fn check(problem: &ia_events::Problem<'_>) {
+    let adjoint = gradient(problem, &loss).expect("adjoint gradient");
+    let forward = ia_adjoint::jacobian(problem, ia_adjoint::Method::ForwardOnStateSteps)
         .expect("forward Jacobian");
     let mut seeds = ia_adjoint::LossSeeds::zeros(&forward.trajectory);
     loss(&forward.trajectory, &mut seeds);
@@ -48,7 +49,11 @@ fn check() {
 }
 
 fn bench(c: &mut Criterion) {
-    check();
+    let net = Network::new(10);
+    let mut problem = net.problem();
+    check(&problem);
+    problem.solver = ia_events::SolverChoice::Exact;
+    check(&problem);
     let mut group = c.benchmark_group("network");
     group
         .sample_size(10)
@@ -110,6 +115,14 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("adjoint_gradient", n), &problem, |b, p| {
             b.iter(|| black_box(gradient(p, &loss).unwrap()))
         });
+        // The same gradient through the exact solver (checked against its
+        // forward pass at N = 10 above, against the closed form in
+        // ia-verify).
+        group.bench_with_input(
+            BenchmarkId::new("adjoint_gradient_exact", n),
+            &exact_problem,
+            |b, p| b.iter(|| black_box(gradient(p, &loss).unwrap())),
+        );
     }
     group.finish();
 }

@@ -1,7 +1,7 @@
 //! The thermostat's long runs (issue 9): the model's default state,
 //! parameters and starting mode, switching about once per 1.64 time units
 //! (`t_end = 1640` gives about 1,000 switches), at `rtol = atol = 1e-10`
-//! with either Dormand-Prince pair.
+//! with either Dormand-Prince pair, or by the exact event-driven solver.
 
 use ia_core::HybridSystem;
 use ia_events::{EventOptions, EventRecording, Problem, SolverChoice};
@@ -10,8 +10,9 @@ use ia_events::{EventOptions, EventRecording, Problem, SolverChoice};
 pub const TOL: f64 = 1e-10;
 
 /// The methods the long runs compare, by their command-line names: DOPRI5
-/// (the default) and DOP853, both at [`TOL`].
-pub fn methods() -> [(&'static str, SolverChoice); 2] {
+/// (the default) and DOP853, both at [`TOL`], and the exact event-driven
+/// solver (`ia_events::exact`: closed-form stretches, no tolerance).
+pub fn methods() -> [(&'static str, SolverChoice); 3] {
     [
         ("dopri5", SolverChoice::dopri5(TOL)),
         (
@@ -22,6 +23,7 @@ pub fn methods() -> [(&'static str, SolverChoice); 2] {
                 max_step: None,
             },
         ),
+        ("exact", SolverChoice::Exact),
     ]
 }
 
