@@ -243,8 +243,10 @@ impl ButcherTableau {
 /// `K_j = k[j stride..j stride + out.len()]` with a nonzero weight (`start`
 /// zero when `None`), accumulated stage by stage in order: the rounding
 /// every caller relies on (stepper, replay and adjoint form the same bits).
-/// A small system is summed component by component (a pass per stage costs
-/// more than its arithmetic there); a larger one a stage at a time over
+/// Up to [`SUMMED_IN_REGISTERS`] components the partial sums stay in
+/// registers ([`weighted_sum_fixed`]: a one-state system's forward
+/// sensitivities, seven components, spent most of a step storing and
+/// loading them); a larger system is summed a stage at a time over
 /// contiguous slices.
 #[inline(always)]
 pub(crate) fn weighted_sum(
@@ -256,17 +258,18 @@ pub(crate) fn weighted_sum(
     out: &mut [f64],
 ) {
     let m = out.len();
-    if m < COMPONENTWISE_BELOW {
-        for (e, o) in out.iter_mut().enumerate() {
-            let mut acc = start.map_or(0.0, |y0| y0[e]);
-            for (j, &w) in weights.iter().enumerate() {
-                if w != 0.0 {
-                    acc += h * w * k[j * stride + e];
-                }
-            }
-            *o = acc;
+    match m {
+        1 => return weighted_sum_fixed::<1>(h, start, weights, k, stride, out),
+        2 => return weighted_sum_fixed::<2>(h, start, weights, k, stride, out),
+        3 => return weighted_sum_fixed::<3>(h, start, weights, k, stride, out),
+        4 => return weighted_sum_fixed::<4>(h, start, weights, k, stride, out),
+        5 => return weighted_sum_fixed::<5>(h, start, weights, k, stride, out),
+        6 => return weighted_sum_fixed::<6>(h, start, weights, k, stride, out),
+        7 => return weighted_sum_fixed::<7>(h, start, weights, k, stride, out),
+        SUMMED_IN_REGISTERS => {
+            return weighted_sum_fixed::<SUMMED_IN_REGISTERS>(h, start, weights, k, stride, out)
         }
-        return;
+        _ => {}
     }
     match start {
         Some(y0) => out.copy_from_slice(&y0[..m]),
@@ -282,10 +285,36 @@ pub(crate) fn weighted_sum(
     }
 }
 
-/// Below this many components [`weighted_sum`] loops over the terms of each
-/// component (a pass over the components per stage costs more than its
-/// arithmetic there).
-const COMPONENTWISE_BELOW: usize = 4;
+/// The most components [`weighted_sum`] keeps in registers.
+const SUMMED_IN_REGISTERS: usize = 8;
+
+/// [`weighted_sum`] of exactly `M` components, the partial sums in
+/// registers: the same additions in the same order as a pass per stage,
+/// without storing and loading each partial sum at every stage.
+#[inline(always)]
+fn weighted_sum_fixed<const M: usize>(
+    h: f64,
+    start: Option<&[f64]>,
+    weights: &[f64],
+    k: &[f64],
+    stride: usize,
+    out: &mut [f64],
+) {
+    let mut sum = [0.0; M];
+    if let Some(y0) = start {
+        sum.copy_from_slice(&y0[..M]);
+    }
+    for (j, &w) in weights.iter().enumerate() {
+        if w != 0.0 {
+            let hw = h * w;
+            let stage = &k[j * stride..j * stride + M];
+            for (s, &kv) in sum.iter_mut().zip(stage) {
+                *s += hw * kv;
+            }
+        }
+    }
+    out.copy_from_slice(&sum);
+}
 
 /// The classical fourth-order Runge-Kutta method.
 pub static RK4: ButcherTableau = ButcherTableau {
@@ -672,11 +701,10 @@ mod tests {
     use rstest::rstest;
 
     proptest! {
-        /// Both summation orders of `weighted_sum` (component by component
-        /// for small systems, stage by stage for larger ones) give, to the
-        /// last bit, the reference: `start` plus `(h w_j) K_j` added stage by
-        /// stage in order, zero weights skipped (the sign of a zero result
-        /// aside).
+        /// Both forms of `weighted_sum` (the sums in registers up to eight
+        /// components, a pass per stage above) give, to the last bit, the
+        /// reference: `start` plus `(h w_j) K_j` added stage by stage in
+        /// order, zero weights skipped (the sign of a zero result aside).
         #[test]
         fn weighted_sum_is_the_stagewise_sum(
             m in 1usize..12,
