@@ -39,8 +39,8 @@
 //! declares, [`Reset::writes`](ia_core::Reset::writes), or by comparing
 //! the states); after a switch to another mode every guard of the new
 //! mode already at or beyond zero is due. The Zeno rule, `max_events`, the
-//! recording options, observations and [`Problem::stop_after`] are the
-//! integrator's. The times are exact up to rounding, with no time
+//! recording options, observations, [`Problem::stop_after`] and
+//! [`Problem::start_band`] are the integrator's. The times are exact up to rounding, with no time
 //! tolerance; the solver takes no steps (`stats.steps` is 0).
 //!
 //! Components carried along with the state (an [`ExtraState`], such as
@@ -531,7 +531,17 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         for &k in &run.structure.leaving[run.mode] {
             let tr = &system.transitions()[k];
             let g = run.guard_value(k);
-            if tr.guard.direction().violated_at_start(g) {
+            // As in the integrator, a guard within the start band sits on
+            // zero and takes the side its rate points to (`g_x = 1`). A
+            // guard heading away is never predicted to cross: its entry is
+            // monotone.
+            let heading = if problem.start_band > 0.0 && g.abs() <= problem.start_band {
+                let i = run.structure.thresholds[k].state;
+                run.structure.a[run.mode][i] * run.x[i] + run.structure.b[run.mode][i]
+            } else {
+                g
+            };
+            if tr.guard.direction().violated_at_start(heading) {
                 return Err(HybridError::GuardViolatedAtStart {
                     transition: tr.name.clone(),
                     value: g,

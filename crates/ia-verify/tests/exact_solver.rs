@@ -363,13 +363,8 @@ proptest::proptest! {
 
 /// A user's flow that declares its structure but no Jacobian-vector
 /// product: `x' = -k x + u`, fired when `x` rises through `c` and reset to
-/// `r x` (parameters `k, u, c, r`). The forward pass then takes each
-/// parameter's source from the dense partials, and the adjoint each
-/// parameter's cotangent. References: forward sensitivities on DOPRI5's
-/// steps at 1e-12, within 1e-7; for the adjoint, the exact forward pass
-/// within 1e-10.
-#[test]
-fn a_flow_without_products_is_carried_through_its_partials() {
+/// `r x` (parameters `k, u, c, r`).
+fn relaxing_system() -> ia_core::HybridSystem {
     use ia_core::{
         Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, HybridSystem, Reset,
         ResetPartials, Threshold, ToMode,
@@ -418,11 +413,21 @@ fn a_flow_without_products_is_carried_through_its_partials() {
             out.p[(0, 3)] = x[0];
         }
     }
-    let system = HybridSystem::builder(&["x"], &["k", "u", "c", "r"])
+    HybridSystem::builder(&["x"], &["k", "u", "c", "r"])
         .mode("on", Relax)
         .transition("fire", FromMode("on"), ToMode("on"), Level, Scale)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// The system of [`relaxing_system`]: the forward pass takes each
+/// parameter's source from the dense partials, and the adjoint each
+/// parameter's cotangent. References: forward sensitivities on DOPRI5's
+/// steps at 1e-12, within 1e-7; for the adjoint, the exact forward pass
+/// within 1e-10.
+#[test]
+fn a_flow_without_products_is_carried_through_its_partials() {
+    let system = relaxing_system();
     let problem = |solver| {
         Problem::new(&system, vec![0.1], vec![3.0, 2.0, 0.5, 0.2], 5.0).with_solver(solver)
     };
@@ -438,4 +443,29 @@ fn a_flow_without_products_is_carried_through_its_partials() {
     // too; reference: the forward pass through the exact solver.
     let adjoint = jacobian(&problem(SolverChoice::Exact), Method::Adjoint).unwrap();
     assert_same_jacobians(&adjoint, &exact, 1e-10, "the adjoint without products");
+}
+
+/// Reference: the integrator, which reads [`Problem::start_band`] the same
+/// way. A start on the threshold (`x = c`) is refused by both without a
+/// band; within a band, a start whose rate points away from the crossing
+/// (`-k c + u < 0`) runs in both to the same state, and one whose rate
+/// points into it is refused by both.
+#[test]
+fn a_start_within_the_band_takes_the_side_of_its_rate() {
+    let system = relaxing_system();
+    let problem = |u: f64, band: f64, solver| {
+        Problem::new(&system, vec![0.5], vec![3.0, u, 0.5, 0.2], 2.0)
+            .with_start_band(band)
+            .with_solver(solver)
+    };
+    for solver in [SolverChoice::Exact, SolverChoice::dopri5(1e-12)] {
+        let err = simulate(&problem(1.0, 0.0, solver.clone())).unwrap_err();
+        assert_eq!(err.kind(), "guard_violated_at_start", "{solver:?}: {err}");
+        let err = simulate(&problem(2.0, 1e-9, solver.clone())).unwrap_err();
+        assert_eq!(err.kind(), "guard_violated_at_start", "{solver:?}: {err}");
+    }
+    let exact = simulate(&problem(1.0, 1e-9, SolverChoice::Exact)).unwrap();
+    let stepped = simulate(&problem(1.0, 1e-9, SolverChoice::dopri5(1e-12))).unwrap();
+    assert!(exact.events.is_empty());
+    assert_same_run(&exact, &stepped, 1e-8);
 }
