@@ -40,7 +40,8 @@
 //! the states); after a switch to another mode every guard of the new
 //! mode already at or beyond zero is due. The Zeno rule, `max_events`, the
 //! recording options, observations, [`Problem::stop_after`] and
-//! [`Problem::start_band`] are the integrator's. The times are exact up to rounding, with no time
+//! [`Problem::start_band`] are the integrator's; the progress hook is told
+//! every [`PROGRESS_EVERY_STEPS`] events. The times are exact up to rounding, with no time
 //! tolerance; the solver takes no steps (`stats.steps` is 0).
 //!
 //! Components carried along with the state (an [`ExtraState`], such as
@@ -74,7 +75,10 @@
 
 use crate::geometry::{EventAt, GeometryWorkspace};
 use crate::integrator::{trim_events, ZenoWatch};
-use crate::{EventJump, ExtraState, NoExtraState, NoObserver, Observer, Problem, RunContext};
+use crate::{
+    EventJump, ExtraState, NoExtraState, NoObserver, Observer, Problem, Progress, RunContext,
+    PROGRESS_EVERY_STEPS,
+};
 use ia_core::{
     Direction, EventRecord, HybridError, Observation, Segment, SolverStats, Threshold, Trajectory,
 };
@@ -442,6 +446,8 @@ struct Run<'p, E, O> {
     /// Each event's geometry, formed when the carried components or the
     /// observer read it.
     geometry: Option<GeometryWorkspace>,
+    /// The event count at which the progress hook is told next.
+    next_progress: usize,
 }
 
 /// Runs `problem` with the exact solver (see the [module
@@ -524,6 +530,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             zeno: ZenoWatch::default(),
             stop_firings: 0,
             geometry: None,
+            next_progress: PROGRESS_EVERY_STEPS,
         };
         if run.extra.wants_event_geometry() || run.observer.wants_event_geometry() {
             run.geometry = Some(GeometryWorkspace::new(n, system.param_dim()));
@@ -709,6 +716,27 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             if self.fire_cascade(transition)? {
                 return Ok(self.finish());
             }
+            self.report_progress();
+        }
+    }
+
+    /// Tells the progress hook, if there is one, every
+    /// [`PROGRESS_EVERY_STEPS`] events (the exact solver's unit of work; it
+    /// takes no steps).
+    fn report_progress(&mut self) {
+        let events = self.trajectory.stats.events;
+        let Some(hook) = self.problem.progress else {
+            return;
+        };
+        if events >= self.next_progress {
+            self.next_progress = events + PROGRESS_EVERY_STEPS;
+            (hook.0)(&Progress {
+                t0: self.problem.t0,
+                time: self.t,
+                t_end: self.problem.t_end,
+                steps: 0,
+                events,
+            });
         }
     }
 

@@ -434,7 +434,8 @@ impl Progress {
 }
 
 /// A function told how far a run has got, every
-/// [`PROGRESS_EVERY_STEPS`] accepted steps.
+/// [`PROGRESS_EVERY_STEPS`] accepted steps (events, for the exact solver,
+/// which takes no steps).
 #[derive(Clone, Copy)]
 pub struct ProgressHook<'a>(pub &'a (dyn Fn(&Progress) + Sync));
 

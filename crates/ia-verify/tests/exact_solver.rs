@@ -469,3 +469,44 @@ fn a_start_within_the_band_takes_the_side_of_its_rate() {
     assert!(exact.events.is_empty());
     assert_same_run(&exact, &stepped, 1e-8);
 }
+
+/// Reference: the run's own event count. The progress hook is told every
+/// `PROGRESS_EVERY_STEPS` events of the exact solver (it takes no steps):
+/// twice over the thermostat's 10,009 switches, with the time reached
+/// growing and the counts those of the run.
+#[test]
+fn the_progress_hook_is_told_every_few_thousand_events() {
+    use ia_events::{Progress, PROGRESS_EVERY_STEPS};
+    use std::sync::Mutex;
+    let system = ia_models::by_name("thermostat").unwrap().system();
+    let told = Mutex::new(Vec::new());
+    let hook = |p: &Progress| told.lock().unwrap().push((p.events, p.time, p.fraction()));
+    let spec = ia_models::by_name("thermostat").unwrap().spec();
+    let problem = Problem::new(
+        &system,
+        spec.default_state(),
+        spec.default_params(),
+        16400.0,
+    )
+    .with_mode(&spec.initial_mode)
+    .unwrap()
+    .with_solver(SolverChoice::Exact)
+    .with_event_options(EventOptions {
+        max_events: 100_000,
+        record: EventRecording::None,
+        ..EventOptions::default()
+    })
+    .with_progress(&hook);
+    let run = simulate(&problem).unwrap();
+    let told = told.into_inner().unwrap();
+    assert_eq!(
+        told.len(),
+        run.stats.events / PROGRESS_EVERY_STEPS,
+        "{told:?}"
+    );
+    for (k, &(events, time, fraction)) in told.iter().enumerate() {
+        assert!(events >= (k + 1) * PROGRESS_EVERY_STEPS && events < run.stats.events);
+        assert!(time > 0.0 && time < 16400.0 && (0.0..1.0).contains(&fraction));
+    }
+    assert!(told.windows(2).all(|w| w[0].1 < w[1].1), "{told:?}");
+}
