@@ -620,3 +620,38 @@ fn declared_linear_flows_and_thresholds_match_the_model() {
     }
     assert_eq!(declaring, ["lif", "lif-network", "thermostat"]);
 }
+
+/// Reference: each reset's own `apply`. Where a reset declares the entries
+/// it writes (`Reset::writes`, which the exact solver trusts to predict
+/// again only the guards on them), every other entry comes out of `apply`
+/// unchanged, to the bit, at every sample point. The resets that declare
+/// them are counted, so the check cannot pass by finding none.
+#[test]
+fn declared_reset_writes_cover_every_changed_entry() {
+    let mut declaring = 0;
+    for (model, spec, system) in models() {
+        let n = system.state_dim();
+        for tr in system.transitions() {
+            let Some(writes) = tr.reset.writes() else {
+                continue;
+            };
+            declaring += 1;
+            for (t, x, p) in samples(&spec) {
+                let mut after = vec![f64::NAN; n];
+                tr.reset.apply(t, &x, &p, &mut after);
+                for i in (0..n).filter(|i| !writes.contains(i)) {
+                    assert_eq!(
+                        after[i].to_bits(),
+                        x[i].to_bits(),
+                        "{} {}: entry {i} changed ({} -> {}) but is not among the declared writes {writes:?}",
+                        model.name(),
+                        tr.name,
+                        x[i],
+                        after[i]
+                    );
+                }
+            }
+        }
+    }
+    assert!(declaring >= 3, "{declaring} resets declare their writes");
+}
