@@ -275,11 +275,19 @@ pub(crate) fn weighted_sum(
         Some(y0) => out.copy_from_slice(&y0[..m]),
         None => out.fill(0.0),
     }
+    add_stages(h, weights, k, stride, out);
+}
+
+/// `sum += h w_j K_j` for each stage with a nonzero weight, in order (the
+/// stages of `k` at `stride`, `sum.len()` components each).
+#[inline(always)]
+fn add_stages(h: f64, weights: &[f64], k: &[f64], stride: usize, sum: &mut [f64]) {
+    let m = sum.len();
     for (j, &w) in weights.iter().enumerate() {
         if w != 0.0 {
             let hw = h * w;
-            for (o, &kv) in out.iter_mut().zip(&k[j * stride..j * stride + m]) {
-                *o += hw * kv;
+            for (s, &kv) in sum.iter_mut().zip(&k[j * stride..j * stride + m]) {
+                *s += hw * kv;
             }
         }
     }
@@ -304,15 +312,7 @@ fn weighted_sum_fixed<const M: usize>(
     if let Some(y0) = start {
         sum.copy_from_slice(&y0[..M]);
     }
-    for (j, &w) in weights.iter().enumerate() {
-        if w != 0.0 {
-            let hw = h * w;
-            let stage = &k[j * stride..j * stride + M];
-            for (s, &kv) in sum.iter_mut().zip(stage) {
-                *s += hw * kv;
-            }
-        }
-    }
+    add_stages(h, weights, k, stride, &mut sum);
     out.copy_from_slice(&sum);
 }
 
