@@ -1106,8 +1106,7 @@ impl Backward<'_> {
             at_start[i] = l * (phi - chi);
             by_chi[i] = l * chi;
             shifted[i] = x0[i] + (a[i] * x0[i] + b[i]);
-            // e^{a s} = 1 + a phi, as the run carries its tangents.
-            lambda[i] = l * (1.0 + a[i] * phi);
+            lambda[i] = l * ia_events::exact::decay(a[i], phi);
         }
         let flow = &self.system.modes()[mode].flow;
         for (x, v) in [(x0, &*at_start), (&*shifted, &*by_chi)] {

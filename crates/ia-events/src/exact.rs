@@ -41,8 +41,9 @@
 //! mode already at or beyond zero is due. The Zeno rule, `max_events`, the
 //! recording options, observations, [`Problem::stop_after`] and
 //! [`Problem::start_band`] are the integrator's; the progress hook is told
-//! every [`PROGRESS_EVERY_STEPS`] events. The times are exact up to rounding, with no time
-//! tolerance; the solver takes no steps (`stats.steps` is 0).
+//! every [`PROGRESS_EVERY_STEPS`] events. The times are exact up to
+//! rounding, with no time tolerance; the solver takes no steps
+//! (`stats.steps` is 0).
 //!
 //! Components carried along with the state (an [`ExtraState`], such as
 //! `ia-adjoint`'s forward sensitivities) are carried over each stretch in
@@ -239,6 +240,20 @@ pub fn phi(a: f64, s: f64) -> f64 {
     }
 }
 
+/// `e^{a s}` from `phi = phi(a, s)`, as `1 + a phi`: the factor by which a
+/// stretch carries a tangent of the state ([`ExactSpan::decay`]), and its
+/// transpose a cotangent; formed this way (not by `exp`) so that forward
+/// and reverse passes multiply by the same number.
+///
+/// ```
+/// use ia_events::exact::{decay, phi};
+/// let (a, s) = (-2.0f64, 0.5f64);
+/// assert!((decay(a, phi(a, s)) - (a * s).exp()).abs() < 1e-16);
+/// ```
+pub fn decay(a: f64, phi: f64) -> f64 {
+    1.0 + a * phi
+}
+
 /// Carries `x` over a stretch of length `s` of `x_i' = a_i x_i + b_i`:
 /// `x_i += (a_i x_i + b_i) phi(a_i, s)`, the arithmetic of the exact run,
 /// so a state carried again (an adjoint replaying the run from a kept
@@ -263,8 +278,16 @@ pub fn advance_state(a: &[f64], b: &[f64], s: f64, x: &mut [f64]) {
                 factor
             }
         };
-        *x += (ai * *x + bi) * factor;
+        advance_component(x, ai, bi, factor);
     }
+}
+
+/// One component of `x' = a x + b` carried over a stretch whose
+/// `phi(a, s)` is `phi`: the one formula the run and [`advance_state`]
+/// share, so that their states agree to the bit.
+#[inline(always)]
+fn advance_component(x: &mut f64, a: f64, b: f64, phi: f64) {
+    *x += (a * *x + b) * phi;
 }
 
 /// The delay after which `x' = a x + b` from `x` reaches `level` with a
@@ -628,11 +651,11 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             if let [phi] = self.phis[..] {
                 // One rate for all (a network with a shared time constant).
                 for ((x, &ai), &bi) in self.x.iter_mut().zip(a).zip(b) {
-                    *x += (ai * *x + bi) * phi;
+                    advance_component(x, ai, bi, phi);
                 }
             } else {
                 for (((x, &ai), &bi), &r) in self.x.iter_mut().zip(a).zip(b).zip(&self.rate_of) {
-                    *x += (ai * *x + bi) * self.phis[r];
+                    advance_component(x, ai, bi, self.phis[r]);
                 }
             }
         }
@@ -650,8 +673,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         for i in 0..self.x.len() {
             let r = self.rate_of[i];
             self.span_rate[i] = a[i] * self.x[i] + b[i];
-            // e^{a s} = 1 + a phi: the decay that carries the state itself.
-            self.span_decay[i] = 1.0 + a[i] * self.phis[r];
+            self.span_decay[i] = decay(a[i], self.phis[r]);
             self.span_phi[i] = self.phis[r];
             self.span_chi[i] = self.chis[r];
         }
