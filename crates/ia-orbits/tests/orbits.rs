@@ -376,3 +376,57 @@ fn thermostat_period_and_its_derivatives_match_the_closed_form(#[case] params: [
         assert_eq!(sens.multipliers[0][j].re, 0.0);
     }
 }
+
+/// The thermostat's cycle in closed form: cooling from `Thi` to `Tlo`
+/// towards `Tout` takes `ln((Thi - Tout) / (Tlo - Tout)) / a`, heating from
+/// `Tlo` to `Thi` towards `Tout + b / a` takes
+/// `ln((Tout + b/a - Tlo) / (Tout + b/a - Thi)) / a`.
+fn thermostat_period(p: &[f64]) -> f64 {
+    let [a, b, t_out, t_lo, t_hi] = p[..] else {
+        unreachable!("five parameters")
+    };
+    let equilibrium = t_out + b / a;
+    ((t_hi - t_out) / (t_lo - t_out)).ln() / a
+        + ((equilibrium - t_lo) / (equilibrium - t_hi)).ln() / a
+}
+
+/// Reference: the closed form above, and for the derivatives its
+/// fourth-order central difference. The thermostat's cycle through the
+/// section `switch_off` (fixed point `T* = Thi`), by DOPRI5 at 1e-12 and
+/// by the exact event-driven solver: the period and the fixed point to
+/// `tol`, and `dT*/dp` of every parameter to 1e-8 (scaled).
+#[rstest]
+#[case::dopri5(ia_events::SolverChoice::dopri5(1e-12), 1e-10)]
+#[case::exact_solver(ia_events::SolverChoice::Exact, 1e-13)]
+fn the_thermostat_cycle_matches_its_closed_form(
+    #[case] solver: ia_events::SolverChoice,
+    #[case] tol: f64,
+) {
+    let system = ia_models::by_name("thermostat").unwrap().system();
+    let p = [0.2, 5.0, 10.0, 19.0, 23.0];
+    let mut options = OrbitOptions::new(10.0);
+    options.solver = solver;
+    let orbit = periodic_orbit(&system, "switch_off", &[23.0], &p, &options).unwrap();
+    let period = thermostat_period(&p);
+    assert!(
+        (orbit.period - period).abs() <= tol * period,
+        "{} vs {period}",
+        orbit.period
+    );
+    assert!((orbit.fixed_point[0] - p[4]).abs() <= tol * p[4]);
+    let sens = orbit.sensitivities.expect("period derivatives");
+    for (j, &got) in sens.period.iter().enumerate() {
+        let h = 1e-4 * p[j];
+        let at = |k: f64| {
+            let mut q = p;
+            q[j] += k * h;
+            thermostat_period(&q)
+        };
+        let want = (8.0 * (at(1.0) - at(-1.0)) - (at(2.0) - at(-2.0))) / (12.0 * h);
+        assert!(
+            (got - want).abs() <= 1e-8 * want.abs().max(1.0),
+            "dT*/d{}: {got} vs {want}",
+            system.param_names()[j]
+        );
+    }
+}
