@@ -51,7 +51,7 @@
 //! [`ExactSpan`]) and mapped across each event by their own jump, so a
 //! forward Jacobian through this solver is exact to rounding as well.
 //! Each stretch is shown to the observer
-//! ([`Observer::stretch_taken`](crate::Observer::stretch_taken)), and each
+//! ([`Observer::stretch_taken`]), and each
 //! event's geometry is formed when the carried components or the observer
 //! read it, so `ia-adjoint`'s reverse pass transposes the closed form
 //! stretch by stretch (the transpose of [`ExactSpan`]'s map) and each event
