@@ -443,8 +443,10 @@ impl ExtraState for ForwardSensitivity {
     /// column), and `f_p[:, j](x) = f_p[:, j](x0) + (da/dp_j) (x - x0)` with
     /// `x - x0 = rate0 phi(u)`: so `S(s) = decay S + f_p[:, j](x0) phi +
     /// (f_p[:, j](x0 + rate0) - f_p[:, j](x0)) chi` ([`ExactSpan`]), with
-    /// `f_p[:, j]` from the flow's Jacobian-vector product (its dense
-    /// partials where it has none).
+    /// `f_p` of every column from the flow's variational rate at `S = 0`
+    /// (one call at each end) when all columns are carried, and otherwise
+    /// `f_p[:, j]` from its Jacobian-vector product (its dense partials
+    /// where it has neither).
     ///
     /// [`ExactSpan`]: ia_events::exact::ExactSpan
     fn advance_exact(
@@ -457,39 +459,55 @@ impl ExtraState for ForwardSensitivity {
         extra: &mut [f64],
     ) -> bool {
         let (n, m) = (self.n, self.columns());
+        // With every column, each end's sources come from one call of the
+        // flow's variational rate at S = 0 ([0 | f_p], n x m); otherwise
+        // column by column, n at a time.
+        let all_columns = self.chosen.is_none();
+        let width = if all_columns { n * m } else { n };
         let mut scratch = std::mem::take(&mut self.exact_scratch);
         scratch.clear();
-        scratch.resize(4 * n, 0.0);
+        scratch.resize(n + 3 * width, 0.0);
         let (shifted, rest) = scratch.split_at_mut(n);
-        let (zero, rest) = rest.split_at_mut(n);
-        let (at_start, at_shifted) = rest.split_at_mut(n);
+        let (zero, rest) = rest.split_at_mut(width);
+        let (at_start, at_shifted) = rest.split_at_mut(width);
         for ((x, x0), r) in shifted.iter_mut().zip(x0).zip(span.rate) {
             *x = x0 + r;
         }
         let flow = &run.system.modes()[mode].flow;
+        let batched = all_columns
+            && flow.sensitivity_rate(t0, x0, run.params, zero, at_start)
+            && flow.sensitivity_rate(t0, shifted, run.params, zero, at_shifted);
         for c in 0..m {
             let param = Self::column(self.chosen.as_deref(), n, c).param();
             for (v, d) in extra[c * n..(c + 1) * n].iter_mut().zip(span.decay) {
                 *v *= d;
             }
             let Some(j) = param else { continue };
-            let tangent = Tangent {
-                t: 0.0,
-                x: zero,
-                param: Some(j),
-            };
-            let by_products = flow.jacobian_vector_product(t0, x0, run.params, tangent, at_start)
-                && flow.jacobian_vector_product(t0, shifted, run.params, tangent, at_shifted);
-            if !by_products {
-                for (x, out) in [(x0, &mut *at_start), (&*shifted, &mut *at_shifted)] {
-                    let partials = self.dense_partials(run, mode, t0, x);
-                    out.copy_from_slice(partials.p.column(j).as_slice());
+            let sources = if batched {
+                c * n..(c + 1) * n
+            } else {
+                let (at_start, at_shifted) = (&mut at_start[..n], &mut at_shifted[..n]);
+                let tangent = Tangent {
+                    t: 0.0,
+                    x: &zero[..n],
+                    param: Some(j),
+                };
+                let by_products = flow
+                    .jacobian_vector_product(t0, x0, run.params, tangent, at_start)
+                    && flow.jacobian_vector_product(t0, shifted, run.params, tangent, at_shifted);
+                if !by_products {
+                    for (x, out) in [(x0, at_start), (&*shifted, at_shifted)] {
+                        let partials = self.dense_partials(run, mode, t0, x);
+                        out.copy_from_slice(partials.p.column(j).as_slice());
+                    }
                 }
-            }
+                0..n
+            };
+            let (from_start, from_shifted) = (&at_start[sources.clone()], &at_shifted[sources]);
             let column = &mut extra[c * n..(c + 1) * n];
             for i in 0..n {
                 column[i] +=
-                    at_start[i] * span.phi[i] + (at_shifted[i] - at_start[i]) * span.chi[i];
+                    from_start[i] * span.phi[i] + (from_shifted[i] - from_start[i]) * span.chi[i];
             }
         }
         self.exact_scratch = scratch;
