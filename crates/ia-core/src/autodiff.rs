@@ -153,13 +153,25 @@ fn for_each_direction(
     t: f64,
     xs: &mut [Dual64],
     ps: &mut [Dual64],
-    mut eval: impl FnMut(Dual64, &[Dual64], &[Dual64]),
-    mut store: impl FnMut(Seed),
+    eval: impl FnMut(Dual64, &[Dual64], &[Dual64]),
+    store: impl FnMut(Seed),
 ) {
     let seeds = (0..xs.len())
         .map(Seed::State)
         .chain((0..ps.len()).map(Seed::Param))
         .chain(std::iter::once(Seed::Time));
+    for_each_seed(t, xs, ps, seeds, eval, store);
+}
+
+/// [`for_each_direction`] over the given seeds only (a guard's support).
+fn for_each_seed(
+    t: f64,
+    xs: &mut [Dual64],
+    ps: &mut [Dual64],
+    seeds: impl Iterator<Item = Seed>,
+    mut eval: impl FnMut(Dual64, &[Dual64], &[Dual64]),
+    mut store: impl FnMut(Seed),
+) {
     for seed in seeds {
         let mut td = Dual64::from_re(t);
         match seed {
@@ -245,23 +257,29 @@ impl<T: GuardFn> Guard for Autodiff<T> {
         self.0.value(t, x, p)
     }
 
+    /// One dual-number evaluation per entry the guard reads: its support's
+    /// when it declares one (the others are zero), every entry otherwise.
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut GuardPartials) {
         let (n, np) = (x.len(), p.len());
         with_scratch(n + np, |buffer| {
             let (xs, ps) = buffer.split_at_mut(n);
             load(x, p, xs, ps);
             let last = std::cell::Cell::new(0.0);
-            for_each_direction(
-                t,
-                xs,
-                ps,
-                |td, xs, ps| last.set(self.0.value(td, xs, ps).eps),
-                |seed| match seed {
-                    Seed::State(j) => out.x[j] = last.get(),
-                    Seed::Param(j) => out.p[j] = last.get(),
-                    Seed::Time => out.t = last.get(),
-                },
-            );
+            let eval = |td, xs: &[Dual64], ps: &[Dual64]| last.set(self.0.value(td, xs, ps).eps);
+            let store = |seed| match seed {
+                Seed::State(j) => out.x[j] = last.get(),
+                Seed::Param(j) => out.p[j] = last.get(),
+                Seed::Time => out.t = last.get(),
+            };
+            match self.0.support() {
+                Some(read) => {
+                    let seeds = (read.states.iter().map(|&j| Seed::State(j)))
+                        .chain(read.params.iter().map(|&j| Seed::Param(j)))
+                        .chain(std::iter::once(Seed::Time));
+                    for_each_seed(t, xs, ps, seeds, eval, store);
+                }
+                None => for_each_direction(t, xs, ps, eval, store),
+            }
         });
     }
 }
@@ -408,6 +426,58 @@ mod tests {
         assert_eq!(d.x[1], 1.0);
         assert_eq!(d.p[0], -0.16000000000000003);
         assert_eq!(d.t, 0.0);
+    }
+
+    /// A guard reading `x1`, `x3`, `p1` and time of four states and three
+    /// parameters, with and without declaring it.
+    struct Gap {
+        declared: bool,
+    }
+    impl GuardFn for Gap {
+        fn direction(&self) -> Direction {
+            Direction::Falling
+        }
+        fn value<S: Scalar>(&self, t: S, x: &[S], p: &[S]) -> S {
+            x[3] - x[1] * p[1] + t * t
+        }
+        fn support(&self) -> Option<Support<'_>> {
+            self.declared.then_some(Support {
+                states: &[1, 3],
+                params: &[1],
+            })
+        }
+    }
+
+    /// Reference: the same guard differentiated in every direction (which
+    /// finds zeros off its support). With its support declared, the
+    /// partials are those on the support and nothing is written elsewhere
+    /// (the NaN left there shows it).
+    #[test]
+    fn guard_partials_seed_only_a_declared_support() {
+        let (t, x, p) = (0.5, [9.0, 0.4, 8.0, 1.0], [7.0, 0.5, 6.0]);
+        let mut every = GuardPartials::zeros(4, 3);
+        Autodiff(Gap { declared: false }).partials(t, &x, &p, &mut every);
+        assert_eq!(every.x.as_slice(), [0.0, -0.5, 0.0, 1.0]);
+        assert_eq!(every.p.as_slice(), [0.0, -0.4, 0.0]);
+        assert_eq!(every.t, 1.0);
+        let mut on_support = GuardPartials::zeros(4, 3);
+        on_support.x.fill(f64::NAN);
+        on_support.p.fill(f64::NAN);
+        Autodiff(Gap { declared: true }).partials(t, &x, &p, &mut on_support);
+        for (i, (&a, &b)) in on_support.x.iter().zip(every.x.iter()).enumerate() {
+            assert!(
+                if [1, 3].contains(&i) {
+                    a == b
+                } else {
+                    a.is_nan()
+                },
+                "x{i}"
+            );
+        }
+        for (j, (&a, &b)) in on_support.p.iter().zip(every.p.iter()).enumerate() {
+            assert!(if j == 1 { a == b } else { a.is_nan() }, "p{j}");
+        }
+        assert_eq!(on_support.t, every.t);
     }
 
     struct Kick;

@@ -746,9 +746,15 @@ impl Stepper for RkStepper {
             return;
         }
         // A few entries: their coefficients formed on the spot, not the
-        // whole state's.
+        // whole state's; but where they fill at least half of the leading
+        // entries up to the last of them (a one-state system), those are
+        // formed once for the step, as the whole state's are, since the
+        // location asks for them again and again.
         let reach = entries.iter().max().map_or(0, |&i| i + 1);
         self.prepare_extra_stages(rhs, reach);
+        if self.dense_ready < reach && 2 * entries.len() >= reach {
+            self.prepare_dense(reach);
+        }
         let theta = (t - self.t_prev) / h;
         for &i in entries {
             out[i] = if i < self.dense_ready {

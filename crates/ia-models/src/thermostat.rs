@@ -189,6 +189,13 @@ impl GuardFn for TooCold {
         x[0] - p[3]
     }
 
+    fn support(&self) -> Option<ia_core::Support<'_>> {
+        Some(ia_core::Support {
+            states: &[0],
+            params: &[3],
+        })
+    }
+
     fn threshold(&self, p: &[f64]) -> Option<ia_core::Threshold> {
         Some(ia_core::Threshold {
             state: 0,
@@ -208,6 +215,13 @@ impl GuardFn for TooHot {
 
     fn value<S: Scalar>(&self, _t: S, x: &[S], p: &[S]) -> S {
         x[0] - p[4]
+    }
+
+    fn support(&self) -> Option<ia_core::Support<'_>> {
+        Some(ia_core::Support {
+            states: &[0],
+            params: &[4],
+        })
     }
 
     fn threshold(&self, p: &[f64]) -> Option<ia_core::Threshold> {
