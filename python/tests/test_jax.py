@@ -42,23 +42,37 @@ def equation_model(name):
     return ia.Model.from_equations(path.read_text())
 
 
-# Two ready models and one equation model, a loss reading every kind of output.
+# Two ready models and one equation model on fixed RK4 steps (forward and
+# adjoint run the same discretisation), and two models through the exact
+# event-driven solver: (name, model, t_end, observation times, event slots,
+# solver, rtol).
 CASES = [
-    ("ball2d-flat", lambda: ia.Model.ready("ball2d-flat"), 2.0, [0.3, 1.2]),
-    ("two-ball", lambda: ia.Model.ready("two-ball"), 1.0, [0.25, 0.5]),
-    ("thermostat (equations)", lambda: equation_model("thermostat"), 2.0, [0.5, 1.5]),
+    ("ball2d-flat", lambda: ia.Model.ready("ball2d-flat"), 2.0, [0.3, 1.2], 3, RK4, 0.0),
+    ("two-ball", lambda: ia.Model.ready("two-ball"), 1.0, [0.25, 0.5], 3, RK4, 0.0),
+    ("thermostat (equations)", lambda: equation_model("thermostat"), 2.0, [0.5, 1.5], 3, RK4, 0.0),
+    ("thermostat, exact", lambda: ia.Model.ready("thermostat"), 5.0, [5.0 / 3.0], 5, "exact", 1e-10),
+    (
+        "lif-network, exact",
+        lambda: ia.Model.ready("lif-network", size=5),
+        0.02,
+        [0.02 / 3.0],
+        20,
+        "exact",
+        1e-10,
+    ),
 ]
 
 
-@pytest.mark.parametrize("name, make, t_end, observe", CASES, ids=[c[0] for c in CASES])
-def test_grad_is_forward_jacobian_contracted(name, make, t_end, observe):
+@pytest.mark.parametrize(
+    "name, make, t_end, observe, k, solver, rtol", CASES, ids=[c[0] for c in CASES]
+)
+def test_grad_is_forward_jacobian_contracted(name, make, t_end, observe, k, solver, rtol):
     """jax.grad of L = w.x(T) + v.t + sum u_i.x(t_i) equals the library's
-    forward Jacobians contracted with the same weights (fixed RK4 steps:
-    forward and adjoint run the same discretisation)."""
+    forward Jacobians, by the same solver, contracted with the same weights
+    (the exact solver's adjoint against its forward pass: the other mode)."""
     model = make()
     n = len(model.state_names)
-    k = 3
-    run = iajax.solver(model, t_end, observe=observe, max_events=k, solver=RK4)
+    run = iajax.solver(model, t_end, observe=observe, max_events=k, solver=solver)
     x0 = jnp.asarray(model.default_state)
     params = jnp.asarray(model.default_params)
     rng = np.random.default_rng(15)
@@ -70,53 +84,15 @@ def test_grad_is_forward_jacobian_contracted(name, make, t_end, observe):
         return w @ out.final_state + v @ times + jnp.sum(u * out.observed)
 
     gx, gp = jax.grad(loss, argnums=(0, 1))(x0, params)
-    jac = model.jacobian(x0, params, t_end, method="forward", solver=RK4, observe=observe)
+    jac = model.jacobian(x0, params, t_end, method="forward", solver=solver, observe=observe)
     events = min(k, len(jac.event_times))
-    assert events >= 1, "the case must have an event"
+    assert events >= (2 if solver == "exact" else 1), "the case must have events"
     expected = (
         w @ jac.final_jacobian
         + v[:events] @ jac.event_time_gradients[:events]
         + np.einsum("on,onm->m", u, jac.observation_jacobians)
     )
-    np.testing.assert_allclose(np.concatenate([gx, gp]), expected, rtol=0, atol=1e-10)
-
-
-@pytest.mark.parametrize(
-    "name, make, t_end, k",
-    [
-        ("thermostat", lambda: ia.Model.ready("thermostat"), 5.0, 5),
-        ("lif-network", lambda: ia.Model.ready("lif-network", size=5), 0.02, 20),
-    ],
-    ids=["thermostat", "lif-network"],
-)
-def test_grad_through_the_exact_solver(name, make, t_end, k):
-    """jax.grad through the exact event-driven solver's adjoint equals its
-    forward Jacobians contracted with the same weights (the other mode,
-    through the same solver)."""
-    model = make()
-    n = len(model.state_names)
-    observe = [t_end / 3.0]
-    run = iajax.solver(model, t_end, observe=observe, max_events=k, solver="exact")
-    x0 = jnp.asarray(model.default_state)
-    params = jnp.asarray(model.default_params)
-    rng = np.random.default_rng(25)
-    w, v, u = rng.normal(size=n), rng.normal(size=k), rng.normal(size=(1, n))
-
-    def loss(x0, params):
-        out = run(x0, params)
-        times = jnp.where(jnp.arange(k) < out.event_count, out.event_times, 0.0)
-        return w @ out.final_state + v @ times + jnp.sum(u * out.observed)
-
-    gx, gp = jax.grad(loss, argnums=(0, 1))(x0, params)
-    jac = model.jacobian(x0, params, t_end, method="forward", solver="exact", observe=observe)
-    events = min(k, len(jac.event_times))
-    assert events >= 2, "the case must have events"
-    expected = (
-        w @ jac.final_jacobian
-        + v[:events] @ jac.event_time_gradients[:events]
-        + np.einsum("on,onm->m", u, jac.observation_jacobians)
-    )
-    np.testing.assert_allclose(np.concatenate([gx, gp]), expected, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.concatenate([gx, gp]), expected, rtol=rtol, atol=1e-10)
 
 
 def test_jit_vmap_and_eager_agree():

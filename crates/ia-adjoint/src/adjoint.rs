@@ -716,7 +716,7 @@ impl<'a> Backward<'a> {
                 (TapeEntry::Step { h, .. }, Stepping::Exact) => {
                     // The backward stretch reads its start state.
                     self.vectors.replay.extend_from_slice(&y);
-                    let (a, b) = self.linear_of(mode);
+                    let (a, b) = mode_linear(&self.linear, self.n, mode);
                     ia_events::exact::advance_state(a, b, h, &mut y);
                 }
                 (TapeEntry::Step { t0, h }, Stepping::RungeKutta(tab)) => {
@@ -1011,25 +1011,14 @@ impl<'a> Backward<'a> {
             let stage_time = t0 + tab.c[i] * h;
             let stage_state = &self.vectors.stage_states[i * n..(i + 1) * n];
             // Y_bar = f_x^T K_bar; p_bar += f_p^T K_bar
-            let fast = flow.vector_jacobian_product(
-                stage_time,
-                stage_state,
-                self.params,
+            flow_transpose(
+                &**flow,
+                &mut self.partials,
+                (stage_time, stage_state, self.params),
                 k_bar,
                 &mut self.vectors.scratch,
                 param_bar,
             );
-            if !fast {
-                let partials = dense_partials(&mut self.partials, n, param_bar.len());
-                flow.partials(stage_time, stage_state, self.params, partials);
-                let k_bar = nalgebra::DVectorView::from_slice(k_bar, n);
-                for (c, yb) in self.vectors.scratch.iter_mut().enumerate() {
-                    *yb = partials.x.column(c).dot(&k_bar);
-                }
-                for (c, pb) in param_bar.iter_mut().enumerate() {
-                    *pb += partials.p.column(c).dot(&k_bar);
-                }
-            }
             for (sb, &yb) in self.vectors.state_bar.iter_mut().zip(&self.vectors.scratch) {
                 *sb += yb;
             }
@@ -1049,21 +1038,40 @@ impl<'a> Backward<'a> {
     }
 }
 
-/// The dense partials kept in `kept` (formed on first use), cleared for
-/// the flow to write.
-fn dense_partials(kept: &mut Option<FlowPartials>, n: usize, np: usize) -> &mut FlowPartials {
-    let partials = kept.get_or_insert_with(|| FlowPartials::zeros(n, np));
+/// `x_bar = f_x^T v` and `p_bar += f_p^T v` at `(t, x, p)`: the flow's
+/// vector-Jacobian product, or its dense partials (kept in `kept`, formed on
+/// first use) where it has none.
+fn flow_transpose(
+    flow: &dyn ia_core::Flow,
+    kept: &mut Option<FlowPartials>,
+    (t, x, p): (f64, &[f64], &[f64]),
+    v: &[f64],
+    x_bar: &mut [f64],
+    p_bar: &mut [f64],
+) {
+    if flow.vector_jacobian_product(t, x, p, v, x_bar, p_bar) {
+        return;
+    }
+    let n = x.len();
+    let partials = kept.get_or_insert_with(|| FlowPartials::zeros(n, p.len()));
     partials.clear();
-    partials
+    flow.partials(t, x, p, partials);
+    let v = nalgebra::DVectorView::from_slice(v, n);
+    for (c, xb) in x_bar.iter_mut().enumerate() {
+        *xb = partials.x.column(c).dot(&v);
+    }
+    for (c, pb) in p_bar.iter_mut().enumerate() {
+        *pb += partials.p.column(c).dot(&v);
+    }
+}
+
+/// `a` and `b` of mode `mode`'s `x' = a x + b` in `linear` (`2 n` floats a
+/// mode, [`Stepping::Exact`]).
+fn mode_linear(linear: &[f64], n: usize, mode: usize) -> (&[f64], &[f64]) {
+    linear[2 * n * mode..2 * n * (mode + 1)].split_at(n)
 }
 
 impl Backward<'_> {
-    /// `a` and `b` of mode `mode`'s `x' = a x + b` ([`Stepping::Exact`]).
-    fn linear_of(&self, mode: usize) -> (&[f64], &[f64]) {
-        let n = self.n;
-        self.linear[2 * n * mode..2 * n * (mode + 1)].split_at(n)
-    }
-
     /// Transposes one stretch of length `s` of the exact solver from the
     /// start state in `self.vectors.stage_states`. Forward, a tangent is
     /// carried as `v(s) = e^{a s} v + f_p(x0) phi + (f_p(x0 + rate0) -
@@ -1081,8 +1089,8 @@ impl Backward<'_> {
         param_bar: &mut [f64],
     ) {
         let n = self.n;
-        let (linear, vectors) = (&self.linear, &mut self.vectors);
-        let (a, b) = linear[2 * n * mode..2 * n * (mode + 1)].split_at(n);
+        let vectors = &mut self.vectors;
+        let (a, b) = mode_linear(&self.linear, n, mode);
         // Stage bars: lambda (phi - chi) at x0, lambda chi at x0 + rate0.
         let at_start = &mut vectors.stage_bars[..n];
         let x0 = &vectors.stage_states[..n];
@@ -1110,22 +1118,14 @@ impl Backward<'_> {
         }
         let flow = &self.system.modes()[mode].flow;
         for (x, v) in [(x0, &*at_start), (&*shifted, &*by_chi)] {
-            let fast = flow.vector_jacobian_product(
-                t0,
-                x,
-                self.params,
+            flow_transpose(
+                &**flow,
+                &mut self.partials,
+                (t0, x, self.params),
                 v,
                 &mut vectors.scratch,
                 param_bar,
             );
-            if !fast {
-                let partials = dense_partials(&mut self.partials, n, param_bar.len());
-                flow.partials(t0, x, self.params, partials);
-                let v = nalgebra::DVectorView::from_slice(v, n);
-                for (c, pb) in param_bar.iter_mut().enumerate() {
-                    *pb += partials.p.column(c).dot(&v);
-                }
-            }
         }
     }
 }

@@ -566,8 +566,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             // guard heading away is never predicted to cross: its entry is
             // monotone.
             let heading = if problem.start_band > 0.0 && g.abs() <= problem.start_band {
-                let i = run.structure.thresholds[k].state;
-                run.structure.a[run.mode][i] * run.x[i] + run.structure.b[run.mode][i]
+                run.guard_rate(k)
             } else {
                 g
             };
@@ -581,6 +580,13 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         }
         run.enter_mode();
         Ok(run)
+    }
+
+    /// The rate of transition `k`'s guard in the current mode: that of its
+    /// threshold's entry, `a x + b` (`g_x` is 1 there).
+    fn guard_rate(&self, k: usize) -> f64 {
+        let i = self.structure.thresholds[k].state;
+        self.structure.a[self.mode][i] * self.x[i] + self.structure.b[self.mode][i]
     }
 
     fn guard_value(&self, k: usize) -> f64 {
@@ -790,8 +796,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         let system = self.problem.system;
         let tr = &system.transitions()[k];
         let (t, from) = (self.t, self.mode);
-        let i = self.structure.thresholds[k].state;
-        let guard_rate = self.structure.a[from][i] * self.x[i] + self.structure.b[from][i];
+        let guard_rate = self.guard_rate(k);
         tr.reset
             .apply(t, &self.x, &self.problem.params, &mut self.x_after);
         self.changed.clear();
@@ -929,8 +934,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
 
     /// Whether guard `j`, on zero, heads into its crossing direction.
     fn heads_into(&self, j: usize, direction: Direction) -> bool {
-        let i = self.structure.thresholds[j].state;
-        let rate = self.structure.a[self.mode][i] * self.x[i] + self.structure.b[self.mode][i];
+        let rate = self.guard_rate(j);
         match direction {
             Direction::Rising => rate > 0.0,
             Direction::Falling => rate < 0.0,
