@@ -379,30 +379,29 @@ fn the_exact_solver_runs_the_linear_threshold_models() {
 /// The numbers of a JSON value, by their path (object keys in key order,
 /// array entries by index).
 fn flatten(value: &Value) -> Vec<(String, f64)> {
-    match value {
-        Value::Object(map) => map
-            .iter()
-            .flat_map(|(k, v)| {
-                flatten(v)
-                    .into_iter()
-                    .map(move |(path, x)| (format!("/{k}{path}"), x))
-            })
-            .collect(),
+    let children: Vec<(String, &Value)> = match value {
+        Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), v)).collect(),
         Value::Array(items) => items
             .iter()
             .enumerate()
-            .flat_map(|(k, v)| {
-                flatten(v)
-                    .into_iter()
-                    .map(move |(path, x)| (format!("/{k}{path}"), x))
-            })
+            .map(|(k, v)| (k.to_string(), v))
             .collect(),
-        other => other
-            .as_f64()
-            .map(|x| (String::new(), x))
-            .into_iter()
-            .collect(),
-    }
+        other => {
+            return other
+                .as_f64()
+                .map(|x| (String::new(), x))
+                .into_iter()
+                .collect()
+        }
+    };
+    children
+        .into_iter()
+        .flat_map(|(k, v)| {
+            flatten(v)
+                .into_iter()
+                .map(move |(path, x)| (format!("/{k}{path}"), x))
+        })
+        .collect()
 }
 
 #[rstest]
