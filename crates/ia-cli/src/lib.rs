@@ -154,9 +154,10 @@
 //! times the one before, so the ball comes to rest) has the error of the
 //! solver (`zeno`, `grazing`, `event_location` or `step_size_underflow`)
 //! followed by that explanation, naming `e` and when the ball comes to rest.
-//! So does a `slip-hopper` run that lifts off below the touchdown height
-//! `l0 cos(theta_td)` (touchdown is then due at once with the leg
-//! compressed, outside the model's scope), naming where it lifted off.
+//! So does a `slip-hopper` run whose mass leaves the ground below the
+//! touchdown height `l0 cos(theta_td)` while falling (touchdown is then due
+//! at once with the leg compressed, outside the model's scope), naming
+//! where it lifted off.
 //!
 //! ## Output format
 //!
@@ -490,8 +491,9 @@ pub fn adjoint_solver(solver: &SolverChoice) -> SolverChoice {
 /// rebound `e` times the last) fails with `zeno`, `grazing`,
 /// `event_location` or `step_size_underflow` once the rebounds are too small
 /// to resolve; the hint names `e` and when the ball comes to rest. A
-/// slip-hopper that lifts off below its touchdown height (outside the
-/// model's scope) fails the same ways; the hint says where and why.
+/// slip-hopper that lifts off below its touchdown height while falling
+/// (outside the model's scope) fails the same ways; the hint says where
+/// and why.
 /// `params` are the run's parameters (the scenario's own, or those given to
 /// [`Scenario::problem_from`]).
 pub fn explain(scenario: &Scenario, params: &[f64], error: HybridError) -> CliError {
@@ -547,8 +549,10 @@ pub fn explain(scenario: &Scenario, params: &[f64], error: HybridError) -> CliEr
 }
 
 /// The slip-hopper's scope limit, when a failed run met it: a liftoff below
-/// the touchdown height `l0 cos(theta_td)`, after which touchdown is due at
-/// once with the leg compressed (see `ia_models::slip_hopper`).
+/// the touchdown height `l0 cos(theta_td)` with the mass falling, after
+/// which touchdown is due at once with the leg compressed (see
+/// `ia_models::slip_hopper`; rising, the touchdown guard is disarmed
+/// instead).
 fn low_liftoff(scenario: &Scenario, params: &[f64], error: &HybridError) -> Option<String> {
     let spec = &scenario.spec;
     if spec.name != "slip-hopper" {
@@ -557,7 +561,7 @@ fn low_liftoff(scenario: &Scenario, params: &[f64], error: &HybridError) -> Opti
     let param = |name: &str| spec.param_index(name).ok().and_then(|i| params.get(i));
     let (&l0, &theta_td) = (param("l0")?, param("theta_td")?);
     let names = scenario.system.transition_names();
-    let y = spec.state_index("y").ok()?;
+    let (y, vy) = (spec.state_index("y").ok()?, spec.state_index("vy").ok()?);
     let trajectory = error.trajectory()?;
     let liftoff = trajectory.events.windows(2).position(|pair| {
         let (lift, touch) = (&pair[0], &pair[1]);
@@ -566,17 +570,19 @@ fn low_liftoff(scenario: &Scenario, params: &[f64], error: &HybridError) -> Opti
             && touch.time == lift.time
     })?;
     let height = l0 * theta_td.cos();
-    let at = trajectory.state_before(liftoff)[y];
+    let state = trajectory.state_before(liftoff);
+    let (at, falling) = (state[y], state[vy]);
     let through_ground = if at < 0.0 {
         " (below the ground: the leg did not hold the mass up)"
     } else {
         ""
     };
     Some(format!(
-        "the leg lifted off at t = {} with the mass at y = {}{through_ground}, below the touchdown height l0 cos(theta_td) = {}, so touchdown was due at once with the leg compressed: a step that lifts off flatter than it touched down is outside this model's scope; a smaller theta_td or a stiffer leg (k) keeps liftoff above the touchdown height",
+        "the leg lifted off at t = {} with the mass at y = {}{through_ground}, below the touchdown height l0 cos(theta_td) = {}, and falling (vy = {}), so touchdown was due at once with the leg compressed: a mass that leaves the ground below the touchdown height while falling is outside this model's scope; a smaller theta_td or a stiffer leg (k) keeps liftoff above the touchdown height",
         short_num(trajectory.events[liftoff].time),
         short_num(at),
-        short_num(height)
+        short_num(height),
+        short_num(falling)
     ))
 }
 

@@ -758,7 +758,7 @@ fn models_table_lists_every_model() {
 // bare cascade error.
 #[case::slip_hopper_low_liftoff(
     r#"{"model": "slip-hopper", "t_end": 5, "params": {"k": 1}}"#,
-    &["error: zeno: ", "cascade", "lifted off at t = 0.46", "below the ground", "touchdown height l0 cos(theta_td) = 0.92866", "theta_td", "(k)"]
+    &["error: zeno: ", "cascade", "lifted off at t = 0.46", "below the ground", "touchdown height l0 cos(theta_td) = 0.92866", "and falling (vy = -", "theta_td", "(k)"]
 )]
 #[case::slip_hopper_flat_leg(
     r#"{"model": "slip-hopper", "t_end": 5, "params": {"theta_td": 1.5}}"#,

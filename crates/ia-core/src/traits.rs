@@ -46,6 +46,27 @@ impl Direction {
             Direction::Either => value == 0.0,
         }
     }
+
+    /// Whether a guard beyond zero in this direction (where
+    /// [`Direction::violated_at_start`] holds) whose rate is `rate` heads
+    /// back to the side it crosses from. Such a guard has had no crossing:
+    /// after a mode switch it waits to be back on its side, then fires at
+    /// its next crossing.
+    ///
+    /// ```
+    /// use ia_core::Direction;
+    /// // A falling guard below zero and rising: heading back.
+    /// assert!(Direction::Falling.heads_back(0.5));
+    /// assert!(!Direction::Falling.heads_back(0.0));
+    /// assert!(Direction::Rising.heads_back(-0.5));
+    /// ```
+    pub fn heads_back(self, rate: f64) -> bool {
+        match self {
+            Direction::Falling => rate > 0.0,
+            Direction::Rising => rate < 0.0,
+            Direction::Either => false,
+        }
+    }
 }
 
 /// A tangent direction `(dt, dx, dp)` in the arguments `(t, x, p)` of a flow

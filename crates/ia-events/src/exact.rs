@@ -38,7 +38,9 @@
 //! in its direction (the entries a reset changed are found among those it
 //! declares, [`Reset::writes`](ia_core::Reset::writes), or by comparing
 //! the states); after a switch to another mode every guard of the new
-//! mode already at or beyond zero is due. The Zeno rule, `max_events`, the
+//! mode on zero heading into its crossing, or beyond zero and not heading
+//! back, is due (one heading back is disarmed: over a stretch its component
+//! is monotone, so it cannot come back and cross). The Zeno rule, `max_events`, the
 //! recording options, observations, [`Problem::stop_after`] and
 //! [`Problem::start_band`] are the integrator's; the progress hook is told
 //! every [`PROGRESS_EVERY_STEPS`] events. The times are exact up to
@@ -906,8 +908,14 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
                 let j = self.structure.leaving[self.mode][j];
                 let direction = system.transitions()[j].guard.direction();
                 let g = self.guard_value(j);
-                self.due[j] = direction.violated_at_start(g) && g != 0.0
-                    || (g == 0.0 && self.heads_into(j, direction));
+                // Beyond zero and heading back, a guard is disarmed: it has
+                // not crossed, and its component, monotone over the
+                // stretch, cannot come back to cross in its direction.
+                self.due[j] = if g == 0.0 {
+                    self.heads_into(j, direction)
+                } else {
+                    direction.violated_at_start(g) && !direction.heads_back(self.guard_rate(j))
+                };
                 if self.due[j] {
                     self.due_list.push(j);
                 }

@@ -25,7 +25,13 @@
 //!   and only if the reset moved it from the side it crosses from to zero or
 //!   beyond in its direction; a guard left short of zero does not fire.
 //!   After a switch to another mode, a guard of the new mode that starts at
-//!   zero heading into its crossing, or beyond zero, fires at once. Of
+//!   zero heading into its crossing, or beyond zero and not heading back
+//!   to its side, fires at once. One beyond zero heading back has had no
+//!   crossing: it is disarmed, and fires at its first crossing after it is
+//!   back on its side (a spring leg lifting off below its touchdown
+//!   height touches down when it falls through that height again). Its
+//!   return is found like a dip: when it comes back and crosses again
+//!   inside one step, the step is ended where it is back. Of
 //!   several, the first declared fires first, then the rule is applied again
 //!   after its reset, until no guard is due. An event whose guard sat on zero
 //!   (a simultaneous crossing) keeps its own event time; an event whose guard
@@ -611,6 +617,15 @@ const DIP_PROBE: f64 = 1e-6;
 /// step).
 const DIP_ITERATIONS: usize = 80;
 
+/// What [`Run::detect`] found inside a step.
+enum Found {
+    /// Transition `k` crossed at `t`: `Crossing(t, k)`.
+    Crossing(f64, usize),
+    /// Transition `k`'s disarmed guard ([`Run::disarmed`]) is back on the
+    /// side it crosses from at `t`, before any crossing: `BackOnSide(t, k)`.
+    BackOnSide(f64, usize),
+}
+
 struct Run<'p, 's, E, O> {
     problem: &'p Problem<'p>,
     rhs: HybridRhs<'p, E>,
@@ -774,7 +789,11 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             }
             let (t_prev, t_new) = (self.stepper.previous_time(), self.stepper.time());
             match self.detect(t_prev, t_new)? {
-                Some((t_event, transition)) => {
+                Some(Found::BackOnSide(t_back, k)) => {
+                    self.stop_back_on_side(t_back, k)?;
+                    t = t_back;
+                }
+                Some(Found::Crossing(t_event, transition)) => {
                     if t_event < t_new {
                         let failure = self.stepper.truncate(&mut self.rhs, t_event).err();
                         if let Some(f) = failure {
@@ -790,12 +809,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 }
                 None => {
                     self.step_taken();
-                    for &k in &self.system().modes()[self.mode()].outgoing {
-                        let g = self.guards.values[k];
-                        if g.abs() > self.guards.band(k, t_prev) {
-                            self.guards.sides[k] = g.signum();
-                        }
-                    }
+                    self.take_sides(t_prev);
                     t = t_new;
                 }
             }
@@ -897,7 +911,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     /// already crossed at the trial time, until one is left (or the bracket
     /// is within the time tolerance: then the first declared of those left
     /// fires, the others counting as simultaneous).
-    fn detect(&mut self, t_prev: f64, t_new: f64) -> Result<Option<(f64, usize)>, HybridError> {
+    fn detect(&mut self, t_prev: f64, t_new: f64) -> Result<Option<Found>, HybridError> {
         let system = self.system();
         let n = self.rhs.n;
         let p = &self.problem.params;
@@ -925,7 +939,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         // A guard that crossed zero and came back inside the step: the
         // bracket ends where it is past zero, and holds every guard past
         // zero there.
-        if let Some(t_past) = self.earliest_dip(t_prev, t_new)? {
+        if let Some((t_past, dipped)) = self.earliest_dip(t_prev, t_new)? {
             hi = t_past;
             self.stepper
                 .interpolate(&mut self.rhs, hi, &mut self.states.x_probe);
@@ -939,6 +953,9 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     self.guards.values[k] = g;
                     self.guards.crossed.push(k);
                 }
+            }
+            if self.guards.crossed.is_empty() && self.disarmed(dipped) {
+                return Ok(Some(Found::BackOnSide(t_past, dipped)));
             }
         }
         let mut halvings = 0;
@@ -999,7 +1016,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         }
         match self.guards.crossed.first() {
             None => Ok(None),
-            Some(&k) => Ok(Some((self.locate(k, t_prev, lo, hi)?, k))),
+            Some(&k) => Ok(Some(Found::Crossing(self.locate(k, t_prev, lo, hi)?, k))),
         }
     }
 
@@ -1019,7 +1036,11 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     /// fraction of the step along the flow from both ends, formed once for
     /// all guards, so the test costs two guard evaluations per guard; only
     /// a guard that passes it is searched on the dense output.
-    fn earliest_dip(&mut self, t_prev: f64, t_new: f64) -> Result<Option<f64>, HybridError> {
+    fn earliest_dip(
+        &mut self,
+        t_prev: f64,
+        t_new: f64,
+    ) -> Result<Option<(f64, usize)>, HybridError> {
         if self.guards.dip_candidates.is_empty() || t_new <= t_prev {
             return Ok(None);
         }
@@ -1065,23 +1086,31 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             }
         }
         self.states.dip_states = states;
-        let mut earliest: Option<f64> = None;
+        let mut earliest: Option<(f64, usize)> = None;
         for c in 0..self.guards.still_crossed.len() {
             let k = self.guards.still_crossed[c];
-            if let Some(t_past) = self.dip(k, t0, earliest.unwrap_or(t1))? {
-                earliest = Some(t_past);
+            if let Some(t_past) = self.dip(k, t0, earliest.map_or(t1, |(t, _)| t))? {
+                earliest = Some((t_past, k));
             }
         }
         Ok(earliest)
     }
 
     /// Searches `[t0, t1]` for a time at which transition `k`'s guard is
-    /// past zero in its direction (golden section for the extremum of the
-    /// guard on the dense output), if there is one.
+    /// past zero in its direction, or, for a [disarmed](Self::disarmed)
+    /// guard, back on the side it crosses from (golden section for the
+    /// extremum of the guard on the dense output), if there is one.
     fn dip(&mut self, k: usize, t0: f64, t1: f64) -> Result<Option<f64>, HybridError> {
         let side = self.guards.sides[k];
         let direction = self.problem.system.transitions()[k].guard.direction();
-        let past = |g: f64| direction.crossed(side, g);
+        let disarmed = self.disarmed(k);
+        let past = |g: f64| {
+            if disarmed {
+                side * g < 0.0
+            } else {
+                direction.crossed(side, g)
+            }
+        };
         // Golden-section search for the minimum of side * g.
         let ratio = 0.5 * (5f64.sqrt() - 1.0);
         let (mut a, mut b) = (t0, t1);
@@ -1138,6 +1167,63 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 .guard
                 .direction()
                 .crossed(self.guards.sides[k], g)
+    }
+
+    /// Whether transition `k`'s guard sits beyond zero in its direction
+    /// (a mode switch left it there heading back): it has to come back to
+    /// the side it crosses from before it can fire.
+    fn disarmed(&self, k: usize) -> bool {
+        let side = self.guards.sides[k];
+        side != 0.0
+            && self.system().transitions()[k]
+                .guard
+                .direction()
+                .violated_at_start(side)
+    }
+
+    /// Ends the step at `t_back`, inside it, where transition `k`'s
+    /// [disarmed](Self::disarmed) guard is back on the side it crosses
+    /// from, and arms it there: its crossing later in the step is then
+    /// found by the next one. No event: the state and the mode run on.
+    fn stop_back_on_side(&mut self, t_back: f64, k: usize) -> Result<(), HybridError> {
+        if let Err(f) = self.stepper.truncate(&mut self.rhs, t_back) {
+            return Err(self.step_failure(f));
+        }
+        self.step_taken();
+        let system = self.system();
+        let n = self.rhs.n;
+        let p = &self.problem.params;
+        let t_prev = self.stepper.previous_time();
+        for &j in &system.modes()[self.mode()].outgoing {
+            let g = system.transitions()[j]
+                .guard
+                .value(t_back, &self.stepper.state()[..n], p);
+            if !g.is_finite() {
+                let name = &system.transitions()[j].name;
+                return Err(self.non_finite(
+                    format!("guard value of transition '{name}' (= {g})"),
+                    t_back,
+                ));
+            }
+            self.guards.values[j] = g;
+        }
+        // The stepped state may still sit a rounding short of where the
+        // dense output saw guard `k` back: then it stays disarmed.
+        self.take_sides(t_prev);
+        debug_assert!(self.guards.sides[k] != 0.0);
+        Ok(())
+    }
+
+    /// At the end of a step from `t_prev` with no event, each guard takes
+    /// the side of its value (`self.guards.values`), unless that is within
+    /// its rounding band.
+    fn take_sides(&mut self, t_prev: f64) {
+        for &k in &self.system().modes()[self.mode()].outgoing {
+            let g = self.guards.values[k];
+            if g.abs() > self.guards.band(k, t_prev) {
+                self.guards.sides[k] = g.signum();
+            }
+        }
     }
 
     /// Locates the crossing of transition `k`'s guard from its recorded side
@@ -1486,7 +1572,8 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     /// (`same_mode`), any other guard fires when it went from the side it
     /// was last seen on to zero or beyond in its direction; after a mode
     /// switch, a guard of the new mode fires when it starts on zero heading
-    /// into its crossing or beyond zero.
+    /// into its crossing, or beyond zero and not heading back (one heading
+    /// back is [disarmed](Self::disarmed)).
     fn arm_guards(
         &mut self,
         t: f64,
@@ -1511,7 +1598,9 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 return Err(self.non_finite(what, t));
             }
             let at_zero = g.abs() <= band;
-            let heading = if at_zero {
+            let direction = guard.direction();
+            let beyond_after_switch = !same_mode && !at_zero && direction.violated_at_start(g);
+            let rate = if at_zero || beyond_after_switch {
                 if !rate_ready {
                     system.modes()[mode]
                         .flow
@@ -1528,13 +1617,16 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     &mut self.guard_partials,
                 )
             } else {
-                g
+                0.0
             };
-            let direction = guard.direction();
+            let heading = if at_zero { rate } else { g };
             let due = if k == fired && at_zero {
                 false
             } else if same_mode {
                 direction.crossed(self.guards.sides[k], heading)
+            } else if beyond_after_switch {
+                // Heading back, it is disarmed until it is back on its side.
+                !direction.heads_back(rate)
             } else {
                 direction.violated_at_start(heading)
             };

@@ -41,11 +41,17 @@
 //! positive when the leg lifts off more upright than it touched down (a
 //! decelerating step) and zero for a symmetric stance (then its rate `vy > 0`
 //! arms it). When the leg lifts off *flatter* than `theta_td` the mass leaves
-//! the ground below the touchdown height: the guard is then already beyond
-//! zero and touchdown fires at once, with the leg compressed, which is not
-//! physical. Such accelerating gaits are outside this model's scope; the
-//! defaults keep every liftoff of the default run above the touchdown height
-//! (by 15 to 26 mm).
+//! the ground below the touchdown height: the guard starts beyond zero. If
+//! the mass is rising (`vy > 0`) the guard is disarmed (docs/method.md,
+//! section 3, rule 4): the mass rises through the touchdown height, and
+//! touchdown fires when it falls through it again, so accelerating steps
+//! and tilted hops are in scope and their return maps are smooth. A mass
+//! that leaves the ground below the touchdown height while *falling* would
+//! touch down at once with the leg compressed, which is not physical: that
+//! corner (a leg too soft or too flat to hold the mass up) is outside this
+//! model's scope, and the command line explains it when a run fails there.
+//! The default run lifts off above the touchdown height every time (by 15
+//! to 26 mm).
 //!
 //! | state | unit | default | | parameter | unit | default |
 //! |---|---|---|---|---|---|---|

@@ -482,8 +482,8 @@ fn default_run_has_events(#[case] name: &str, #[case] at_least: usize) {
                 "liftoff"
             ]
         );
-        // Events alternate with time between them: no liftoff below the
-        // touchdown height (which would fire touchdown at once).
+        // Events alternate with time between them: no touchdown at once
+        // after a liftoff.
         assert!(
             events.windows(2).all(|w| w[1].0 - w[0].0 > 0.1),
             "{events:?}"

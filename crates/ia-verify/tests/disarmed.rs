@@ -1,0 +1,262 @@
+//! A guard that a mode switch leaves beyond zero but heading back to its
+//! side is disarmed: it fires at its next crossing in its direction, not at
+//! once (docs/method.md, section 3, rule 4).
+//!
+//! The system, a launch and a landing on a line (states `x, v`,
+//! parameters `c, d, g`):
+//!
+//! * `rail`: `x' = v, v' = 0`; `launch` when `x - 1` rises through zero,
+//!   reset `x <- x - d, v <- c`, into `air`;
+//! * `air`: `x' = v, v' = -g`; `land` when `x - 1` falls through zero,
+//!   reset `v <- -1`, back to `rail`.
+//!
+//! Right after the launch the landing guard is `-d`, beyond zero, with rate
+//! `c > 0`: the body rises through the landing level, turns, and lands when
+//! it falls through it again. Reference, by hand: from `x0 < 1` at speed
+//! `v0`, the launch is at `t1 = (1 - x0) / v0` and the landing `s2 = (c +
+//! D) / g` later, `D = sqrt(c^2 - 2 g d)`; after it `x(T) = 1 - (T - t2)`,
+//! `v(T) = -1`, so `dx(T)/dtheta = dt2/dtheta` with
+//!
+//! ```text
+//! dt1/dx0 = -1/v0,  dt1/dv0 = -(1 - x0)/v0^2,
+//! ds2/dc = (1 + c/D)/g,  ds2/dd = -1/D,  ds2/dg = -(d/D)/g - (c + D)/g^2.
+//! ```
+
+use ia_adjoint::{jacobian, Method};
+use ia_core::{
+    Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridSystem, ResetFn, Scalar, ToMode,
+};
+use ia_events::{simulate, Problem, SolverChoice};
+use rstest::rstest;
+
+struct Rail;
+impl FlowFn for Rail {
+    fn rate<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], dxdt: &mut [S]) {
+        dxdt[0] = x[1];
+        dxdt[1] = S::from(0.0);
+    }
+}
+
+struct Air;
+impl FlowFn for Air {
+    fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], dxdt: &mut [S]) {
+        dxdt[0] = x[1];
+        dxdt[1] = -p[2];
+    }
+}
+
+struct Level(Direction);
+impl GuardFn for Level {
+    fn direction(&self) -> Direction {
+        self.0
+    }
+    fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S {
+        x[0] - S::from(1.0)
+    }
+}
+
+struct Launch;
+impl ResetFn for Launch {
+    fn apply<S: Scalar>(&self, _t: S, x: &[S], p: &[S], x_after: &mut [S]) {
+        x_after[0] = x[0] - p[1];
+        x_after[1] = p[0];
+    }
+}
+
+struct Land;
+impl ResetFn for Land {
+    fn apply<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], x_after: &mut [S]) {
+        x_after[0] = x[0];
+        x_after[1] = S::from(-1.0);
+    }
+}
+
+fn launch_and_landing() -> HybridSystem {
+    HybridSystem::builder(&["x", "v"], &["c", "d", "g"])
+        .mode("rail", Autodiff(Rail))
+        .mode("air", Autodiff(Air))
+        .transition(
+            "launch",
+            FromMode("rail"),
+            ToMode("air"),
+            Autodiff(Level(Direction::Rising)),
+            Autodiff(Launch),
+        )
+        .transition(
+            "land",
+            FromMode("air"),
+            ToMode("rail"),
+            Autodiff(Level(Direction::Falling)),
+            Autodiff(Land),
+        )
+        .build()
+        .unwrap()
+}
+
+const X0: [f64; 2] = [0.0, 1.0];
+const PARAMS: [f64; 3] = [3.0, 0.5, 2.0];
+const T_END: f64 = 6.0;
+
+/// The launch and landing times and `dt2/dtheta` over `(x0, v0, c, d, g)`.
+fn by_hand() -> (f64, f64, [f64; 5]) {
+    let ([x0, v0], [c, d, g]) = (X0, PARAMS);
+    let root = (c * c - 2.0 * g * d).sqrt();
+    let t1 = (1.0 - x0) / v0;
+    let t2 = t1 + (c + root) / g;
+    let dt2 = [
+        -1.0 / v0,
+        -(1.0 - x0) / (v0 * v0),
+        (1.0 + c / root) / g,
+        -1.0 / root,
+        -(d / root) / g - (c + root) / (g * g),
+    ];
+    (t1, t2, dt2)
+}
+
+/// Three step sequences: DOPRI5's own; steps bounded so that the guard is
+/// seen back on its side at a step's end; and RK4 steps longer than the
+/// whole flight (exact on this quadratic flight), so the guard comes back
+/// and crosses again inside one step and that step is ended where it is
+/// back. Reference: [`by_hand`], both sensitivity modes.
+#[rstest]
+#[case::dopri5(SolverChoice::dopri5(1e-12))]
+#[case::short_steps(SolverChoice::Dopri5 { rtol: 1e-12, atol: 1e-12, max_step: Some(0.01) })]
+#[case::one_step_over_the_flight(SolverChoice::Rk4 { dt: 10.0 })]
+fn the_landing_waits_for_the_guard_to_come_back(
+    #[case] solver: SolverChoice,
+    #[values(Method::Forward, Method::Adjoint)] method: Method,
+) {
+    let system = launch_and_landing();
+    let problem =
+        Problem::new(&system, X0.to_vec(), PARAMS.to_vec(), T_END).with_solver(solver.clone());
+    let run = simulate(&problem).unwrap();
+    let fired: Vec<&str> = run
+        .events
+        .iter()
+        .map(|e| system.transitions()[e.transition].name.as_str())
+        .collect();
+    assert_eq!(fired, ["launch", "land"], "{solver:?}");
+    let (t1, t2, dt2) = by_hand();
+    assert!((run.events[0].time - t1).abs() < 1e-12);
+    assert!(
+        (run.events[1].time - t2).abs() < 1e-10,
+        "{solver:?}: {}",
+        run.events[1].time
+    );
+    assert!((run.final_state[0] - (1.0 - (T_END - t2))).abs() < 1e-10);
+
+    let sens = jacobian(&problem, method).unwrap();
+    for (j, reference) in dt2.iter().enumerate() {
+        let (time, x_end) = (
+            sens.event_time_gradients[(1, j)],
+            sens.final_jacobian[(0, j)],
+        );
+        assert!(
+            (time - reference).abs() < 1e-8 && (x_end - reference).abs() < 1e-8,
+            "{solver:?} {method:?} d/d{}: t2 {time}, x(T) {x_end}, by hand {reference}",
+            sens.wrt[j]
+        );
+        assert_eq!(
+            sens.final_jacobian[(1, j)],
+            0.0,
+            "v(T) = -1 whatever the inputs"
+        );
+    }
+}
+
+/// The rule's other side, reference by hand: launched backwards (`c < 0`),
+/// the landing guard is beyond zero and heading further in, so the landing
+/// fires at once, in the cascade of the launch, and the body then runs
+/// back along the rail from `1 - d`.
+#[test]
+fn a_guard_heading_further_beyond_zero_fires_at_once() {
+    let system = launch_and_landing();
+    let params = vec![-0.5, 0.5, 2.0];
+    let problem =
+        Problem::new(&system, X0.to_vec(), params, T_END).with_solver(SolverChoice::dopri5(1e-12));
+    let run = simulate(&problem).unwrap();
+    assert_eq!(run.events.len(), 2, "{:?}", run.events);
+    assert_eq!(run.events[1].time, run.events[0].time);
+    assert_eq!(run.events[1].cascade_of, Some(0));
+    let expected = 0.5 - (T_END - 1.0);
+    assert!((run.final_state[0] - expected).abs() < 1e-10);
+}
+
+/// The exact solver applies the same rule. A relaxing threshold model,
+/// `x' = 2 - x` in both modes: `up` fires when `x` rises through 1, resets
+/// it to 0.5 and switches to `hi`, where `down` (`x` falling through 0.8)
+/// starts beyond zero and heading back. It never fires: the component
+/// rises monotonically. Reference, by hand: from `x0` the launch is at
+/// `t1 = ln(2 - x0)`, after it `x(T) = 2 - 1.5 e^{-(T - t1)} = 2 - 1.5 (2 -
+/// x0) e^{-T}`, so `dx(T)/dx0 = 1.5 e^{-T}`; both solvers, both modes.
+#[rstest]
+fn the_exact_solver_disarms_the_same_guard(
+    #[values(SolverChoice::Exact, SolverChoice::dopri5(1e-12))] solver: SolverChoice,
+    #[values(Method::Forward, Method::Adjoint)] method: Method,
+) {
+    use ia_core::Threshold;
+    struct Relax;
+    impl FlowFn for Relax {
+        fn rate<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], dxdt: &mut [S]) {
+            dxdt[0] = S::from(2.0) - x[0];
+        }
+        fn decoupled_linear(&self, _p: &[f64], a: &mut [f64], b: &mut [f64]) -> bool {
+            (a[0], b[0]) = (-1.0, 2.0);
+            true
+        }
+    }
+    struct Reaches(f64, Direction);
+    impl GuardFn for Reaches {
+        fn direction(&self) -> Direction {
+            self.1
+        }
+        fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S {
+            x[0] - S::from(self.0)
+        }
+        fn threshold(&self, _p: &[f64]) -> Option<Threshold> {
+            Some(Threshold {
+                state: 0,
+                level: self.0,
+            })
+        }
+    }
+    struct Drop;
+    impl ResetFn for Drop {
+        fn apply<S: Scalar>(&self, _t: S, _x: &[S], _p: &[S], x_after: &mut [S]) {
+            x_after[0] = S::from(0.5);
+        }
+    }
+    let system = HybridSystem::builder(&["x"], &[])
+        .mode("lo", Autodiff(Relax))
+        .mode("hi", Autodiff(Relax))
+        .transition(
+            "up",
+            FromMode("lo"),
+            ToMode("hi"),
+            Autodiff(Reaches(1.0, Direction::Rising)),
+            Autodiff(Drop),
+        )
+        .transition(
+            "down",
+            FromMode("hi"),
+            ToMode("lo"),
+            Autodiff(Reaches(0.8, Direction::Falling)),
+            Autodiff(Drop),
+        )
+        .build()
+        .unwrap();
+    let (x0, t_end) = (0.0, 3.0);
+    let problem = Problem::new(&system, vec![x0], vec![], t_end).with_solver(solver.clone());
+    let run = simulate(&problem).unwrap();
+    assert_eq!(run.events.len(), 1, "{solver:?}: {:?}", run.events);
+    assert!((run.events[0].time - (2.0f64 - x0).ln()).abs() < 1e-10);
+    let by_hand = 2.0 - 1.5 * (2.0 - x0) * (-t_end).exp();
+    assert!((run.final_state[0] - by_hand).abs() < 1e-10, "{solver:?}");
+    let sens = jacobian(&problem, method).unwrap();
+    let d_by_hand = 1.5 * (-t_end).exp();
+    assert!(
+        (sens.final_jacobian[(0, 0)] - d_by_hand).abs() < 1e-9,
+        "{solver:?} {method:?}: {} vs {d_by_hand}",
+        sens.final_jacobian[(0, 0)]
+    );
+}
