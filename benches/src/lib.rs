@@ -7,6 +7,8 @@
 //!   while the number of parameters grows with `N` (the `a_k` enter the
 //!   guard and the reset's contact normal): the scaling case of forward
 //!   sensitivities against the adjoint.
+//! * [`ensembles`]: 1,000 varied ball2d-flat gradients, the parallel
+//!   batch's case.
 //! * [`network`]: the spiking network `lif-network` of N neurons with its
 //!   default connectivity and run, and the loss its adjoint benchmark reads
 //!   (every final potential and the last ten spike times).
@@ -23,6 +25,7 @@
 
 pub mod ball2d;
 pub mod bumpy;
+pub mod ensembles;
 pub mod network;
 #[cfg(feature = "peers")]
 pub mod peer_diffsol;
