@@ -563,16 +563,22 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         for &k in &run.structure.leaving[run.mode] {
             let tr = &system.transitions()[k];
             let g = run.guard_value(k);
-            // As in the integrator, a guard within the start band sits on
-            // zero and takes the side its rate points to (`g_x = 1`). A
-            // guard heading away is never predicted to cross: its entry is
-            // monotone.
-            let heading = if problem.start_band > 0.0 && g.abs() <= problem.start_band {
+            // As in the integrator, with a start band a guard within it sits
+            // on zero and takes the side its rate points to (`g_x = 1`), and
+            // one beyond zero heading back is disarmed. A guard heading away
+            // is never predicted to cross: its entry is monotone.
+            let direction = tr.guard.direction();
+            let band = problem.start_band;
+            let heading = if band > 0.0 && g.abs() <= band {
                 run.guard_rate(k)
             } else {
                 g
             };
-            if tr.guard.direction().violated_at_start(heading) {
+            let disarmed = band > 0.0
+                && g.abs() > band
+                && direction.violated_at_start(g)
+                && direction.heads_back(run.guard_rate(k));
+            if direction.violated_at_start(heading) && !disarmed {
                 return Err(HybridError::GuardViolatedAtStart {
                     transition: tr.name.clone(),
                     value: g,

@@ -858,11 +858,15 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     trajectory: None,
                 });
             }
-            // A guard within the start band sits on zero, as it does just
-            // after an event, and takes the side its rate points to.
+            // With a start band the start is a state right after an event:
+            // a guard within the band sits on zero and takes the side its
+            // rate points to, and one beyond zero heading back is disarmed,
+            // as after a mode switch.
             let band = self.problem.start_band;
+            let direction = transition.guard.direction();
             let at_zero = band > 0.0 && g.abs() <= band;
-            let heading = if at_zero {
+            let beyond = band > 0.0 && !at_zero && direction.violated_at_start(g);
+            let rate = if at_zero || beyond {
                 system.modes()[self.mode()]
                     .flow
                     .rate(t0, x0, p, &mut self.states.rate);
@@ -876,10 +880,11 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     &mut self.guard_partials,
                 )
             } else {
-                g
+                0.0
             };
-            let direction = transition.guard.direction();
-            if direction.violated_at_start(heading) {
+            let heading = if at_zero { rate } else { g };
+            let disarmed = beyond && direction.heads_back(rate);
+            if direction.violated_at_start(heading) && !disarmed {
                 return Err(HybridError::GuardViolatedAtStart {
                     transition: transition.name.clone(),
                     value: g,
@@ -1950,7 +1955,7 @@ mod tests {
     }
 
     #[test]
-    fn a_start_on_a_guard_takes_the_side_of_its_rate_within_the_start_band() {
+    fn a_start_band_makes_the_start_a_state_right_after_an_event() {
         let system = ball(false);
         // 1e-9 below the floor, moving up: inside the band, it starts.
         let up = Problem::new(&system, vec![-1e-9, 3.0], vec![G, E], 1.0)
@@ -1961,8 +1966,17 @@ mod tests {
         ));
         let trajectory = simulate(&up.clone().with_start_band(1e-6)).unwrap();
         assert!((trajectory.events[0].time - 6.0 / G).abs() < 1e-8);
-        // Beyond the band, or heading into the floor: refused.
-        for (h, v) in [(-1e-3, 3.0), (0.0, -3.0)] {
+        // Beyond the band moving up: disarmed, as after a mode switch; it
+        // bounces when it falls through the floor again (by hand, the
+        // falling root of -1e-3 + 3 t - G t^2 / 2).
+        let below = Problem::new(&system, vec![-1e-3, 3.0], vec![G, E], 1.0)
+            .with_solver(SolverChoice::dopri5(1e-12))
+            .with_start_band(1e-6);
+        let trajectory = simulate(&below).unwrap();
+        let falling_root = (3.0 + (9.0 - 2.0 * G * 1e-3f64).sqrt()) / G;
+        assert!((trajectory.events[0].time - falling_root).abs() < 1e-8);
+        // Heading into the floor, on it or beyond it: refused.
+        for (h, v) in [(0.0, -3.0), (-1e-3, -3.0)] {
             let problem = Problem::new(&system, vec![h, v], vec![G, E], 1.0).with_start_band(1e-6);
             assert!(matches!(
                 simulate(&problem),

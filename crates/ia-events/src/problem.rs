@@ -504,9 +504,11 @@ pub struct Problem<'a> {
     /// Ends the run right after a given firing of a transition, if set
     /// ([`Problem::with_stop_after`]).
     pub stop_after: Option<StopAfter>,
-    /// A guard within this distance of zero at the start counts as sitting
-    /// on zero and takes the side its rate points to, as it does right
-    /// after an event ([`Problem::with_start_band`]); 0 by default: a guard
+    /// A positive band declares the start a state right after an event (a
+    /// periodic orbit's section): a guard within this distance of zero
+    /// counts as sitting on zero and takes the side its rate points to, and
+    /// one beyond zero heading back to its side is disarmed, as after a
+    /// mode switch ([`Problem::with_start_band`]). 0 by default: a guard
     /// on zero or beyond in its direction at the start is an error.
     pub start_band: f64,
 }
@@ -647,7 +649,10 @@ impl<'a> Problem<'a> {
     /// Lets the initial state sit on a guard, as the state just after an
     /// event does: a guard within `band` of zero at the start takes the side
     /// its rate points to (a ball starting on the floor moving up starts
-    /// fine; one moving down is still refused).
+    /// fine; one moving down is still refused), and one beyond zero heading
+    /// back to its side is disarmed, as after a mode switch: it fires at
+    /// its first crossing once it is back (docs/method.md, section 3, rule
+    /// 4). A start beyond zero and not heading back is still refused.
     ///
     /// ```
     /// # use ia_core::*;

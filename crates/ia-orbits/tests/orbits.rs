@@ -182,24 +182,33 @@ fn plain_return(
 /// heading back, so it is disarmed and fires when the mass falls through
 /// the touchdown height again (docs/method.md, section 3, rule 4), and the
 /// return map is smooth there too.
-#[test]
-fn slip_hopper_monodromy_and_multipliers_match_finite_differences() {
+///
+/// Two sections: touchdown, and liftoff from a guess 2 cm below the
+/// touchdown height and rising, whose first period starts with the
+/// touchdown guard disarmed (a start band declares the start a state right
+/// after an event; without that rule the guess is refused as starting
+/// beyond the guard).
+#[rstest]
+#[case::touchdown("touchdown", [0.0, 1.0, 0.0, -2.0, 0.0])]
+#[case::liftoff_from_below("liftoff", [0.0, 0.98, 0.0, 2.0, 0.0])]
+fn slip_hopper_monodromy_and_multipliers_match_finite_differences(
+    #[case] section: &str,
+    #[case] guess: [f64; 5],
+) {
     let system = ia_models::by_name("slip-hopper").unwrap().system();
     let params = [80.0, 20000.0, 1.0, 9.81, 0.0];
-    let guess = [0.0, 1.0, 0.0, -2.0, 0.0];
-    let orbit = periodic_orbit(
-        &system,
-        "touchdown",
-        &guess,
-        &params,
-        &OrbitOptions::new(5.0),
-    )
-    .unwrap();
+    let orbit = periodic_orbit(&system, section, &guess, &params, &OrbitOptions::new(5.0)).unwrap();
     let x = DVector::from_column_slice(&orbit.fixed_point);
-    let (state, period) = plain_return(&system, "touchdown", x.as_slice(), &params);
+    let (state, period) = plain_return(&system, section, x.as_slice(), &params);
     assert!((period - orbit.period).abs() < 1e-10);
     let mut f_plus = DVector::zeros(5);
-    system.modes()[1]
+    let mode_after = system
+        .transitions()
+        .iter()
+        .find(|t| t.name == section)
+        .unwrap()
+        .to;
+    system.modes()[mode_after]
         .flow
         .rate(period, state.as_slice(), &params, f_plus.as_mut_slice());
     let h = 1e-4;
@@ -208,7 +217,7 @@ fn slip_hopper_monodromy_and_multipliers_match_finite_differences() {
     for i in 0..5 {
         let mut d = DVector::zeros(5);
         d[i] = 1.0;
-        let at = |s: f64| plain_return(&system, "touchdown", (&x + s * h * &d).as_slice(), &params);
+        let at = |s: f64| plain_return(&system, section, (&x + s * h * &d).as_slice(), &params);
         let ((pm2, tm2), (pm1, tm1), (pp1, tp1), (pp2, tp2)) =
             (at(-2.0), at(-1.0), at(1.0), at(2.0));
         let dp_d = (pm2 - pp2 + 8.0 * (pp1 - pm1)) / (12.0 * h);

@@ -194,6 +194,55 @@ fn the_exact_solver_disarms_the_same_guard(
     #[values(SolverChoice::Exact, SolverChoice::dopri5(1e-12))] solver: SolverChoice,
     #[values(Method::Forward, Method::Adjoint)] method: Method,
 ) {
+    let system = relaxing_threshold_model();
+    let (x0, t_end) = (0.0, 3.0);
+    let problem = Problem::new(&system, vec![x0], vec![], t_end).with_solver(solver.clone());
+    let run = simulate(&problem).unwrap();
+    assert_eq!(run.events.len(), 1, "{solver:?}: {:?}", run.events);
+    assert!((run.events[0].time - (2.0f64 - x0).ln()).abs() < 1e-10);
+    let by_hand = 2.0 - 1.5 * (2.0 - x0) * (-t_end).exp();
+    assert!((run.final_state[0] - by_hand).abs() < 1e-10, "{solver:?}");
+    let sens = jacobian(&problem, method).unwrap();
+    let d_by_hand = 1.5 * (-t_end).exp();
+    assert!(
+        (sens.final_jacobian[(0, 0)] - d_by_hand).abs() < 1e-9,
+        "{solver:?} {method:?}: {} vs {d_by_hand}",
+        sens.final_jacobian[(0, 0)]
+    );
+}
+
+/// A start band declares the start a state right after an event, so a
+/// start in `air` below the landing level and rising is disarmed too; without
+/// a band it is refused, as is a start there falling. Reference, by hand:
+/// from `x = 1 - d` at speed `c` the landing is `s2 = (c + D) / g` later.
+#[test]
+fn a_start_right_after_an_event_is_disarmed_the_same_way() {
+    let system = launch_and_landing();
+    let [c, d, g] = PARAMS;
+    let start = |v: f64, band: f64| {
+        let problem = Problem::new(&system, vec![1.0 - d, v], PARAMS.to_vec(), T_END)
+            .with_mode("air")
+            .unwrap()
+            .with_start_band(band)
+            .with_solver(SolverChoice::dopri5(1e-12));
+        simulate(&problem)
+    };
+    let run = start(c, 1e-9).unwrap();
+    let landing = (c + (c * c - 2.0 * g * d).sqrt()) / g;
+    assert_eq!(run.events.len(), 1, "{:?}", run.events);
+    assert!((run.events[0].time - landing).abs() < 1e-10);
+    for (v, band) in [(c, 0.0), (-c, 1e-9)] {
+        let e = start(v, band).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            "guard_violated_at_start",
+            "v = {v}, band {band}: {e}"
+        );
+    }
+}
+
+/// The model of [`the_exact_solver_disarms_the_same_guard`].
+fn relaxing_threshold_model() -> HybridSystem {
     use ia_core::Threshold;
     struct Relax;
     impl FlowFn for Relax {
@@ -226,7 +275,7 @@ fn the_exact_solver_disarms_the_same_guard(
             x_after[0] = S::from(0.5);
         }
     }
-    let system = HybridSystem::builder(&["x"], &[])
+    HybridSystem::builder(&["x"], &[])
         .mode("lo", Autodiff(Relax))
         .mode("hi", Autodiff(Relax))
         .transition(
@@ -244,19 +293,29 @@ fn the_exact_solver_disarms_the_same_guard(
             Autodiff(Drop),
         )
         .build()
-        .unwrap();
-    let (x0, t_end) = (0.0, 3.0);
-    let problem = Problem::new(&system, vec![x0], vec![], t_end).with_solver(solver.clone());
-    let run = simulate(&problem).unwrap();
-    assert_eq!(run.events.len(), 1, "{solver:?}: {:?}", run.events);
-    assert!((run.events[0].time - (2.0f64 - x0).ln()).abs() < 1e-10);
-    let by_hand = 2.0 - 1.5 * (2.0 - x0) * (-t_end).exp();
-    assert!((run.final_state[0] - by_hand).abs() < 1e-10, "{solver:?}");
-    let sens = jacobian(&problem, method).unwrap();
-    let d_by_hand = 1.5 * (-t_end).exp();
-    assert!(
-        (sens.final_jacobian[(0, 0)] - d_by_hand).abs() < 1e-9,
-        "{solver:?} {method:?}: {} vs {d_by_hand}",
-        sens.final_jacobian[(0, 0)]
-    );
+        .unwrap()
+}
+
+/// The exact solver reads the start band as the integrator does: a start
+/// in `hi` at 0.5, below `down`'s level and rising, is disarmed with a band
+/// and refused without. Reference, by hand: no event, `x(T) = 2 - 1.5
+/// e^{-T}`.
+#[rstest]
+fn the_exact_solver_disarms_a_start_the_same_way(
+    #[values(SolverChoice::Exact, SolverChoice::dopri5(1e-12))] solver: SolverChoice,
+) {
+    let system = relaxing_threshold_model();
+    let start = |band: f64| {
+        let problem = Problem::new(&system, vec![0.5], vec![], 3.0)
+            .with_mode("hi")
+            .unwrap()
+            .with_start_band(band)
+            .with_solver(solver.clone());
+        simulate(&problem)
+    };
+    let run = start(1e-9).unwrap();
+    assert!(run.events.is_empty(), "{solver:?}: {:?}", run.events);
+    assert!((run.final_state[0] - (2.0 - 1.5 * (-3.0f64).exp())).abs() < 1e-10);
+    let e = start(0.0).unwrap_err();
+    assert_eq!(e.kind(), "guard_violated_at_start", "{solver:?}: {e}");
 }
