@@ -212,7 +212,12 @@
 //! * `events_per_period` (optional, an integer of at least 1, default 1):
 //!   firings of `section` in one period;
 //! * `max_period` (optional): the run length allowed for one period;
-//!   default `t_end` if given, else the model's default run length.
+//!   default `t_end` if given, else the model's default run length;
+//! * `advancing` (optional, an array of state names): states that advance
+//!   by one common displacement each period instead of returning, such as
+//!   a runner's `x` and its foot's `xf`; their differences must return.
+//!   The output then adds `"advance": {"<state>": d}`, and the shift's
+//!   multiplier 1 is flagged `"advancing": true`.
 //!
 //! `initial_state` is the starting guess; `observe`, `loss` and `adjoint`
 //! are refused. Without a `solver` the runs use `dopri5` at `1e-12` (the
@@ -430,7 +435,8 @@ pub fn periodic(text: &str, source: &str) -> Result<String, CliError> {
     let periodic = scenario::PeriodicScenario::parse(text, source)?;
     let scenario = &periodic.scenario;
     let mut options = ia_orbits::OrbitOptions::new(periodic.max_period)
-        .with_events_per_period(periodic.events_per_period);
+        .with_events_per_period(periodic.events_per_period)
+        .with_advancing(periodic.advancing.clone());
     if periodic.solver_given {
         options.solver = scenario.solver.clone();
     }

@@ -121,6 +121,9 @@ pub fn periodic_document(model: &str, orbit: &ia_orbits::PeriodicOrbit) -> Json 
             if m.trivial {
                 entries.push(("trivial".into(), Json::Bool(true)));
             }
+            if m.advancing {
+                entries.push(("advancing".into(), Json::Bool(true)));
+            }
             Json::Obj(entries)
         })
         .collect();
@@ -154,11 +157,16 @@ pub fn periodic_document(model: &str, orbit: &ia_orbits::PeriodicOrbit) -> Json 
             str(reason.as_deref().unwrap_or("not computed")),
         )]),
     };
-    Json::Obj(vec![
+    let mut document = vec![
         ("model".into(), str(model)),
         ("section".into(), str(&orbit.section)),
         ("fixed_point".into(), named(states, &orbit.fixed_point)),
         ("period".into(), Json::Num(orbit.period)),
+    ];
+    if !orbit.advancing.is_empty() {
+        document.push(("advance".into(), named(&orbit.advancing, &orbit.advance)));
+    }
+    document.extend([
         (
             "newton_iterations".into(),
             Json::Int(orbit.newton_iterations as u64),
@@ -170,7 +178,8 @@ pub fn periodic_document(model: &str, orbit: &ia_orbits::PeriodicOrbit) -> Json 
             jacobian(states, states, &orbit.monodromy),
         ),
         ("sensitivities".into(), sensitivities),
-    ])
+    ]);
+    Json::Obj(document)
 }
 
 /// The output of `simulate` (`sens` absent) or `gradient` (`sens` present,

@@ -33,7 +33,7 @@ pub const SCENARIO_KEYS: [&str; 15] = [
 
 /// The keys `impact-adjoint periodic` adds to a scenario (it refuses
 /// `observe`, `loss` and `adjoint`, which describe other commands' outputs).
-pub const PERIODIC_KEYS: [&str; 3] = ["section", "events_per_period", "max_period"];
+pub const PERIODIC_KEYS: [&str; 4] = ["section", "events_per_period", "max_period", "advancing"];
 
 /// The solver method names a scenario may give, the default first.
 pub const SOLVER_METHODS: [&str; 7] = [
@@ -72,6 +72,9 @@ pub struct PeriodicScenario {
     pub events_per_period: usize,
     /// The longest run allowed for one period.
     pub max_period: f64,
+    /// The states that advance each period (`advancing`, by name in the
+    /// scenario), as indices.
+    pub advancing: Vec<usize>,
     /// Whether the scenario gave a `solver` (if not, the orbit solver's
     /// tighter default applies).
     pub solver_given: bool,
@@ -154,7 +157,12 @@ impl PeriodicScenario {
             )));
         }
         scenario.initial_mode = to.clone();
+        let advancing = match obj.get("advancing") {
+            None => Vec::new(),
+            Some(value) => advancing_states(value, &scenario.system)?,
+        };
         Ok(Self {
+            advancing,
             max_period: scenario.t_end,
             solver_given: obj.contains_key("solver"),
             scenario,
@@ -162,6 +170,46 @@ impl PeriodicScenario {
             events_per_period,
         })
     }
+}
+
+/// `advancing`: an array of distinct state names, as state indices.
+fn advancing_states(value: &Value, system: &HybridSystem) -> Result<Vec<usize>, CliError> {
+    let names = system.state_names();
+    let valid = || {
+        format!(
+            "an array of the states that advance each period (a position and what moves with it), from {}",
+            names.join(", ")
+        )
+    };
+    let Value::Array(items) = value else {
+        return Err(invalid(format!(
+            "'advancing' must be {}, got {}",
+            valid(),
+            type_name(value)
+        )));
+    };
+    let mut states = Vec::with_capacity(items.len());
+    for (k, item) in items.iter().enumerate() {
+        let index = item
+            .as_str()
+            .and_then(|name| names.iter().position(|n| n == name));
+        match index {
+            Some(i) if !states.contains(&i) => states.push(i),
+            Some(i) => {
+                return Err(invalid(format!(
+                    "'advancing[{k}]' names '{}' a second time; list each state once",
+                    names[i]
+                )))
+            }
+            None => {
+                return Err(invalid(format!(
+                    "'advancing[{k}]' is {item}, not a state; 'advancing' must be {}",
+                    valid()
+                )))
+            }
+        }
+    }
+    Ok(states)
 }
 
 /// A checked scenario: a catalogue model with every value filled in.

@@ -215,3 +215,73 @@ fn newton_failure_is_a_clear_error() {
         assert!(err.contains(part), "{err}");
     }
 }
+
+/// `advancing` through the binary. Reference: the library's
+/// `ia_orbits::periodic_orbit` with the same inputs (equal to the bit);
+/// both advancing states move by the same step; the shift's multiplier is
+/// flagged. Without `advancing` Newton fails and names the option; a bad
+/// `advancing` is a clear error naming it.
+#[test]
+fn a_running_gait_advances_its_position() {
+    let out = Command::new(BIN)
+        .args([
+            "periodic",
+            "--compact",
+            &example("slip-hopper-running.json"),
+        ])
+        .output()
+        .unwrap();
+    let (_, doc) = success(&out);
+    let system = ia_models::by_name("slip-hopper").unwrap().system();
+    let spec = ia_models::by_name("slip-hopper").unwrap().spec();
+    let guess = [0.48238, 0.92866, 4.0, -1.18305, 0.8533];
+    let options = ia_orbits::OrbitOptions::new(3.0).with_advancing(vec![0, 4]);
+    let orbit = ia_orbits::periodic_orbit(
+        &system,
+        "touchdown",
+        &guess,
+        &spec.default_params(),
+        &options,
+    )
+    .unwrap();
+    for (name, v) in spec.state_names().iter().zip(&orbit.fixed_point) {
+        assert_eq!(doc["fixed_point"][name].as_f64().unwrap(), *v, "{name}");
+    }
+    let (x, xf) = (
+        doc["advance"]["x"].as_f64().unwrap(),
+        doc["advance"]["xf"].as_f64().unwrap(),
+    );
+    assert_eq!(x, orbit.advance[0]);
+    assert!((x - xf).abs() < 1e-9 && x > 1.5, "{x} {xf}");
+    let multipliers = doc["multipliers"].as_array().unwrap();
+    let flagged = |key: &str| multipliers.iter().filter(|m| m[key] == true).count();
+    assert_eq!((flagged("trivial"), flagged("advancing")), (1, 1));
+
+    let without = std::fs::read_to_string(example("slip-hopper-running.json"))
+        .unwrap()
+        .replace(r#""advancing": ["x", "xf"],"#, "");
+    let err = failure(&periodic_stdin(&without), "no_convergence");
+    assert!(err.contains(r#""advancing": ["x", "xf"]"#), "{err}");
+    let running = |advancing: &str| {
+        format!(
+            r#"{{"model": "slip-hopper", "section": "touchdown", "advancing": {advancing},
+                "initial_state": {{"x": 0.48238, "y": 0.92866, "vx": 4, "vy": -1.18305, "xf": 0.8533}}}}"#
+        )
+    };
+    for (advancing, parts) in [
+        (
+            r#""x""#,
+            &["'advancing' must be an array", "x, y, vx, vy, xf"][..],
+        ),
+        (
+            r#"["x", "q"]"#,
+            &[r#"'advancing[1]' is "q", not a state"#, "x, y, vx, vy, xf"],
+        ),
+        (r#"["x", "x"]"#, &["'advancing[1]' names 'x' a second time"]),
+    ] {
+        let err = failure(&periodic_stdin(&running(advancing)), "invalid_scenario");
+        for part in parts {
+            assert!(err.contains(part), "{advancing}: {err}");
+        }
+    }
+}

@@ -52,6 +52,20 @@
 //! `|F|` falls by at least `1e-4` of the step fraction (a trial whose run
 //! fails counts as no decrease). Newton stops when `|F| <= tol max(1, |x|)`.
 //!
+//! ## Advancing states
+//!
+//! A runner's position never returns: its gait repeats while `x` and the
+//! foot `xf` move on by one step. [`OrbitOptions::advancing`] lists such
+//! states, `C = {c_1, ..., c_m}`; they advance by one common, free
+//! displacement while their differences return. Newton then solves
+//! `Q (P(x) - x) = 0` (the returning states and `x_{c_k} - x_{c_1}`) for
+//! `x = x0 + B z` (the returning states and `c_2 .. c_m`; `c_1` stays at
+//! the guess), and the derivatives use `Q (I - DP) B`. Moving every
+//! advancing state by the same amount must move the return by just that
+//! amount (`DP u = u`, checked at the orbit); `M` then has a second
+//! multiplier 1, flagged [`Multiplier::advancing`], and
+//! [`PeriodicOrbit::advance`] is the step of one period.
+//!
 //! ## Derivatives with respect to the parameters
 //!
 //! Implicit function theorem on `P(x*(p), p) = x*(p)`:
@@ -153,6 +167,12 @@ pub struct OrbitOptions {
     /// on zero and takes the side its rate points to, as it does right
     /// after an event ([`Problem::with_start_band`]).
     pub start_band: f64,
+    /// States that advance each period instead of returning (a runner's
+    /// position and its foot's): by one common displacement, which is free,
+    /// while their differences return (see the [crate
+    /// documentation](crate), "Advancing states"). Empty by default: every
+    /// state returns.
+    pub advancing: Vec<usize>,
 }
 
 impl OrbitOptions {
@@ -167,7 +187,14 @@ impl OrbitOptions {
             solver: SolverChoice::dopri5(DEFAULT_TOLERANCE),
             events: EventOptions::default(),
             start_band: 1e-6,
+            advancing: Vec::new(),
         }
+    }
+
+    /// Sets [`OrbitOptions::advancing`], by state index.
+    pub fn with_advancing(mut self, states: Vec<usize>) -> Self {
+        self.advancing = states;
+        self
     }
 
     /// Sets [`OrbitOptions::events_per_period`].
@@ -207,6 +234,84 @@ impl OrbitOptions {
         }
         Ok(())
     }
+
+    /// Checks [`OrbitOptions::advancing`] against the system's states.
+    fn validate_advancing(&self, system: &HybridSystem) -> Result<(), HybridError> {
+        let n = system.state_dim();
+        for (k, &i) in self.advancing.iter().enumerate() {
+            if i >= n {
+                return Err(HybridError::invalid(
+                    "advancing",
+                    i,
+                    format!("must be a state index below {n}"),
+                ));
+            }
+            if self.advancing[..k].contains(&i) {
+                return Err(HybridError::invalid(
+                    "advancing",
+                    &system.state_names()[i],
+                    "is listed twice",
+                ));
+            }
+        }
+        if self.advancing.len() == n {
+            return Err(HybridError::invalid(
+                "advancing",
+                self.advancing.len(),
+                "must leave at least one state that returns",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The coordinates Newton works in when some states advance
+/// ([`OrbitOptions::advancing`], `C = {c_1, ..., c_m}`): the residual
+/// `Q (P(x) - x)` keeps every returning state and the differences `c_k -
+/// c_1`, and the unknowns `x = x_0 + B z` are the returning states and
+/// `c_2 .. c_m` (`c_1` stays where the guess put it). Both are `I` when no
+/// state advances.
+struct Reduction {
+    /// `Q`, `(n - 1) x n` (or `n x n`).
+    residual: DMatrix<f64>,
+    /// `B`, `n x (n - 1)` (or `n x n`).
+    unknowns: DMatrix<f64>,
+}
+
+impl Reduction {
+    fn new(n: usize, advancing: &[usize]) -> Self {
+        let Some((&first, rest)) = advancing.split_first() else {
+            return Self {
+                residual: DMatrix::identity(n, n),
+                unknowns: DMatrix::identity(n, n),
+            };
+        };
+        let kept: Vec<usize> = (0..n).filter(|i| !advancing.contains(i)).collect();
+        let m = n - 1;
+        let mut residual = DMatrix::zeros(m, n);
+        let mut unknowns = DMatrix::zeros(n, m);
+        for (r, &i) in kept.iter().enumerate() {
+            residual[(r, i)] = 1.0;
+            unknowns[(i, r)] = 1.0;
+        }
+        for (k, &c) in rest.iter().enumerate() {
+            let r = kept.len() + k;
+            residual[(r, c)] = 1.0;
+            residual[(r, first)] = -1.0;
+            unknowns[(c, r)] = 1.0;
+        }
+        Self { residual, unknowns }
+    }
+
+    /// `Q (P(x) - x)`.
+    fn of(&self, ret: &Return, x: &DVector<f64>) -> DVector<f64> {
+        &self.residual * (&ret.state - x)
+    }
+
+    /// `Q A B` for an `n x n` matrix `A`.
+    fn reduce(&self, a: &DMatrix<f64>) -> DMatrix<f64> {
+        &self.residual * a * &self.unknowns
+    }
 }
 
 /// A Floquet multiplier: an eigenvalue of the monodromy matrix.
@@ -219,6 +324,10 @@ pub struct Multiplier {
     /// Whether this is the multiplier 1 along the flow.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trivial: bool,
+    /// Whether this is the multiplier 1 of the common shift of the
+    /// [advancing](OrbitOptions::advancing) states.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub advancing: bool,
 }
 
 impl Multiplier {
@@ -270,8 +379,14 @@ pub struct PeriodicOrbit {
     pub period: f64,
     /// Newton iterations taken.
     pub newton_iterations: usize,
-    /// `|P(x*) - x*|`.
+    /// `|P(x*) - x*|` over the returning states and the differences of
+    /// the advancing ones.
     pub residual: f64,
+    /// The [advancing](OrbitOptions::advancing) states, by name.
+    pub advancing: Vec<String>,
+    /// How far each advancing state moves in one period, `P(x*)_c - x*_c`
+    /// (equal for all of them, to the tolerance).
+    pub advance: Vec<f64>,
     /// `M = dx(T+)/dx0` at fixed time: flows and saltations chained.
     pub monodromy: DMatrix<f64>,
     /// `DP = M + f+ (dT/dx0)^T`: the Jacobian of the return map.
@@ -319,6 +434,7 @@ struct Shooting<'a> {
     section_name: &'a str,
     start_mode: usize,
     options: &'a OrbitOptions,
+    reduction: Reduction,
     /// The buffers of the periods run, kept from one to the next (Newton
     /// iterations, line search, differences).
     workspace: std::cell::RefCell<Workspace>,
@@ -390,14 +506,14 @@ impl Shooting<'_> {
         let mut ret = self
             .one_return(guess, p)
             .map_err(|e| during(e, "the starting guess"))?;
-        let mut residual = (&ret.state - &x).norm();
+        let mut residual = self.reduction.of(&ret, &x).norm();
         let mut iterations = 0;
-        let fail = |iterations, residual, reason: String| OrbitError::NoConvergence {
+        let fail = |iterations, residual, reason: String, ret: &Return| OrbitError::NoConvergence {
             section: self.section_name.to_string(),
             iterations,
             residual,
             tolerance,
-            reason,
+            reason: reason + &self.advancing_hint(ret),
         };
         while residual > tolerance * x.norm().max(1.0) {
             if iterations == self.options.max_iterations {
@@ -405,22 +521,26 @@ impl Shooting<'_> {
                     iterations,
                     residual,
                     format!("the iteration limit max_iterations = {iterations} was reached"),
+                    &ret,
                 ));
             }
             let n = x.len();
-            let jac = ret.return_jacobian() - DMatrix::identity(n, n);
+            let jac = self
+                .reduction
+                .reduce(&(ret.return_jacobian() - DMatrix::identity(n, n)));
             let svd = jac.svd(true, true);
             let cutoff = 1e-9 * svd.singular_values.max();
-            let step = -svd
-                .solve(&(&ret.state - &x), cutoff)
-                .expect("U and V were computed");
+            let step = -(&self.reduction.unknowns
+                * svd
+                    .solve(&self.reduction.of(&ret, &x), cutoff)
+                    .expect("U and V were computed"));
             let mut fraction = 1.0;
             let mut last_failure = None;
             loop {
                 let trial = &x + fraction * &step;
                 match self.one_return(trial.as_slice(), p) {
                     Ok(trial_ret) => {
-                        let trial_residual = (&trial_ret.state - &trial).norm();
+                        let trial_residual = self.reduction.of(&trial_ret, &trial).norm();
                         if trial_residual <= (1.0 - 1e-4 * fraction) * residual {
                             (x, ret, residual) = (trial, trial_ret, trial_residual);
                             break;
@@ -437,12 +557,49 @@ impl Shooting<'_> {
                         iterations,
                         residual,
                         format!("the line search found no step along the Newton direction, down to 1/1024 of it, that lowers the residual{why}: the guess is outside the orbit's basin, or the return map is not smooth there (an event appears or disappears along the way)"),
+                        &ret,
                     ));
                 }
             }
             iterations += 1;
         }
         Ok((x, ret, iterations, residual))
+    }
+
+    /// When Newton fails and no state is declared advancing: the states
+    /// that, moved alone or in pairs by the same amount, move the return
+    /// by just that amount (`(DP - I) u = 0`), a position that may advance
+    /// each period, named with the option that handles it.
+    fn advancing_hint(&self, ret: &Return) -> String {
+        if !self.options.advancing.is_empty() {
+            return String::new();
+        }
+        let n = ret.state.len();
+        let unmoved = ret.return_jacobian() - DMatrix::identity(n, n);
+        let scale = unmoved.amax().max(1.0);
+        let shifts_alone = |u: &DVector<f64>| (&unmoved * u).amax() <= 1e-9 * scale;
+        let names = self.system.state_names();
+        let mut found: Option<Vec<usize>> = None;
+        'search: for i in 0..n {
+            for j in i..n {
+                let mut u = DVector::zeros(n);
+                u[i] = 1.0;
+                u[j] = 1.0;
+                if shifts_alone(&u) {
+                    found = Some(if i == j { vec![i] } else { vec![i, j] });
+                    break 'search;
+                }
+            }
+        }
+        found.map_or(String::new(), |states| {
+            let listed: Vec<String> = states.iter().map(|&i| format!("\"{}\"", names[i])).collect();
+            format!(
+                "; moving {}{} by some amount moves the return by just that amount: if that is a position that advances each period, list it as \"advancing\": [{}]",
+                states.iter().map(|&i| format!("'{}'", names[i])).collect::<Vec<_>>().join(" and "),
+                if states.len() > 1 { " together" } else { "" },
+                listed.join(", ")
+            )
+        })
     }
 
     /// `d(DP)/dp_j` along the family of orbits, `d/dh DP(x* + h dx*/dp_j,
@@ -474,10 +631,12 @@ impl Shooting<'_> {
         p: &[f64],
         ret: &Return,
         triples: &[EigenTriple],
-        trivial: Option<usize>,
+        exactly_one: &[usize],
     ) -> Result<OrbitSensitivities, String> {
         let n = x.len();
-        let a = DMatrix::identity(n, n) - ret.return_jacobian();
+        let a = self
+            .reduction
+            .reduce(&(DMatrix::identity(n, n) - ret.return_jacobian()));
         let svd = a.clone().svd(false, false);
         let (smax, smin) = (svd.singular_values.max(), svd.singular_values.min());
         if smin <= 1e-8 * smax {
@@ -491,15 +650,14 @@ impl Shooting<'_> {
         let return_triples = eigen_triples(&ret.return_jacobian());
         let mut on_return_map = Vec::with_capacity(triples.len());
         for (i, t) in triples.iter().enumerate() {
-            if Some(i) == trivial {
+            if exactly_one.contains(&i) {
                 on_return_map.push(None);
                 continue;
             }
             let tol = 1e-8 * t.value.norm().max(1.0);
-            let close = triples
-                .iter()
-                .enumerate()
-                .any(|(k, o)| k != i && (o.value - t.value).norm() <= tol);
+            let close = triples.iter().enumerate().any(|(k, o)| {
+                k != i && !exactly_one.contains(&k) && (o.value - t.value).norm() <= tol
+            });
             let same = return_triples
                 .iter()
                 .min_by(|a, b| {
@@ -518,10 +676,10 @@ impl Shooting<'_> {
                 }
             }
         }
-        let dx_dp = a
-            .lu()
-            .solve(&ret.return_param_jacobian())
-            .expect("I - DP is not singular");
+        let dx_dp = &self.reduction.unknowns
+            * a.lu()
+                .solve(&(&self.reduction.residual * ret.return_param_jacobian()))
+                .expect("I - DP is not singular");
         let period = (ret.period_x.transpose() * &dx_dp + ret.period_p.transpose())
             .iter()
             .copied()
@@ -550,6 +708,41 @@ impl Shooting<'_> {
             return_map_steps: steps,
         })
     }
+}
+
+/// Checks that the advancing states are a symmetry at the orbit: moving
+/// them all by one unit moves the return by the same unit and nothing
+/// else, `DP u = u` with `u` the sum of their unit vectors. Otherwise the
+/// orbit found would not repeat: the next period starts from a shifted
+/// state whose dynamics differ.
+fn shifts_alike(
+    system: &HybridSystem,
+    advancing: &[usize],
+    return_jacobian: &DMatrix<f64>,
+) -> Result<(), HybridError> {
+    let n = system.state_dim();
+    let mut shift = DVector::zeros(n);
+    for &c in advancing {
+        shift[c] = 1.0;
+    }
+    let moved = return_jacobian * &shift;
+    let scale = return_jacobian.amax().max(1.0);
+    let worst = (&moved - &shift).iamax();
+    if (moved[worst] - shift[worst]).abs() <= 1e-6 * scale {
+        return Ok(());
+    }
+    let names = system.state_names();
+    let listed: Vec<&str> = advancing.iter().map(|&c| names[c].as_str()).collect();
+    Err(HybridError::invalid(
+        "advancing",
+        format!("[{}]", listed.join(", ")),
+        format!(
+            "must be states the system does not depend on except through their differences: moving them all by 1 at the start moves the return of '{}' by {} instead of {}; list the states of a position that advances each period (a runner's x and its foot's), all of them",
+            names[worst],
+            ia_core::short_num(moved[worst]),
+            shift[worst],
+        ),
+    ))
 }
 
 fn during(error: OrbitError, what: &str) -> OrbitError {
@@ -622,35 +815,61 @@ pub fn periodic_orbit(
             .into());
         }
     }
+    options.validate_advancing(system)?;
+    let n = system.state_dim();
     let shooting = Shooting {
         system,
         section: index,
         section_name: &names[index],
         start_mode: system.transitions()[index].to,
         options,
+        reduction: Reduction::new(n, &options.advancing),
         workspace: std::cell::RefCell::new(Workspace::new()),
     };
     let (x, ret, newton_iterations, residual) = shooting.newton(guess, params)?;
+    let return_jacobian = ret.return_jacobian();
+    if !options.advancing.is_empty() {
+        shifts_alike(system, &options.advancing, &return_jacobian)?;
+    }
     let triples = eigen_triples(&ret.monodromy);
-    let trivial = triples
-        .iter()
-        .enumerate()
-        .min_by(|(_, a), (_, b)| {
-            let one = Complex::new(1.0, 0.0);
-            (a.value - one).norm().total_cmp(&(b.value - one).norm())
-        })
-        .map(|(i, _)| i);
+    // The multipliers that are 1 whatever the parameters: the trivial one
+    // along the flow, then the advancing states' shift, each the closest
+    // to 1 of those left.
+    let mut exactly_one: Vec<usize> = Vec::with_capacity(2);
+    for _ in 0..1 + usize::from(!options.advancing.is_empty()) {
+        let one = Complex::new(1.0, 0.0);
+        let closest = (0..triples.len())
+            .filter(|i| !exactly_one.contains(i))
+            .min_by(|&a, &b| {
+                (triples[a].value - one)
+                    .norm()
+                    .total_cmp(&(triples[b].value - one).norm())
+            });
+        exactly_one.extend(closest);
+    }
     let multipliers = triples
         .iter()
         .enumerate()
         .map(|(i, t)| Multiplier {
             re: t.value.re,
             im: t.value.im,
-            trivial: Some(i) == trivial,
+            trivial: exactly_one.first() == Some(&i),
+            advancing: exactly_one.get(1) == Some(&i),
         })
         .collect();
-    let sensitivities = shooting.sensitivities(&x, params, &ret, &triples, trivial);
+    let sensitivities = shooting.sensitivities(&x, params, &ret, &triples, &exactly_one);
+    let advance = options
+        .advancing
+        .iter()
+        .map(|&c| ret.state[c] - x[c])
+        .collect();
     Ok(PeriodicOrbit {
+        advancing: options
+            .advancing
+            .iter()
+            .map(|&c| system.state_names()[c].clone())
+            .collect(),
+        advance,
         state_names: system.state_names().to_vec(),
         param_names: system.param_names().to_vec(),
         section: section.to_string(),
@@ -659,7 +878,7 @@ pub fn periodic_orbit(
         period: ret.period,
         newton_iterations,
         residual,
-        return_map_jacobian: ret.return_jacobian(),
+        return_map_jacobian: return_jacobian,
         monodromy: ret.monodromy,
         multipliers,
         sensitivities_unavailable: sensitivities.as_ref().err().cloned(),

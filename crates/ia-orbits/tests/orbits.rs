@@ -171,6 +171,109 @@ fn plain_return(
     )
 }
 
+/// The orbit's `M` and `DP` against fourth-order central differences of
+/// plain simulations of one period along every state direction `d`:
+/// `M d = DP d - f+ (dT . d)` (within `1e-6`); returns the differenced `M`.
+fn differenced_monodromy(
+    system: &HybridSystem,
+    orbit: &PeriodicOrbit,
+    params: &[f64],
+) -> DMatrix<f64> {
+    let n = system.state_dim();
+    let section = orbit.section.as_str();
+    let x = DVector::from_column_slice(&orbit.fixed_point);
+    let (state, period) = plain_return(system, section, x.as_slice(), params);
+    assert!((period - orbit.period).abs() < 1e-10);
+    let mut f_plus = DVector::zeros(n);
+    let mode_after = system
+        .transitions()
+        .iter()
+        .find(|t| t.name == section)
+        .unwrap()
+        .to;
+    system.modes()[mode_after]
+        .flow
+        .rate(period, state.as_slice(), params, f_plus.as_mut_slice());
+    let h = 1e-4;
+    let mut fd_monodromy = DMatrix::zeros(n, n);
+    for i in 0..n {
+        let mut d = DVector::zeros(n);
+        d[i] = 1.0;
+        let at = |s: f64| plain_return(system, section, (&x + s * h * &d).as_slice(), params);
+        let ((pm2, tm2), (pm1, tm1), (pp1, tp1), (pp2, tp2)) =
+            (at(-2.0), at(-1.0), at(1.0), at(2.0));
+        let dp_d = (pm2 - pp2 + 8.0 * (pp1 - pm1)) / (12.0 * h);
+        let dt_d = (tm2 - tp2 + 8.0 * (tp1 - tm1)) / (12.0 * h);
+        let reference = &dp_d - &f_plus * dt_d;
+        let got = &orbit.monodromy * &d;
+        assert!(
+            (&got - &reference).amax() < 1e-6 * reference.amax().max(1.0),
+            "M e{i} {got} vs {reference}"
+        );
+        assert!((&orbit.return_map_jacobian * &d - &dp_d).amax() < 1e-6 * dp_d.amax().max(1.0));
+        fd_monodromy.set_column(i, &reference);
+    }
+    fd_monodromy
+}
+
+/// A running gait of the slip-hopper (`theta_td = 0.38`, the default
+/// leg), found from the default run's first touchdown with the position
+/// `x` and the foot `xf` advancing. References: a plain simulation of one
+/// period from the fixed point (every other state returns, `x` and `xf`
+/// advance by the reported step, to `1e-9`); the symmetric stance a
+/// periodic SLIP gait must have (liftoff at the touchdown height with the
+/// same `vx` and the opposite `vy`, to `1e-8`); `M` and `DP` against
+/// differences along every direction; the stance multiplier against the
+/// largest eigenvalue of the differenced `M`.
+#[test]
+fn slip_hopper_running_gait_advances_and_matches_finite_differences() {
+    let system = ia_models::by_name("slip-hopper").unwrap().system();
+    let params = [80.0, 20000.0, 1.0, 9.81, 0.38];
+    let touchdown = [0.48238, 0.92866, 4.0, -1.18305, 0.85330];
+    let options = OrbitOptions::new(3.0).with_advancing(vec![0, 4]);
+    let orbit = periodic_orbit(&system, "touchdown", &touchdown, &params, &options).unwrap();
+    let x = &orbit.fixed_point;
+    let (state, _) = plain_return(&system, "touchdown", x, &params);
+    for i in [1, 2, 3] {
+        assert!((state[i] - x[i]).abs() < 1e-9, "{i}: {state} vs {x:?}");
+    }
+    assert_eq!(orbit.advancing, ["x", "xf"]);
+    for (k, c) in [0, 4].into_iter().enumerate() {
+        assert!((state[c] - x[c] - orbit.advance[k]).abs() < 1e-9);
+    }
+    assert!(orbit.advance[0] > 1.5, "a step of {} m", orbit.advance[0]);
+    // The symmetric stance.
+    let problem = Problem::new(&system, x.clone(), params.to_vec(), 3.0)
+        .with_solver(ia_events::SolverChoice::dopri5(1e-12))
+        .with_start_band(1e-6)
+        .with_mode("stance")
+        .unwrap()
+        .with_stop_after("liftoff", 1)
+        .unwrap();
+    let run = ia_events::simulate(&problem).unwrap();
+    let liftoff = run.state_after(run.events.len() - 1);
+    assert!((liftoff[1] - params[2] * params[4].cos()).abs() < 1e-8);
+    assert!((liftoff[2] - x[2]).abs() < 1e-8 && (liftoff[3] + x[3]).abs() < 1e-8);
+    let fd_monodromy = differenced_monodromy(&system, &orbit, &params);
+    let mut fd: Vec<f64> = fd_monodromy
+        .complex_eigenvalues()
+        .iter()
+        .map(|z| z.norm())
+        .collect();
+    fd.sort_by(|a, b| b.total_cmp(a));
+    let stance = &orbit.multipliers[0];
+    assert!(stance.re > 1.01 && !stance.trivial && !stance.advancing);
+    assert!((stance.re - fd[0]).abs() < 1e-6, "{stance:?} vs {fd:?}");
+    let flagged =
+        |f: fn(&ia_orbits::Multiplier) -> bool| orbit.multipliers.iter().filter(|m| f(m)).count();
+    assert_eq!((flagged(|m| m.trivial), flagged(|m| m.advancing)), (1, 1));
+    // Energy is conserved: a family of gaits, so no parameter derivatives.
+    assert!(orbit
+        .sensitivities_unavailable
+        .unwrap()
+        .contains("not isolated"));
+}
+
 /// The vertical hopping orbit of the slip-hopper (`theta_td = 0`, no
 /// forward speed). Reference for the monodromy: `M d = DP d - f+ (dT . d)`
 /// with `DP d` and `dT . d` by fourth-order central differences of plain
@@ -198,39 +301,7 @@ fn slip_hopper_monodromy_and_multipliers_match_finite_differences(
     let system = ia_models::by_name("slip-hopper").unwrap().system();
     let params = [80.0, 20000.0, 1.0, 9.81, 0.0];
     let orbit = periodic_orbit(&system, section, &guess, &params, &OrbitOptions::new(5.0)).unwrap();
-    let x = DVector::from_column_slice(&orbit.fixed_point);
-    let (state, period) = plain_return(&system, section, x.as_slice(), &params);
-    assert!((period - orbit.period).abs() < 1e-10);
-    let mut f_plus = DVector::zeros(5);
-    let mode_after = system
-        .transitions()
-        .iter()
-        .find(|t| t.name == section)
-        .unwrap()
-        .to;
-    system.modes()[mode_after]
-        .flow
-        .rate(period, state.as_slice(), &params, f_plus.as_mut_slice());
-    let h = 1e-4;
-    // Column i: M e_i by finite differences.
-    let mut fd_monodromy = DMatrix::zeros(5, 5);
-    for i in 0..5 {
-        let mut d = DVector::zeros(5);
-        d[i] = 1.0;
-        let at = |s: f64| plain_return(&system, section, (&x + s * h * &d).as_slice(), &params);
-        let ((pm2, tm2), (pm1, tm1), (pp1, tp1), (pp2, tp2)) =
-            (at(-2.0), at(-1.0), at(1.0), at(2.0));
-        let dp_d = (pm2 - pp2 + 8.0 * (pp1 - pm1)) / (12.0 * h);
-        let dt_d = (tm2 - tp2 + 8.0 * (tp1 - tm1)) / (12.0 * h);
-        let reference = &dp_d - &f_plus * dt_d;
-        let got = &orbit.monodromy * &d;
-        assert!(
-            (&got - &reference).amax() < 1e-6 * reference.amax().max(1.0),
-            "M e{i} {got} vs {reference}"
-        );
-        assert!((&orbit.return_map_jacobian * &d - &dp_d).amax() < 1e-6 * dp_d.amax().max(1.0));
-        fd_monodromy.set_column(i, &reference);
-    }
+    let fd_monodromy = differenced_monodromy(&system, &orbit, &params);
     // M splits into a vertical block (y, vy) and a horizontal one (x, vx,
     // xf). The vertical block carries the trivial multiplier and the energy
     // family's: a Jordan block at 1, so its trace and determinant (well
