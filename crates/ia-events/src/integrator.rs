@@ -20,7 +20,9 @@
 //!   to; the band comes from the tolerances (the located event's residual,
 //!   `4 |gdot| time_tolerance` and rounding of `g_x . x`), never from how far
 //!   a reset overshot. The transition that just fired is armed on that side,
-//!   so a threshold crossed with an identity reset is not fired again.
+//!   so a threshold crossed with an identity reset is not fired again until
+//!   it has come back to the side it crosses from; like a disarmed guard
+//!   (below), a return and a new crossing inside one step are found.
 //! * Cascades: a guard of the same mode fires at once, at the same time, if
 //!   and only if the reset moved it from the side it crosses from to zero or
 //!   beyond in its direction; a guard left short of zero does not fire.
@@ -936,7 +938,11 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             self.guards.values[k] = g;
             if self.crossed_from_side(k, t_prev, g) {
                 self.guards.crossed.push(k);
-            } else if g.abs() > self.guards.band(k, t_prev) && self.guards.sides[k] != 0.0 {
+            } else if g.abs() > self.guards.band(k, t_prev) && self.guards.sides[k] * g > 0.0 {
+                // On its side at both ends: it may have dipped past zero
+                // (or, disarmed, come back and crossed) inside the step. A
+                // disarmed guard back on its side at the end has no dip:
+                // the step's end arms it.
                 self.guards.dip_candidates.push(k);
             }
         }

@@ -209,7 +209,7 @@ fn the_exact_solver_disarms_the_same_guard(
     #[values(SolverChoice::Exact, SolverChoice::dopri5(1e-12))] solver: SolverChoice,
     #[values(Method::Forward, Method::Adjoint)] method: Method,
 ) {
-    let system = relaxing_threshold_model();
+    let system = relaxing_threshold_model(false);
     let (x0, t_end) = (0.0, 3.0);
     let problem = Problem::new(&system, vec![x0], vec![], t_end).with_solver(solver.clone());
     let run = simulate(&problem).unwrap();
@@ -256,8 +256,10 @@ fn a_start_right_after_an_event_is_disarmed_the_same_way() {
     }
 }
 
-/// The model of [`the_exact_solver_disarms_the_same_guard`].
-fn relaxing_threshold_model() -> HybridSystem {
+/// The model of [`the_exact_solver_disarms_the_same_guard`], with `nudge`
+/// a third transition (see
+/// [`a_disarmed_guard_stays_disarmed_through_events_of_its_mode`]).
+fn relaxing_threshold_model(nudge: bool) -> HybridSystem {
     use ia_core::Threshold;
     struct Relax;
     impl FlowFn for Relax {
@@ -290,7 +292,13 @@ fn relaxing_threshold_model() -> HybridSystem {
             x_after[0] = S::from(0.5);
         }
     }
-    HybridSystem::builder(&["x"], &[])
+    struct Nudge;
+    impl ResetFn for Nudge {
+        fn apply<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], x_after: &mut [S]) {
+            x_after[0] = x[0] - S::from(0.05);
+        }
+    }
+    let builder = HybridSystem::builder(&["x"], &[])
         .mode("lo", Autodiff(Relax))
         .mode("hi", Autodiff(Relax))
         .transition(
@@ -306,9 +314,52 @@ fn relaxing_threshold_model() -> HybridSystem {
             ToMode("lo"),
             Autodiff(Reaches(0.8, Direction::Falling)),
             Autodiff(Drop),
+        );
+    let builder = if nudge {
+        builder.transition(
+            "nudge",
+            FromMode("hi"),
+            ToMode("hi"),
+            Autodiff(Reaches(0.7, Direction::Rising)),
+            Autodiff(Nudge),
         )
-        .build()
-        .unwrap()
+    } else {
+        builder
+    };
+    builder.build().unwrap()
+}
+
+/// A disarmed guard stays disarmed through an event of its own mode that
+/// moves its entry but leaves it beyond zero: in `hi`, `nudge` fires each
+/// time `x` rises through 0.7 and sets it back by 0.05, so `x` never
+/// reaches `down`'s level 0.8 and `down` never fires. Reference: by hand,
+/// `up` at `ln 2`, then nudges every `ln(1.35 / 1.3)` (relaxing towards 2
+/// from 0.5 to 0.7, then from 0.65); the exact solver against the
+/// integrator, event by event.
+#[test]
+fn a_disarmed_guard_stays_disarmed_through_events_of_its_mode() {
+    let system = relaxing_threshold_model(true);
+    let run = |solver| {
+        simulate(&Problem::new(&system, vec![0.0], vec![], 3.0).with_solver(solver)).unwrap()
+    };
+    let (exact, stepped) = (run(SolverChoice::Exact), run(SolverChoice::dopri5(1e-12)));
+    let names = system.transition_names();
+    for trajectory in [&exact, &stepped] {
+        let fired: Vec<&str> = trajectory
+            .events
+            .iter()
+            .map(|e| names[e.transition].as_str())
+            .collect();
+        assert_eq!(fired[0], "up");
+        assert!(fired[1..].iter().all(|&f| f == "nudge"), "{fired:?}");
+        let first_nudge = 2f64.ln() + (1.5f64 / 1.3).ln();
+        let gap = (1.35f64 / 1.3).ln();
+        for (k, e) in trajectory.events[1..].iter().enumerate() {
+            assert!((e.time - (first_nudge + k as f64 * gap)).abs() < 1e-8);
+        }
+    }
+    assert_eq!(exact.events.len(), stepped.events.len());
+    assert!(exact.events.len() > 20);
 }
 
 /// The exact solver reads the start band as the integrator does: a start
@@ -319,7 +370,7 @@ fn relaxing_threshold_model() -> HybridSystem {
 fn the_exact_solver_disarms_a_start_the_same_way(
     #[values(SolverChoice::Exact, SolverChoice::dopri5(1e-12))] solver: SolverChoice,
 ) {
-    let system = relaxing_threshold_model();
+    let system = relaxing_threshold_model(false);
     let start = |band: f64| {
         let problem = Problem::new(&system, vec![0.5], vec![], 3.0)
             .with_mode("hi")
@@ -333,4 +384,72 @@ fn the_exact_solver_disarms_a_start_the_same_way(
     assert!((run.final_state[0] - (2.0 - 1.5 * (-3.0f64).exp())).abs() < 1e-10);
     let e = start(0.0).unwrap_err();
     assert_eq!(e.kind(), "guard_violated_at_start", "{solver:?}: {e}");
+}
+
+/// A threshold with an identity reset is armed on the far side after it
+/// fires, like a disarmed guard: when it dips back below and rises through
+/// its level again inside one step, the step is ended where it is back and
+/// the second crossing fires. `x' = 3t^2 - 6t + 2` (so `x = t (t - 1)
+/// (t - 2)` from 0), `up` when `x` rises through 0.2, identity reset; RK4
+/// steps of 3 (exact on this cubic), cut at an observation at 0.5 so the
+/// step after it holds only the dip's minimum. Reference: the two rising
+/// roots of `t^3 - 3t^2 + 2t - 0.2` by bisection, and DOPRI5's own steps.
+#[test]
+fn a_fired_threshold_that_dips_back_inside_a_step_fires_again() {
+    struct Cubic;
+    impl FlowFn for Cubic {
+        fn rate<S: Scalar>(&self, t: S, _x: &[S], _p: &[S], dxdt: &mut [S]) {
+            dxdt[0] = S::from(3.0) * t * t - S::from(6.0) * t + S::from(2.0);
+        }
+    }
+    struct Same;
+    impl ResetFn for Same {
+        fn apply<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], x_after: &mut [S]) {
+            x_after[0] = x[0];
+        }
+    }
+    struct Above;
+    impl GuardFn for Above {
+        fn direction(&self) -> Direction {
+            Direction::Rising
+        }
+        fn value<S: Scalar>(&self, _t: S, x: &[S], _p: &[S]) -> S {
+            x[0] - S::from(0.2)
+        }
+    }
+    let system = HybridSystem::builder(&["x"], &[])
+        .mode("on", Autodiff(Cubic))
+        .transition(
+            "up",
+            FromMode("on"),
+            ToMode("on"),
+            Autodiff(Above),
+            Autodiff(Same),
+        )
+        .build()
+        .unwrap();
+    let root = |mut lo: f64, mut hi: f64| {
+        let g = |t: f64| t * (t - 1.0) * (t - 2.0) - 0.2;
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if g(mid) < 0.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
+    let rising = [root(0.0, 0.4), root(1.6, 3.0)];
+    for solver in [SolverChoice::Rk4 { dt: 3.0 }, SolverChoice::dopri5(1e-12)] {
+        let problem = Problem::new(&system, vec![0.0], vec![], 3.5)
+            .with_observations(vec![0.5])
+            .with_solver(solver.clone());
+        let run = simulate(&problem).unwrap();
+        let times: Vec<f64> = run.events.iter().map(|e| e.time).collect();
+        assert_eq!(times.len(), 2, "{solver:?}: {times:?}");
+        for (t, r) in times.iter().zip(rising) {
+            assert!((t - r).abs() < 1e-10, "{solver:?}: {t} vs {r}");
+        }
+    }
 }
