@@ -97,9 +97,9 @@ const X0: [f64; 2] = [0.0, 1.0];
 const PARAMS: [f64; 3] = [3.0, 0.5, 2.0];
 const T_END: f64 = 6.0;
 
-/// The launch and landing times and `dt2/dtheta` over `(x0, v0, c, d, g)`.
-fn by_hand() -> (f64, f64, [f64; 5]) {
-    let ([x0, v0], [c, d, g]) = (X0, PARAMS);
+/// The launch and landing times and `dt2/dtheta` over `(x0, v0, c, d, g)`,
+/// from `(x0, v0)` with parameters `(c, d, g)`.
+fn by_hand([x0, v0]: [f64; 2], [c, d, g]: [f64; 3]) -> (f64, f64, [f64; 5]) {
     let root = (c * c - 2.0 * g * d).sqrt();
     let t1 = (1.0 - x0) / v0;
     let t2 = t1 + (c + root) / g;
@@ -144,7 +144,7 @@ fn the_landing_waits_for_the_guard_to_come_back(
         .map(|e| system.transitions()[e.transition].name.as_str())
         .collect();
     assert_eq!(fired, ["launch", "land"], "{solver:?}");
-    let (t1, t2, dt2) = by_hand();
+    let (t1, t2, dt2) = by_hand(X0, PARAMS);
     assert!((run.events[0].time - t1).abs() < 1e-12);
     assert!(
         (run.events[1].time - t2).abs() < 1e-10,
@@ -450,6 +450,41 @@ fn a_fired_threshold_that_dips_back_inside_a_step_fires_again() {
         assert_eq!(times.len(), 2, "{solver:?}: {times:?}");
         for (t, r) in times.iter().zip(rising) {
             assert!((t - r).abs() < 1e-10, "{solver:?}: {t} vs {r}");
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Reference: [`by_hand`]. Random launches (speed, drop below the
+    /// landing level, gravity; a draw whose arc never reaches the level is
+    /// set aside) under RK4 steps from a twentieth of the flight to ten
+    /// flights long, all exact on this quadratic flight: the same two
+    /// events, the landing time and its forward sensitivities.
+    #[test]
+    fn random_launches_land_where_the_closed_form_says(
+        c in 0.5f64..5.0,
+        d in 0.05f64..0.9,
+        g in 0.5f64..5.0,
+        steps_per_flight in 0.1f64..20.0,
+    ) {
+        proptest::prop_assume!(c * c > 2.0 * g * d * 1.01);
+        let system = launch_and_landing();
+        let (t1, t2, dt2) = by_hand(X0, [c, d, g]);
+        let dt = (t2 - t1) / steps_per_flight;
+        let problem = Problem::new(&system, X0.to_vec(), vec![c, d, g], t2 + 1.0)
+            .with_solver(SolverChoice::Rk4 { dt });
+        let sens = jacobian(&problem, Method::Forward).unwrap();
+        let events = &sens.trajectory.events;
+        proptest::prop_assert_eq!(events.len(), 2, "{:?}", events);
+        proptest::prop_assert!((events[1].time - t2).abs() < 1e-9 * t2, "{} vs {}", events[1].time, t2);
+        for (j, reference) in dt2.iter().enumerate() {
+            let got = sens.event_time_gradients[(1, j)];
+            proptest::prop_assert!(
+                (got - reference).abs() < 1e-7 * reference.abs().max(1.0),
+                "d/d{}: {} vs {}", sens.wrt[j], got, reference
+            );
         }
     }
 }
