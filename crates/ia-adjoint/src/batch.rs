@@ -33,12 +33,18 @@ use crate::{
 use ia_core::{HybridError, Trajectory};
 use ia_events::Problem;
 use rayon::prelude::*;
+use std::sync::{Mutex, TryLockError};
 
 /// A pool of worker threads for batch runs.
 #[derive(Debug)]
 pub struct Batch {
     pool: rayon::ThreadPool,
 }
+
+/// The most items of a batch one worker takes at a time
+/// ([`Batch::map`], [`Batch::map_in`]). An item is a whole run (microseconds at least), so
+/// handing them out by fours costs nothing measurable.
+pub const ITEMS_PER_JOB: usize = 4;
 
 /// The most worker threads a [`Batch`] starts. The runs are CPU-bound, so
 /// workers beyond the cores only share them; tens of thousands exhausted
@@ -79,26 +85,54 @@ impl Batch {
         self.pool.current_num_threads()
     }
 
-    /// `run` over every item, in parallel, results in input order.
+    /// `run` over every item, in parallel, results in input order; the
+    /// items are handed out at most [`ITEMS_PER_JOB`] at a time.
     pub fn map<T: Sync, R: Send>(
         &self,
         items: &[T],
         run: impl Fn(&T) -> R + Sync + Send,
     ) -> Vec<R> {
-        self.pool.install(|| items.par_iter().map(run).collect())
+        self.pool.install(|| {
+            items
+                .par_iter()
+                .with_max_len(ITEMS_PER_JOB)
+                .map(run)
+                .collect()
+        })
     }
 
     /// `run` over every item in a [`Workspace`] kept by the worker for the
     /// items it takes, in parallel, results in input order.
+    ///
+    /// Each worker has one workspace for the whole call, dropped at its
+    /// end, and the items are handed out at most [`ITEMS_PER_JOB`] at a
+    /// time: a worker that the operating system stops for a while holds
+    /// back only those, the others take the rest.
     pub fn map_in<T: Sync, R: Send>(
         &self,
         items: &[T],
         run: impl Fn(&T, &mut Workspace) -> R + Sync + Send,
     ) -> Vec<R> {
+        let workspaces: Vec<Mutex<Workspace>> = (0..self.threads())
+            .map(|_| Mutex::new(Workspace::new()))
+            .collect();
         self.pool.install(|| {
             items
                 .par_iter()
-                .map_init(Workspace::new, |workspace, item| run(item, workspace))
+                .with_max_len(ITEMS_PER_JOB)
+                .map(|item| {
+                    let worker = rayon::current_thread_index().unwrap_or(0);
+                    // Only this worker takes its workspace. It is held
+                    // already when `run` itself waits on parallel work and
+                    // the worker takes another item meanwhile: that item
+                    // gets a fresh one. A run that panicked left nothing
+                    // the next one reads before overwriting it.
+                    match workspaces[worker % workspaces.len()].try_lock() {
+                        Ok(mut workspace) => run(item, &mut workspace),
+                        Err(TryLockError::Poisoned(held)) => run(item, &mut held.into_inner()),
+                        Err(TryLockError::WouldBlock) => run(item, &mut Workspace::new()),
+                    }
+                })
                 .collect()
         })
     }
@@ -281,6 +315,45 @@ mod tests {
         let r = gradient_batch_each(&problems, &[FinalComponent(0)]);
         assert!(r[0].is_ok());
         assert_eq!(r[1].as_ref().unwrap_err().kind(), "dimension_mismatch");
+    }
+
+    /// A run that lets its worker take other items meanwhile (here by
+    /// `rayon::yield_now`, as a run waiting on parallel work in the same
+    /// pool does), while it holds its workspace: every item still equals
+    /// the single call, and nothing waits forever.
+    #[test]
+    fn a_run_that_waits_on_parallel_work_still_gets_a_workspace() {
+        fn problems_of(system: &ia_core::HybridSystem) -> Vec<Problem<'_>> {
+            (0..64)
+                .map(|i| {
+                    let mut p = problem(system);
+                    p.params[1] = 0.5 + 0.005 * i as f64;
+                    p
+                })
+                .collect()
+        }
+        let system = ball();
+        let problems = problems_of(&system);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        // A thread of its own, so that a worker waiting on itself fails the
+        // test instead of hanging it.
+        std::thread::spawn(move || {
+            let system = ball();
+            let problems = problems_of(&system);
+            let batch = Batch::with_threads(2).unwrap();
+            let nested = batch.map_in(&problems, |p, w| {
+                // Runs other pending items on this worker, if any, right now.
+                rayon::yield_now();
+                ia_events::simulate_in(p, &mut w.run).unwrap()
+            });
+            let _ = sender.send(nested);
+        });
+        let nested = receiver
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the batch finished: no worker waited on its own workspace");
+        for (p, r) in problems.iter().zip(nested) {
+            assert_eq!(r, ia_events::simulate(p).unwrap());
+        }
     }
 
     #[test]
