@@ -1180,9 +1180,10 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 .crossed(self.guards.sides[k], g)
     }
 
-    /// Whether transition `k`'s guard sits beyond zero in its direction
-    /// (a mode switch left it there heading back): it has to come back to
-    /// the side it crosses from before it can fire.
+    /// Whether transition `k`'s guard sits beyond zero in its direction: a
+    /// mode switch left it there heading back, or it fired and its reset
+    /// left it there (a threshold with an identity reset). It has to come
+    /// back to the side it crosses from before it can fire.
     fn disarmed(&self, k: usize) -> bool {
         let side = self.guards.sides[k];
         side != 0.0

@@ -192,6 +192,22 @@ impl OrbitOptions {
     }
 
     /// Sets [`OrbitOptions::advancing`], by state index.
+    ///
+    /// The slip-hopper's running gait: every state returns but the mass's
+    /// `x` and the foot's `xf`, which move on by one step a period.
+    ///
+    /// ```
+    /// use ia_orbits::{periodic_orbit, OrbitOptions};
+    ///
+    /// let model = ia_models::by_name("slip-hopper").unwrap();
+    /// let (system, params) = (model.system(), model.spec().default_params());
+    /// let touchdown = [0.48238, 0.92866, 4.0, -1.18305, 0.8533]; // x, y, vx, vy, xf
+    /// let options = OrbitOptions::new(3.0).with_advancing(vec![0, 4]);
+    /// let gait = periodic_orbit(&system, "touchdown", &touchdown, &params, &options).unwrap();
+    /// assert!((gait.advance[0] - gait.advance[1]).abs() < 1e-9);
+    /// assert!(gait.advance[0] > 1.5); // metres a step
+    /// assert!(gait.multipliers.iter().any(|m| m.advancing));
+    /// ```
     pub fn with_advancing(mut self, states: Vec<usize>) -> Self {
         self.advancing = states;
         self
