@@ -33,8 +33,10 @@ from ._errors import (
     StepLimitError,
     EventLocationError,
     UnsupportedError,
+    NoConvergenceError,
+    NoReturnError,
 )
-from ._results import Simulation, Jacobian, Gradient
+from ._results import Simulation, Jacobian, Gradient, PeriodicOrbit
 
 __all__ = [
     "Model",
@@ -42,6 +44,7 @@ __all__ = [
     "Simulation",
     "Jacobian",
     "Gradient",
+    "PeriodicOrbit",
     "Error",
     "MalformedJsonError",
     "InvalidScenarioError",
@@ -56,5 +59,7 @@ __all__ = [
     "StepLimitError",
     "EventLocationError",
     "UnsupportedError",
+    "NoConvergenceError",
+    "NoReturnError",
     "__version__",
 ]

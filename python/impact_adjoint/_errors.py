@@ -99,6 +99,20 @@ class UnsupportedError(Error):
     kind = "unsupported"
 
 
+class NoConvergenceError(Error):
+    """Newton's method found no periodic orbit from the starting guess (the
+    message has the iterations, the residual and what to try)."""
+
+    kind = "no_convergence"
+
+
+class NoReturnError(Error):
+    """A periodic orbit's section did not fire often enough within
+    ``max_period``."""
+
+    kind = "no_return"
+
+
 ERRORS = {
     cls.kind: cls
     for cls in (
@@ -115,6 +129,8 @@ ERRORS = {
         StepLimitError,
         EventLocationError,
         UnsupportedError,
+        NoConvergenceError,
+        NoReturnError,
     )
 }
 

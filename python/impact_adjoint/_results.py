@@ -21,7 +21,9 @@ def _index(names, name, kind):
 
 def _plain(value):
     if isinstance(value, np.ndarray):
-        return value.tolist()
+        return _plain(value.tolist()) if np.iscomplexobj(value) else value.tolist()
+    if isinstance(value, complex):
+        return {"re": value.real, "im": value.imag}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -99,3 +101,48 @@ class Gradient(Simulation):
     def derivative(self, wrt):
         """``dL / d wrt`` by name, e.g. ``"param.e"``."""
         return float(self.gradient[_index(self.wrt, wrt, "sensitivity input")])
+
+
+@dataclass(frozen=True, eq=False)
+class PeriodicOrbit:
+    """A periodic orbit: ``model.periodic_orbit(section, ...)``.
+
+    ``fixed_point`` (n) is the state just after ``section`` fires on the
+    orbit, ``period`` the time of one period, ``monodromy`` (n x n) the
+    flows and saltations of one period chained, ``multipliers`` (complex, n)
+    its eigenvalues by modulus, largest first; ``multipliers[trivial]`` is
+    the 1 along the flow and ``multipliers[advancing_multiplier]`` the 1 of
+    the ``advancing`` states' common shift (``None`` without them), each
+    moved by ``advance`` in one period. ``d_fixed_point`` (n x n_p),
+    ``d_period`` (n_p) and ``d_multipliers`` (complex, n x n_p) are the
+    derivatives with respect to the parameters, ``None`` when they are not
+    defined (``sensitivities_unavailable`` says why).
+    """
+
+    model: str
+    section: str
+    state_names: list
+    param_names: list
+    fixed_point: np.ndarray
+    period: float
+    newton_iterations: int
+    residual: float
+    monodromy: np.ndarray
+    multipliers: np.ndarray
+    trivial: object
+    advancing_multiplier: object
+    advancing: list
+    advance: np.ndarray
+    d_fixed_point: object
+    d_period: object
+    d_multipliers: object
+    sensitivities_unavailable: object
+
+    def state(self, name):
+        """The fixed point's entry named ``name``."""
+        return float(self.fixed_point[_index(self.state_names, name, "state")])
+
+    def to_dict(self):
+        """Plain lists and numbers (a complex number as ``{"re", "im"}``),
+        for JSON."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}

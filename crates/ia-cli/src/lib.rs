@@ -434,13 +434,12 @@ pub fn gradient_with(
 pub fn periodic(text: &str, source: &str) -> Result<String, CliError> {
     let periodic = scenario::PeriodicScenario::parse(text, source)?;
     let scenario = &periodic.scenario;
-    let mut options = ia_orbits::OrbitOptions::new(periodic.max_period)
-        .with_events_per_period(periodic.events_per_period)
-        .with_advancing(periodic.advancing.clone());
-    if periodic.solver_given {
-        options.solver = scenario.solver.clone();
-    }
-    options.events = scenario.events.clone();
+    let options = orbit_options(
+        scenario,
+        periodic.events_per_period,
+        periodic.advancing.clone(),
+        periodic.solver_given,
+    );
     let orbit = ia_orbits::periodic_orbit(
         &scenario.system,
         &periodic.section,
@@ -590,6 +589,27 @@ fn low_liftoff(scenario: &Scenario, params: &[f64], error: &HybridError) -> Opti
         short_num(height),
         short_num(falling)
     ))
+}
+
+/// The orbit solver's options for `scenario` (its `t_end` is the longest
+/// run of one period): `events_per_period`, the `advancing` states, and
+/// the scenario's solver if it gave one (`solver_given`; otherwise the
+/// orbit solver's tighter default) and its event options. Shared by
+/// [`periodic`] and the Python package.
+pub fn orbit_options(
+    scenario: &Scenario,
+    events_per_period: usize,
+    advancing: Vec<usize>,
+    solver_given: bool,
+) -> ia_orbits::OrbitOptions {
+    let mut options = ia_orbits::OrbitOptions::new(scenario.t_end)
+        .with_events_per_period(events_per_period)
+        .with_advancing(advancing);
+    if solver_given {
+        options.solver = scenario.solver.clone();
+    }
+    options.events = scenario.events.clone();
+    options
 }
 
 /// `impact-adjoint models --equations FILE`: how the model written as

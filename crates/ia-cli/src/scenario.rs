@@ -172,8 +172,9 @@ impl PeriodicScenario {
     }
 }
 
-/// `advancing`: an array of distinct state names, as state indices.
-fn advancing_states(value: &Value, system: &HybridSystem) -> Result<Vec<usize>, CliError> {
+/// `advancing`: an array of distinct state names, as state indices (the
+/// periodic-orbit key, also read by the Python package).
+pub fn advancing_states(value: &Value, system: &HybridSystem) -> Result<Vec<usize>, CliError> {
     let names = system.state_names();
     let valid = || {
         format!(

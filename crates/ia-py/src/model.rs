@@ -16,7 +16,8 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 /// A hybrid model: its state, parameter, mode and transition names, and its
-/// runs (`simulate`, `jacobian`, `gradient`).
+/// runs (`simulate`, `jacobian`, `gradient`) and periodic orbits
+/// (`periodic_orbit`).
 #[pyclass(frozen, module = "impact_adjoint")]
 pub struct Model {
     pub(crate) model: Arc<dyn ia_models::Model>,
@@ -429,6 +430,61 @@ impl Model {
             method.name(),
             &grad,
         )
+    }
+
+    /// The periodic orbit through the section of transition `section` (the
+    /// state just after it fires), by Newton shooting from `x0` (a state
+    /// just after `section` fires; default the model's initial state) with
+    /// `params`, as the command line's `periodic`: `events_per_period`
+    /// firings of `section` a period, runs of at most `max_period` (default
+    /// the model's run length), `advancing` the names of states that move
+    /// on by one common step each period (a runner's `x` and its foot's
+    /// `xf`). Without a `solver` the runs use `dopri5` at `1e-12`. Returns a
+    /// `PeriodicOrbit`; Newton failing raises `NoConvergenceError`, no
+    /// return within `max_period` `NoReturnError`.
+    #[pyo3(signature = (section, x0=None, params=None, *, events_per_period=1, max_period=None, advancing=None, solver=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn periodic_orbit<'py>(
+        &self,
+        py: Python<'py>,
+        section: &str,
+        x0: Option<&Bound<'py, PyAny>>,
+        params: Option<&Bound<'py, PyAny>>,
+        events_per_period: i64,
+        max_period: Option<&Bound<'py, PyAny>>,
+        advancing: Option<&Bound<'py, PyAny>>,
+        solver: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let scenario = self.scenario(&RunOptions {
+            t_end: max_period,
+            solver,
+            ..RunOptions::default()
+        })?;
+        let (x0, params) = self.inputs(x0, params)?;
+        // The parameters' own rules, as for any run of the model.
+        scenario
+            .problem_from(x0.clone(), params.clone())
+            .map_err(to_py)?;
+        let events_per_period = usize::try_from(events_per_period).map_err(|_| {
+            to_py(CliError::Library(HybridError::invalid(
+                "events_per_period",
+                events_per_period,
+                "must be an integer of at least 1",
+            )))
+        })?;
+        let advancing = match advancing.filter(|v| !v.is_none()) {
+            None => Vec::new(),
+            Some(v) => {
+                ia_cli::scenario::advancing_states(&to_json(v, "advancing")?, &scenario.system)
+                    .map_err(to_py)?
+            }
+        };
+        let solver_given = solver.is_some_and(|v| !v.is_none());
+        let options = ia_cli::orbit_options(&scenario, events_per_period, advancing, solver_given);
+        let orbit = py
+            .detach(|| ia_orbits::periodic_orbit(&scenario.system, section, &x0, &params, &options))
+            .map_err(|e| to_py(CliError::from(e)))?;
+        results::periodic_orbit(py, &self.spec.name, &orbit)
     }
 }
 

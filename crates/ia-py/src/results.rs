@@ -153,6 +153,74 @@ pub fn gradient<'py>(
     result_class(py, "Gradient")?.call((), Some(&fields))
 }
 
+/// A periodic orbit as `impact_adjoint.PeriodicOrbit`: the multipliers
+/// and their derivatives as complex arrays, the derivatives `None` (with
+/// the reason) when they are not defined.
+pub fn periodic_orbit<'py>(
+    py: Python<'py>,
+    model: &str,
+    orbit: &ia_orbits::PeriodicOrbit,
+) -> PyResult<Bound<'py, PyAny>> {
+    let complex = |pairs: Vec<(f64, f64)>| -> PyResult<Bound<'py, PyAny>> {
+        let numpy = py.import("numpy")?;
+        let (re, im): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
+        let re = PyArray1::from_vec(py, re);
+        let im = PyArray1::from_vec(py, im);
+        numpy.getattr("add")?.call1((
+            re,
+            numpy
+                .getattr("multiply")?
+                .call1((im, numpy.getattr("complex128")?.call1((0.0, 1.0))?))?,
+        ))
+    };
+    let fields = PyDict::new(py);
+    fields.set_item("model", model)?;
+    fields.set_item("section", &orbit.section)?;
+    fields.set_item("state_names", &orbit.state_names)?;
+    fields.set_item("param_names", &orbit.param_names)?;
+    fields.set_item("fixed_point", PyArray1::from_slice(py, &orbit.fixed_point))?;
+    fields.set_item("period", orbit.period)?;
+    fields.set_item("newton_iterations", orbit.newton_iterations)?;
+    fields.set_item("residual", orbit.residual)?;
+    fields.set_item("monodromy", dense(py, &orbit.monodromy)?)?;
+    fields.set_item(
+        "multipliers",
+        complex(orbit.multipliers.iter().map(|m| (m.re, m.im)).collect())?,
+    )?;
+    fields.set_item("trivial", orbit.multipliers.iter().position(|m| m.trivial))?;
+    fields.set_item(
+        "advancing_multiplier",
+        orbit.multipliers.iter().position(|m| m.advancing),
+    )?;
+    fields.set_item("advancing", &orbit.advancing)?;
+    fields.set_item("advance", PyArray1::from_slice(py, &orbit.advance))?;
+    match &orbit.sensitivities {
+        Some(sens) => {
+            fields.set_item("d_fixed_point", dense(py, &sens.fixed_point)?)?;
+            fields.set_item("d_period", PyArray1::from_slice(py, &sens.period))?;
+            let rows = sens.multipliers.len();
+            let cols = orbit.param_names.len();
+            let flat = sens
+                .multipliers
+                .iter()
+                .flat_map(|row| row.iter().map(|d| (d.re, d.im)))
+                .collect();
+            let d = complex(flat)?;
+            fields.set_item("d_multipliers", d.call_method1("reshape", ((rows, cols),))?)?;
+        }
+        None => {
+            for key in ["d_fixed_point", "d_period", "d_multipliers"] {
+                fields.set_item(key, py.None())?;
+            }
+        }
+    }
+    fields.set_item(
+        "sensitivities_unavailable",
+        orbit.sensitivities_unavailable.as_deref(),
+    )?;
+    result_class(py, "PeriodicOrbit")?.call((), Some(&fields))
+}
+
 fn result_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("impact_adjoint._results")?.getattr(name)
 }
