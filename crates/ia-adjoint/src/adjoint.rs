@@ -2,8 +2,9 @@
 //!
 //! The forward pass stores, for every accepted step, its start time, size
 //! and (see checkpointing below) start state, and for every event its
-//! transition, time, cascade root and the states before and after its
-//! reset. The backward pass walks
+//! transition, time, cascade root, state before the reset, time shift
+//! (by its nonzero entries for a system of 16 states or more) and
+//! guard partials. The backward pass walks
 //! the tape in reverse: each Runge-Kutta step's stages are recomputed from
 //! its start state and the step is transposed exactly (the step size held
 //! fixed), each event applies `lambda- = Xi^T lambda+` and
@@ -147,9 +148,10 @@ impl PackedEntry {
 }
 
 /// What the backward pass needs of one event, with its state before the
-/// reset and its time shift in [`Tape::event_states`] and the guard's
-/// partials in [`Tape::guard_terms`]: the event's geometry as the integrator
-/// formed it, kept, not formed again.
+/// reset in [`Tape::event_states`], its time shift in
+/// [`Tape::shift_values`] (and [`Tape::shift_entries`]) and the guard's
+/// partials in [`Tape::guard_terms`]: the event's geometry as the
+/// integrator formed it, kept, not formed again.
 #[derive(Clone, Copy, Debug)]
 struct TapeEvent {
     time: f64,
@@ -176,6 +178,11 @@ pub(crate) struct Cursor {
 
 /// An index that fits the tape's 32-bit fields (a transition, the event
 /// that started a cascade).
+/// From this many states on, the tape keeps each event's time shift by its
+/// nonzero entries (12 bytes each) rather than whole (8 bytes an entry):
+/// worth it once a reset leaves most of the state's rates alone.
+const SPARSE_SHIFT_STATES: usize = 16;
+
 fn narrow(index: usize, what: &str) -> Result<u32, HybridError> {
     u32::try_from(index)
         .ok()
@@ -203,9 +210,19 @@ pub(crate) struct Tape {
     /// Every event of the run, by index, whatever its trajectory records
     /// ([`ia_events::EventRecording`]): what the backward pass transposes.
     events: Vec<TapeEvent>,
-    /// Each event's state before the reset and time shift
-    /// `w = f+ - r_x f- - r_t`, `2 n` floats an event.
+    /// Each event's state before the reset, `n` floats an event.
     event_states: Vec<f64>,
+    /// Each event's time shift `w = f+ - r_x f- - r_t`: all `n` entries
+    /// for a small system; from [`SPARSE_SHIFT_STATES`] states on, its
+    /// nonzero entries only (their indices in [`Tape::shift_entries`], each
+    /// event's first at [`Tape::shift_starts`]). A reset that changes a few
+    /// entries of a large state shifts only those (and the rates that read
+    /// them): a network's events keep a few hundred numbers, not `n`.
+    shift_values: Vec<f64>,
+    /// The indices of [`Tape::shift_values`] (large systems only).
+    shift_entries: Vec<u32>,
+    /// Where each event's entries start (large systems only).
+    shift_starts: Vec<usize>,
     /// Each located event's guard partials `g_x`, `g_p` over what the guard
     /// reads ([`guard_term_count`] floats; none for an event of a cascade,
     /// whose guard plays no part).
@@ -268,8 +285,20 @@ impl Observer for Tape {
             steps_before: self.steps as u64,
         });
         self.event_states.extend_from_slice(jump.state_before);
-        self.event_states
-            .extend_from_slice(geometry.time_shift.as_slice());
+        let n = jump.state_before.len();
+        if n < SPARSE_SHIFT_STATES {
+            self.shift_values
+                .extend_from_slice(geometry.time_shift.as_slice());
+        } else {
+            narrow(n, "state dimension")?;
+            self.shift_starts.push(self.shift_values.len());
+            for (i, &w) in geometry.time_shift.iter().enumerate() {
+                if w != 0.0 {
+                    self.shift_entries.push(i as u32);
+                    self.shift_values.push(w);
+                }
+            }
+        }
         if jump.cascade_of.is_none() {
             let (gx, gp) = (&geometry.guard.x, &geometry.guard.p);
             match run.system.transitions()[jump.transition].guard.support() {
@@ -302,8 +331,13 @@ impl Tape {
     pub(crate) fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         self.entries.capacity() * size_of::<PackedEntry>()
-            + (self.states.capacity() + self.event_states.capacity() + self.guard_terms.capacity())
+            + (self.states.capacity()
+                + self.event_states.capacity()
+                + self.shift_values.capacity()
+                + self.guard_terms.capacity())
                 * size_of::<f64>()
+            + self.shift_entries.capacity() * size_of::<u32>()
+            + self.shift_starts.capacity() * size_of::<usize>()
             + self.events.capacity() * size_of::<TapeEvent>()
             + self.event_positions.capacity() * size_of::<usize>()
             + self.observation_cursors.capacity() * size_of::<Cursor>()
@@ -320,6 +354,9 @@ impl Tape {
             first_mode: 0,
             events: Vec::new(),
             event_states: Vec::new(),
+            shift_values: Vec::new(),
+            shift_entries: Vec::new(),
+            shift_starts: Vec::new(),
             guard_terms: Vec::new(),
             event_positions: Vec::new(),
             observation_cursors: Vec::new(),
@@ -333,6 +370,9 @@ impl Tape {
         self.states.clear();
         self.events.clear();
         self.event_states.clear();
+        self.shift_values.clear();
+        self.shift_entries.clear();
+        self.shift_starts.clear();
         self.guard_terms.clear();
         self.event_positions.clear();
         self.observation_cursors.clear();
@@ -341,6 +381,9 @@ impl Tape {
             states: self.states,
             events: self.events,
             event_states: self.event_states,
+            shift_values: self.shift_values,
+            shift_entries: self.shift_entries,
+            shift_starts: self.shift_starts,
             guard_terms: self.guard_terms,
             event_positions: self.event_positions,
             observation_cursors: self.observation_cursors,
@@ -380,6 +423,9 @@ impl Tape {
         self.states.len()
             + 2 * self.entries.len()
             + self.event_states.len()
+            + self.shift_values.len()
+            + self.shift_entries.len().div_ceil(2)
+            + self.shift_starts.len()
             + self.guard_terms.len()
             + 4 * self.events.len()
     }
@@ -388,13 +434,26 @@ impl Tape {
     /// `guard_terms[guard_start..]`.
     fn event(&self, index: usize, n: usize, guard_start: usize) -> TapedEvent<'_> {
         let e = self.events[index];
-        let data = &self.event_states[2 * n * index..2 * n * (index + 1)];
+        let (shift_entries, shift_values) = if n < SPARSE_SHIFT_STATES {
+            (&[][..], &self.shift_values[n * index..n * (index + 1)])
+        } else {
+            let start = self.shift_starts[index];
+            let end = self
+                .shift_starts
+                .get(index + 1)
+                .map_or(self.shift_values.len(), |&next| next);
+            (
+                &self.shift_entries[start..end],
+                &self.shift_values[start..end],
+            )
+        };
         let cascade_of = (e.cascade_of != TapeEvent::LOCATED).then_some(e.cascade_of as usize);
         TapedEvent {
             transition: e.transition as usize,
             time: e.time,
-            state_before: &data[..n],
-            time_shift: &data[n..],
+            state_before: &self.event_states[n * index..n * (index + 1)],
+            shift_entries,
+            shift_values,
             guard_rate: e.guard_rate,
             guard_terms: &self.guard_terms[guard_start..],
             cascade_of,
@@ -462,7 +521,10 @@ struct TapedEvent<'t> {
     transition: usize,
     time: f64,
     state_before: &'t [f64],
-    time_shift: &'t [f64],
+    /// The time shift: every entry when `shift_entries` is empty, else the
+    /// values of those entries (the others are zero).
+    shift_entries: &'t [u32],
+    shift_values: &'t [f64],
     guard_rate: f64,
     /// From the event's guard partials on (over the guard's support, states
     /// then parameters; or all of `g_x` then all of `g_p`).
@@ -746,7 +808,7 @@ impl<'a> Backward<'a> {
                     // formed it (the same function of the same state).
                     let event = tape.events[index];
                     let transition = &self.system.transitions()[event.transition as usize];
-                    let before = &tape.event_states[2 * n * index..2 * n * index + n];
+                    let before = &tape.event_states[n * index..n * (index + 1)];
                     transition.reset.apply(event.time, before, params, &mut y);
                     mode = transition.to;
                 }
@@ -892,12 +954,21 @@ impl<'a> Backward<'a> {
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
-        let w_lambda: f64 = event
-            .time_shift
-            .iter()
-            .zip(lambda.iter())
-            .map(|(w, l)| w * l)
-            .sum();
+        let w_lambda: f64 = if event.shift_entries.is_empty() {
+            event
+                .shift_values
+                .iter()
+                .zip(lambda.iter())
+                .map(|(w, l)| w * l)
+                .sum()
+        } else {
+            event
+                .shift_entries
+                .iter()
+                .zip(event.shift_values)
+                .map(|(&i, w)| w * lambda[i as usize])
+                .sum()
+        };
         // lambda- = r_x^T lambda+ + g_x c and p_bar += r_p^T lambda+ + g_p c,
         // with c = (w . lambda+ - dL/dt*) / gdot for a crossing; an event of
         // a cascade passes dL/dt* - w . lambda+ on to the event that started
