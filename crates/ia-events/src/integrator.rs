@@ -925,15 +925,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         self.guards.crossed.clear();
         self.guards.dip_candidates.clear();
         for &k in &system.modes()[self.mode()].outgoing {
-            let transition = &system.transitions()[k];
-            let x = &self.stepper.state()[..n];
-            let g = transition.guard.value(t_new, x, p);
-            if !g.is_finite() {
-                return Err(self.non_finite(
-                    format!("guard value of transition '{}' (= {g})", transition.name),
-                    t_new,
-                ));
-            }
+            let g = self.checked_guard(k, t_new, &self.stepper.state()[..n])?;
             self.guards.start_values[k] = self.guards.values[k];
             self.guards.values[k] = g;
             if self.crossed_from_side(k, t_prev, g) {
@@ -1004,15 +996,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             self.guards.still_crossed.clear();
             for i in 0..self.guards.crossed.len() {
                 let k = self.guards.crossed[i];
-                let g = system.transitions()[k]
-                    .guard
-                    .value(mid, &self.states.x_probe, p);
-                if !g.is_finite() {
-                    let name = &system.transitions()[k].name;
-                    return Err(
-                        self.non_finite(format!("guard value of transition '{name}' (= {g})"), mid)
-                    );
-                }
+                let g = self.checked_guard(k, mid, &self.states.x_probe)?;
                 if self.crossed_from_side(k, t_prev, g) {
                     self.guards.values[k] = g;
                     self.guards.still_crossed.push(k);
@@ -1204,20 +1188,9 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         self.step_taken();
         let system = self.system();
         let n = self.rhs.n;
-        let p = &self.problem.params;
         let t_prev = self.stepper.previous_time();
         for &j in &system.modes()[self.mode()].outgoing {
-            let g = system.transitions()[j]
-                .guard
-                .value(t_back, &self.stepper.state()[..n], p);
-            if !g.is_finite() {
-                let name = &system.transitions()[j].name;
-                return Err(self.non_finite(
-                    format!("guard value of transition '{name}' (= {g})"),
-                    t_back,
-                ));
-            }
-            self.guards.values[j] = g;
+            self.guards.values[j] = self.checked_guard(j, t_back, &self.stepper.state()[..n])?;
         }
         // The stepped state may still sit a rounding short of where the
         // dense output saw guard `k` back: then it stays disarmed.
@@ -1601,14 +1574,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let mut rate_ready = false;
         for &k in &system.modes()[mode].outgoing {
             let guard = &system.transitions()[k].guard;
-            let g = guard.value(t, x, p);
-            if !g.is_finite() {
-                let what = format!(
-                    "guard value of transition '{}' (= {g})",
-                    system.transitions()[k].name
-                );
-                return Err(self.non_finite(what, t));
-            }
+            let g = self.checked_guard(k, t, x)?;
             let at_zero = g.abs() <= band;
             let direction = guard.direction();
             let beyond_after_switch = !same_mode && !at_zero && direction.violated_at_start(g);
@@ -1724,6 +1690,19 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             final_state,
             final_mode,
             stats,
+        }
+    }
+
+    /// Transition `k`'s guard at `(t, x)`, or the error naming it when that
+    /// is not finite.
+    fn checked_guard(&self, k: usize, t: f64, x: &[f64]) -> Result<f64, HybridError> {
+        let transition = &self.system().transitions()[k];
+        let g = transition.guard.value(t, x, &self.problem.params);
+        if g.is_finite() {
+            Ok(g)
+        } else {
+            let what = format!("guard value of transition '{}' (= {g})", transition.name);
+            Err(self.non_finite(what, t))
         }
     }
 
