@@ -260,6 +260,12 @@ impl Parser<'_> {
     fn product(&mut self) -> Result<Expr, SyntaxError> {
         let mut left = self.unary()?;
         while let Some(c @ ('*' | '/')) = self.peek() {
+            if c == '*' && self.chars.get(self.pos + 1) == Some(&'*') {
+                return Err(self.error(
+                    self.pos + 1,
+                    "\"**\" is not an operator; write a power with \"^\", like x^2",
+                ));
+            }
             self.pos += 1;
             self.count_operation()?;
             let right = self.unary()?;
@@ -620,6 +626,8 @@ mod tests {
     )]
     #[case("y +", 4, "expected a number, a name or \"(\", found the end")]
     #[case("y * * 2", 5, "expected a number, a name or \"(\", found \"*\"")]
+    #[case("y**2", 2, "\"**\" is not an operator; write a power with \"^\", like x^2")]
+    #[case("(y + 1) ** vy", 9, "\"**\" is not an operator; write a power with \"^\", like x^2")]
     #[case("(y", 3, "expected \")\", found the end")]
     #[case("y)", 2, "expected an operator (+ - * / ^) or the end, found \")\"")]
     #[case("atan2(y)", 1, "atan2 takes 2 arguments, got 1")]
