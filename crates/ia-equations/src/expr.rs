@@ -626,8 +626,16 @@ mod tests {
     )]
     #[case("y +", 4, "expected a number, a name or \"(\", found the end")]
     #[case("y * * 2", 5, "expected a number, a name or \"(\", found \"*\"")]
-    #[case("y**2", 2, "\"**\" is not an operator; write a power with \"^\", like x^2")]
-    #[case("(y + 1) ** vy", 9, "\"**\" is not an operator; write a power with \"^\", like x^2")]
+    #[case(
+        "y**2",
+        2,
+        "\"**\" is not an operator; write a power with \"^\", like x^2"
+    )]
+    #[case(
+        "(y + 1) ** vy",
+        9,
+        "\"**\" is not an operator; write a power with \"^\", like x^2"
+    )]
     #[case("(y", 3, "expected \")\", found the end")]
     #[case("y)", 2, "expected an operator (+ - * / ^) or the end, found \")\"")]
     #[case("atan2(y)", 1, "atan2 takes 2 arguments, got 1")]

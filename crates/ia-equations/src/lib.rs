@@ -47,10 +47,13 @@
 #![deny(missing_docs)]
 
 mod compile;
+mod error;
 pub mod expr;
 mod form;
 mod model;
+mod shape;
 
 pub use compile::{Program, STACK_REGISTERS};
+pub use error::EquationError;
 pub use form::{EquationsForm, ModeForm, Ordered, States, TransitionForm};
-pub use model::{EquationError, EquationFlow, EquationGuard, EquationModel, EquationReset};
+pub use model::{EquationFlow, EquationGuard, EquationModel, EquationReset};

@@ -1,6 +1,7 @@
 //! Checking a form, compiling it, and the pieces of the hybrid system.
 
 use crate::compile::{Compiler, Program};
+use crate::error::EquationError;
 use crate::expr::{self, visit_names, Expr, Function, Name, Printed, Scope};
 use crate::form::{EquationsForm, Ordered};
 use ia_core::{
@@ -10,46 +11,6 @@ use ia_core::{
 use ia_models::{Model, ModelSpec, Quantity, TransitionSpec};
 use std::fmt::Write as _;
 use std::sync::Arc;
-use thiserror::Error;
-
-/// A mistake in a model written as equations: one line naming where it is
-/// (the mode or transition, the key, and for an expression the column) and
-/// what would be valid.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-pub enum EquationError {
-    /// The text is not JSON of the model's form (the message carries the
-    /// line and column of the document).
-    #[error("{0}")]
-    Json(String),
-    /// An expression does not parse or names something that does not exist.
-    #[error("{place}, column {column}: {message}")]
-    Expression {
-        /// Where the expression is: `transition "bounce", reset.vy`.
-        place: String,
-        /// 1-based column, in characters, inside the expression.
-        column: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// The model's structure is wrong: a flow missing a state, an unknown
-    /// mode, a name used twice...
-    #[error("{place}: {message}")]
-    Structure {
-        /// Where: `mode "flight", flow`, `transition "bounce", to`.
-        place: String,
-        /// What is wrong.
-        message: String,
-    },
-}
-
-impl EquationError {
-    fn structure(place: impl Into<String>, message: impl Into<String>) -> Self {
-        EquationError::Structure {
-            place: place.into(),
-            message: message.into(),
-        }
-    }
-}
 
 /// The names an expression of the model may read.
 struct Names<'a> {
@@ -160,9 +121,7 @@ fn quoted_list(names: &[String]) -> String {
 impl EquationModel {
     /// Reads and checks a model from its JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, EquationError> {
-        let form: EquationsForm =
-            serde_json::from_str(text).map_err(|e| EquationError::Json(e.to_string()))?;
-        Self::from_form(form)
+        Self::from_form(crate::shape::form_of_text(text)?)
     }
 
     /// Reads and checks a model from a JSON value (as found inside a
@@ -170,8 +129,7 @@ impl EquationModel {
     /// serde_json's `preserve_order`, which the workspace turns on); a state
     /// given twice in a flow cannot be seen there (JSON keeps the last).
     pub fn from_value(value: &serde_json::Value) -> Result<Self, EquationError> {
-        let form = EquationsForm::deserialize_value(value)?;
-        Self::from_form(form)
+        Self::from_form(crate::shape::form_of_value(value)?)
     }
 
     /// Checks and compiles a form.
@@ -490,65 +448,6 @@ impl EquationModel {
                 )
             })
         })
-    }
-}
-
-impl EquationsForm {
-    /// The form in `value`; a value of the wrong shape is named by its key
-    /// (`transitions[1]: missing field \`guard\``), where serde alone names
-    /// only what it expected.
-    fn deserialize_value(value: &serde_json::Value) -> Result<Self, EquationError> {
-        use crate::{ModeForm, States, TransitionForm};
-        use serde::Deserialize;
-        fn shape<'a, T: Deserialize<'a>>(
-            place: &str,
-            v: &'a serde_json::Value,
-        ) -> Result<(), EquationError> {
-            T::deserialize(v)
-                .map(drop)
-                .map_err(|e| EquationError::structure(place, e.to_string()))
-        }
-        if let Some(object) = value.as_object() {
-            for (key, v) in object {
-                match key.as_str() {
-                    "states" => shape::<States>(key, v)?,
-                    "params" => shape::<Ordered<f64>>(key, v)?,
-                    "let" => shape::<Ordered<String>>(key, v)?,
-                    "modes" => match v.as_object() {
-                        Some(modes) => {
-                            for (mode, m) in modes {
-                                shape::<ModeForm>(&format!("modes.{mode}"), m)?;
-                            }
-                        }
-                        None => shape::<Ordered<ModeForm>>(key, v)?,
-                    },
-                    "transitions" => match v.as_array() {
-                        Some(list) => {
-                            for (i, t) in list.iter().enumerate() {
-                                shape::<TransitionForm>(&format!("transitions[{i}]"), t)?;
-                            }
-                        }
-                        None => shape::<Vec<TransitionForm>>(
-                            key,
-                            v,
-                        )
-                        .map_err(|e| match e {
-                            EquationError::Structure { place, message } => {
-                                EquationError::Structure {
-                                    place,
-                                    message: format!(
-                                        "{message} (a list of transitions, each {{\"name\": .., \"from\": .., \"to\": .., \"guard\": .., \"direction\": .., \"reset\": {{..}}}})"
-                                    ),
-                                }
-                            }
-                            other => other,
-                        })?,
-                    },
-                    _ => {}
-                }
-            }
-        }
-        Deserialize::deserialize(value).map_err(|e| EquationError::Json(e.to_string()))
     }
 }
 

@@ -113,6 +113,41 @@ fn every_mistake_has_its_message(#[case] json: String, #[case] message: &str) {
     assert_eq!(err.to_string(), message);
 }
 
+/// A number (or another non-string) where an expression belongs is named by
+/// its key, read from text or from a JSON value alike (serde alone said
+/// "invalid type: integer `2`, expected a string at line 1 column 45", or
+/// `modes.flight: ...`, without the state).
+#[rstest]
+#[case::flow(
+    ball("2", "y", "flight", r#""vy": "-e * vy""#).replace(r#""vy": "2""#, r#""vy": 2"#),
+    r#"mode "flight", flow.vy: an expression is a string: write "2" in quotes, not the number 2"#
+)]
+#[case::guard(
+    ball("-g", "y", "flight", r#""vy": "-e * vy""#).replace(r#""guard": "y""#, r#""guard": 0.5"#),
+    r#"transition "bounce", guard: an expression is a string: write "0.5" in quotes, not the number 0.5"#
+)]
+#[case::reset(
+    ball("-g", "y", "flight", r#""vy": 0"#),
+    r#"transition "bounce", reset.vy: an expression is a string: write "0" in quotes, not the number 0"#
+)]
+#[case::reset_of_an_unnamed_transition(
+    r#"{"states": ["y"], "modes": {"m": {"flow": {"y": "-1"}}},
+        "transitions": [{"from": "m", "to": "m", "guard": "y", "direction": "falling", "reset": {"y": [1]}}]}"#.to_string(),
+    r#"transitions[0], reset.y: an expression is a string, like "-g * y"; got an array"#
+)]
+#[case::let_value(
+    r#"{"states": ["y"], "let": {"a": true}, "modes": {"m": {"flow": {"y": "a"}}}}"#.to_string(),
+    r#"let "a": an expression is a string, like "-g * y"; got true"#
+)]
+fn a_non_string_expression_names_its_key(#[case] json: String, #[case] message: &str) {
+    let err = EquationModel::from_json_str(&json).unwrap_err();
+    assert_eq!(err.to_string(), message, "from text");
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let err = EquationModel::from_value(&value).unwrap_err();
+    assert_eq!(err.to_string(), message, "from a value");
+    assert_eq!(err.kind(), "invalid_equations");
+}
+
 proptest::proptest! {
     /// Any text, as a whole model or as an expression in one, is an error or
     /// a model, never a panic.
