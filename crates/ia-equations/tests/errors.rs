@@ -42,6 +42,10 @@ fn the_template_is_valid() {
     ball("-g * sin(y, vy)", "y", "flight", r#""vy": "-e * vy""#),
     r#"mode "flight", flow.vy, column 6: sin takes 1 argument, got 2"#
 )]
+#[case::python_power(
+    ball("-g**2", "y", "flight", r#""vy": "-e * vy""#),
+    r#"mode "flight", flow.vy, column 3: "**" is not an operator; write a power with "^", like x^2"#
+)]
 #[case::unknown_function(
     ball("-g", "y", "flight", r#""vy": "-e * abss(vy)""#),
     r#"transition "bounce", reset.vy, column 6: unknown function "abss"; functions are sin, cos, tan, exp, log, sqrt, abs, tanh, atan2, min, max; closest is "abs""#
