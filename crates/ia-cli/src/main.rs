@@ -36,7 +36,7 @@ enum Command {
     },
     /// Run a scenario and print the trajectory as JSON.
     Simulate {
-        /// Scenario file (JSON); `-` reads standard input.
+        /// Scenario file (JSON; its keys: docs/scenario.md); `-` reads standard input.
         file: String,
         /// Print the JSON on one line instead of indented.
         #[arg(long)]
@@ -45,7 +45,7 @@ enum Command {
     /// Run a scenario with sensitivities and print the trajectory and its
     /// Jacobians as JSON.
     Gradient {
-        /// Scenario file (JSON); `-` reads standard input.
+        /// Scenario file (JSON; its keys: docs/scenario.md); `-` reads standard input.
         file: String,
         /// How the sensitivities are computed.
         #[arg(long, value_enum, default_value_t = MethodArg::Forward)]
@@ -62,7 +62,7 @@ enum Command {
     /// scenario's `section`) and print its fixed point, period, monodromy,
     /// Floquet multipliers and their parameter derivatives as JSON.
     Periodic {
-        /// Scenario file (JSON); `-` reads standard input.
+        /// Scenario file (JSON; its keys: docs/scenario.md); `-` reads standard input.
         file: String,
         /// Print the JSON on one line instead of indented.
         #[arg(long)]
@@ -71,7 +71,7 @@ enum Command {
     /// Fit the scenario's free variables to its data (its `fit` key) and
     /// print the fitted values and their standard errors as JSON.
     Fit {
-        /// Scenario file (JSON); `-` reads standard input.
+        /// Scenario file (JSON; its keys: docs/scenario.md); `-` reads standard input.
         file: String,
         /// Print the JSON on one line instead of indented.
         #[arg(long)]
