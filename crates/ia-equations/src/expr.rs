@@ -12,6 +12,8 @@
 //! number  := digits ["." digits] [("e" | "E") ["+" | "-"] digits]   (or "." digits ...)
 //! name    := (letter | "_") (letter | digit | "_")*
 //! ```
+//!
+//! `**` (another language's power) is an error naming `^`.
 
 use std::fmt;
 
