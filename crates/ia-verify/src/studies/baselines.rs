@@ -146,7 +146,11 @@ pub fn rk4_step<S: Scalar>(state: &[S; 4], p: &[S], h: S) -> [S; 4] {
 #[non_exhaustive]
 pub enum BaselineError {
     /// Not a planar-ball model.
-    #[error("no baseline for model '{name}'; valid models: ball2d-flat, ball2d-bowl")]
+    #[error(
+        "no baseline for model '{name}'; valid models: {}, {}",
+        Ground::Flat.model(),
+        Ground::Bowl.model()
+    )]
     UnknownModel {
         /// The name given.
         name: String,

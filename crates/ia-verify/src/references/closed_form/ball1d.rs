@@ -17,7 +17,7 @@ pub const BALL1D: ClosedFormModel = ClosedFormModel {
     states: &["h", "v"],
     params: &["g", "e", "floor"],
     modes: &[],
-    solver: solve,
+    evaluate: solve,
 };
 
 fn solve(

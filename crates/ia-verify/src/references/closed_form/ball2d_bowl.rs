@@ -15,7 +15,7 @@ pub const BALL2D_BOWL: ClosedFormModel = ClosedFormModel {
     states: &["x", "y", "vx", "vy"],
     params: &["g", "e", "c"],
     modes: &[],
-    solver: solve,
+    evaluate: solve,
 };
 
 fn solve(

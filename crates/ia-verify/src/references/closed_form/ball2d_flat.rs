@@ -15,7 +15,7 @@ pub const BALL2D_FLAT: ClosedFormModel = ClosedFormModel {
     states: &["x", "y", "vx", "vy"],
     params: &["g", "e", "mu"],
     modes: &[],
-    solver: solve,
+    evaluate: solve,
 };
 
 fn solve(

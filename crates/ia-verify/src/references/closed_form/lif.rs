@@ -14,7 +14,7 @@ pub const LIF: ClosedFormModel = ClosedFormModel {
     states: &["V"],
     params: &["I", "tau", "Vth", "Vr"],
     modes: &[],
-    solver: solve,
+    evaluate: solve,
 };
 
 fn solve(

@@ -109,7 +109,7 @@ pub use ball2d_flat::{ball2d_flat, ball2d_flat_trace, BALL2D_FLAT};
 pub use error::ClosedFormError;
 pub use lif::{lif, lif_trace, LIF};
 pub use limits::{DEFAULT_MAX_EVENTS, GRAZING_THRESHOLD};
-pub use model::{ClosedFormModel, Solver};
+pub use model::ClosedFormModel;
 pub use network::{lif_network, lif_network_trace, network_case, network_cases, NetworkCase};
 pub use registry::{closed_form, closed_form_model, closed_form_with_max_events, MODELS};
 pub use solution::{ClosedFormSolution, Trace};

@@ -6,7 +6,7 @@ use super::solution::{wrt_labels, ClosedFormSolution};
 
 /// How a registry entry evaluates its closed form: `(initial_state, params,
 /// initial_mode, t_end, max_events)` in the entry's orders.
-pub type Solver =
+pub(super) type ClosedFormFn =
     fn(&[f64], &[f64], Option<&str>, f64, usize) -> Result<ClosedFormSolution, ClosedFormError>;
 
 /// A model with a closed form: the names of its states, parameters and
@@ -24,7 +24,7 @@ pub struct ClosedFormModel {
     pub params: &'static [&'static str],
     /// Mode names (empty for single-mode models).
     pub modes: &'static [&'static str],
-    pub(super) solver: Solver,
+    pub(super) evaluate: ClosedFormFn,
 }
 
 impl PartialEq for ClosedFormModel {
@@ -54,6 +54,6 @@ impl ClosedFormModel {
         t_end: f64,
         max_events: usize,
     ) -> Result<ClosedFormSolution, ClosedFormError> {
-        (self.solver)(initial_state, params, initial_mode, t_end, max_events)
+        (self.evaluate)(initial_state, params, initial_mode, t_end, max_events)
     }
 }

@@ -15,7 +15,7 @@ pub const THERMOSTAT: ClosedFormModel = ClosedFormModel {
     states: &["T"],
     params: &["a", "b", "Tout", "Tlo", "Thi"],
     modes: &["off", "on"],
-    solver: solve,
+    evaluate: solve,
 };
 
 fn solve(

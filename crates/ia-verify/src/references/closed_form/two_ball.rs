@@ -15,7 +15,7 @@ pub const TWO_BALL: ClosedFormModel = ClosedFormModel {
     states: &["x1", "x2", "v1", "v2"],
     params: &["r", "m1", "m2", "e"],
     modes: &[],
-    solver: solve,
+    evaluate: solve,
 };
 
 fn solve(
