@@ -1,22 +1,35 @@
 //! # ia-verify: checks of impact-adjoint, usable from your own tests
 //!
-//! * [`closed_form`]: exact (symbolic) references with dual-number Jacobians
-//!   for the models whose flows have closed-form solutions.
-//! * [`finite_difference`]: a central, Richardson-extrapolated
-//!   finite-difference Jacobian of any run, with an error estimate per
-//!   entry, for models with no closed form ([`finite_difference::fd_jacobian`]).
-//! * [`partials`]: one call that checks hand-written [`ia_core::Flow`],
-//!   [`ia_core::Guard`] and [`ia_core::Reset`] partials against finite
-//!   differences or dual numbers, and names the worst entry
-//!   ([`partials::check_partials`], which lives in [`ia_core::check`], so
-//!   that a user's tests need no verification suite), plus points drawn
-//!   around a ready model ([`partials::sample_points`]).
-//! * [`convergence`]: sensitivity error against solver tolerance and step.
-//! * [`baselines`] and [`three_ways`]: the naive ways of differentiating
-//!   through impacts, against this workspace's.
-//! * [`checks`], [`suite`], [`report`]: the studies of `cargo xtask verify`
-//!   as functions returning table rows.
-//! * [`references`]: the reference cases of `crates/ia-verify/references/closed_form.json`.
+//! The crate has two halves, and the second depends on the first only:
+//!
+//! * [`references`]: what results are compared with.
+//!   * [`closed_form`]: exact (symbolic) references with dual-number
+//!     Jacobians for the models whose flows have closed-form solutions, one
+//!     file per model and a registry by name ([`closed_form::MODELS`]).
+//!   * the reference cases of `crates/ia-verify/references/closed_form.json`
+//!     ([`references::ReferenceCase`]) and the comparison rule
+//!     ([`references::reference_error`]).
+//!   * [`finite_difference`]: a central, Richardson-extrapolated
+//!     finite-difference Jacobian of any run, with an error estimate per
+//!     entry, for models with no closed form ([`finite_difference::fd_jacobian`]).
+//!   * [`partials`]: one call that checks hand-written [`ia_core::Flow`],
+//!     [`ia_core::Guard`] and [`ia_core::Reset`] partials against finite
+//!     differences or dual numbers, and names the worst entry
+//!     ([`partials::check_partials`], which lives in [`ia_core::check`], so
+//!     that a user's tests need no verification suite), plus points drawn
+//!     around a ready model ([`partials::sample_points`]).
+//! * [`studies`]: the studies of `cargo xtask verify`, as functions
+//!   returning table rows ([`report::Row`]).
+//!   * [`checks`]: runs against the closed forms, the reference cases and
+//!     finite differences; partials; forward against adjoint.
+//!   * [`reference_copy`]: a copy of the reference file against the project's.
+//!   * [`convergence`]: sensitivity error against solver tolerance and step.
+//!   * [`baselines`] and [`three_ways`]: the naive ways of differentiating
+//!     through impacts, against this workspace's.
+//!   * [`suite`]: every study in order; [`report`]: rows, table and CSV.
+//!
+//! Each module is also reachable from the crate root (`ia_verify::closed_form`,
+//! `ia_verify::checks`, ...).
 //!
 //! A user with a contact model of their own checks its partials in one line
 //! of a test:
@@ -34,13 +47,8 @@
 
 #![deny(missing_docs)]
 
-pub mod baselines;
-pub mod checks;
-pub mod closed_form;
-pub mod convergence;
-pub mod finite_difference;
-pub mod partials;
 pub mod references;
-pub mod report;
-pub mod suite;
-pub mod three_ways;
+pub mod studies;
+
+pub use references::{closed_form, finite_difference, partials};
+pub use studies::{baselines, checks, convergence, reference_copy, report, suite, three_ways};

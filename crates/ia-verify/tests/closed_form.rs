@@ -3,7 +3,7 @@
 
 use ia_verify::baselines::{interpolated_crossing, naive_time_stepping, Ground};
 use ia_verify::closed_form::{
-    ball1d, closed_form, closed_form_with_max_events, model_spec, thermostat, two_ball,
+    ball1d, closed_form, closed_form_model, closed_form_with_max_events, thermostat, two_ball,
     ClosedFormError, ClosedFormSolution, ThermostatMode, MODELS,
 };
 use rstest::rstest;
@@ -56,7 +56,7 @@ fn ordered(object: &Value, names: &[&str]) -> Vec<f64> {
 fn reproduces_reference_case(#[case] name: &str) {
     let all = references();
     let case = &all["cases"][name];
-    let spec = model_spec(case["model"].as_str().unwrap()).unwrap();
+    let spec = closed_form_model(case["model"].as_str().unwrap()).unwrap();
     let x0 = ordered(&case["initial_state"], spec.states);
     let p = ordered(&case["params"], spec.params);
     let sol = closed_form(

@@ -2,9 +2,9 @@
 //! ground (`ball2d_flat_a`) and in a parabolic bowl (`ball2d_bowl_a`), by
 //!
 //! * **(a)** naive time-stepping, differentiated with dual numbers
-//!   ([`crate::baselines::naive_time_stepping`]): exactly 0 on flat ground,
+//!   ([`crate::studies::baselines::naive_time_stepping`]): exactly 0 on flat ground,
 //!   a nonzero wrong value in the bowl, at every `dt`;
-//! * **(b)** the interpolated crossing ([`crate::baselines::interpolated_crossing`]):
+//! * **(b)** the interpolated crossing ([`crate::studies::baselines::interpolated_crossing`]):
 //!   converges, with a `dt`-dependent error;
 //! * **(c)** impact-adjoint ([`ia_adjoint::jacobian`], [`Method::Adjoint`]),
 //!   both with RK4 at the same `dt` (RK4 is exact on ballistic flight, so
@@ -13,23 +13,23 @@
 //!   at every `dt` so that it draws a line).
 //!
 //! The reference is the exact derivative of the closed form
-//! ([`crate::closed_form`]). Each [`ThreeWaysPoint`] records the value, the
+//! ([`crate::references::closed_form`]). Each [`ThreeWaysPoint`] records the value, the
 //! absolute and relative errors of `d x(T)/d vy0` and the largest absolute
 //! error over the whole gradient of `x(T)` (the column layout of the JAX
 //! peer's table in `bench/peers/`).
 //!
 //! Verdicts ([`ThreeWaysPoint::verdict`]): (a) must give exactly `0.0` on
 //! flat ground and be off by more than [`NAIVE_MIN_ERROR`] (relative) in the
-//! bowl; (c) must meet the Jacobian rule of [`crate::checks`]
+//! bowl; (c) must meet the Jacobian rule of [`crate::studies::checks`]
 //! (`1e-7` relative); (b)'s points are information, and one row per case
 //! checks that (b)'s error at the smallest `dt` is below its error at the
 //! largest.
 
-use crate::baselines::{baseline, Ground, Method as Baseline};
-use crate::checks::JACOBIAN_RELATIVE;
-use crate::closed_form::ClosedFormSolution;
+use crate::references::closed_form::ClosedFormSolution;
 use crate::references::{reference_case, reference_error};
-use crate::report::{Row, Verdict};
+use crate::studies::baselines::{baseline, Ground, Method as Baseline};
+use crate::studies::checks::JACOBIAN_RELATIVE;
+use crate::studies::report::{Row, Verdict};
 use ia_adjoint::{jacobian, Method};
 use ia_events::SolverChoice;
 use serde::{Deserialize, Serialize};
@@ -164,7 +164,8 @@ pub fn three_ways_case(case_name: &str, dts: &[f64]) -> Result<Vec<ThreeWaysPoin
         .problem(model.as_ref(), &system)
         .map_err(|e| e.to_string())?;
     let (x0, p) = (problem.initial_state.clone(), problem.params.clone());
-    let reference = crate::checks::closed_form_of(model.as_ref(), &x0, &p, None, case.t_end)?;
+    let reference =
+        crate::studies::checks::closed_form_of(model.as_ref(), &x0, &p, None, case.t_end)?;
     let (state, wrt) = QUANTITY;
     let exact = reference
         .jacobian_entry(state, wrt)

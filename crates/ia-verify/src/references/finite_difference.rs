@@ -45,7 +45,6 @@
 use ia_core::{HybridError, HybridSystem, Trajectory};
 use ia_events::{simulate, Problem, SolverChoice};
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 /// Comparisons with a finite-difference reference pass when the difference
 /// is at most this many times the reference's error estimate.
@@ -75,18 +74,29 @@ impl Default for FdOptions {
 }
 
 /// Why a finite-difference reference could not be computed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FdError {
     /// A run failed: the nominal one (`entry` is `None`) or a perturbed one.
+    #[error("{}: {source}", failed_run(entry))]
     Simulation {
         /// The perturbed entry and the signed step, if any.
         entry: Option<(String, f64)>,
         /// The failure.
+        #[source]
         source: HybridError,
     },
     /// A perturbed run has a different number or sequence of events than the
     /// nominal run: the outputs are not differentiable across the step.
+    #[error(
+        "perturbing {entry} by {step:e} changes the events ({} -> {}: [{}] -> [{}]); \
+         the run is not differentiable across that step: use a smaller relative_step \
+         or move the run away from the event boundary",
+        nominal.len(),
+        perturbed.len(),
+        nominal.join(", "),
+        perturbed.join(", ")
+    )]
     EventSequenceChanged {
         /// The perturbed entry (`initial.<state>` or `param.<name>`).
         entry: String,
@@ -99,50 +109,16 @@ pub enum FdError {
     },
 }
 
-impl fmt::Display for FdError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FdError::Simulation {
-                entry: None,
-                source,
-            } => write!(f, "the nominal run failed: {source}"),
-            FdError::Simulation {
-                entry: Some((name, step)),
-                source,
-            } => write!(
-                f,
-                "the run with {name} perturbed by {step:e} failed: {source}"
-            ),
-            FdError::EventSequenceChanged {
-                entry,
-                step,
-                nominal,
-                perturbed,
-            } => write!(
-                f,
-                "perturbing {entry} by {step:e} changes the events ({} -> {}: [{}] -> [{}]); \
-                 the run is not differentiable across that step: use a smaller relative_step \
-                 or move the run away from the event boundary",
-                nominal.len(),
-                perturbed.len(),
-                nominal.join(", "),
-                perturbed.join(", ")
-            ),
-        }
-    }
-}
-
-impl std::error::Error for FdError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            FdError::Simulation { source, .. } => Some(source),
-            FdError::EventSequenceChanged { .. } => None,
-        }
+/// Which run of [`FdError::Simulation`] failed, in words.
+fn failed_run(entry: &Option<(String, f64)>) -> String {
+    match entry {
+        None => "the nominal run failed".to_string(),
+        Some((name, step)) => format!("the run with {name} perturbed by {step:e} failed"),
     }
 }
 
 /// A finite-difference Jacobian with an error estimate per entry. Layout as
-/// [`crate::closed_form::ClosedFormSolution`]: rows are final-state entries
+/// [`crate::references::closed_form::ClosedFormSolution`]: rows are final-state entries
 /// (or events), columns follow [`FdJacobian::wrt`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FdJacobian {
@@ -296,4 +272,53 @@ pub fn fd_jacobian(problem: &Problem<'_>, options: &FdOptions) -> Result<FdJacob
         event_time_jacobian,
         event_time_error,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reference: the messages of the hand-written `Display` this derive
+    /// replaced, copied from it.
+    #[test]
+    fn messages_are_unchanged() {
+        let failure = || HybridError::DimensionMismatch {
+            what: "state".into(),
+            expected: 2,
+            found: 1,
+        };
+        let nominal = FdError::Simulation {
+            entry: None,
+            source: failure(),
+        };
+        assert_eq!(
+            nominal.to_string(),
+            format!("the nominal run failed: {}", failure())
+        );
+        let perturbed = FdError::Simulation {
+            entry: Some(("param.g".into(), 0.5)),
+            source: failure(),
+        };
+        assert_eq!(
+            perturbed.to_string(),
+            format!(
+                "the run with param.g perturbed by 5e-1 failed: {}",
+                failure()
+            )
+        );
+        assert!(std::error::Error::source(&perturbed).is_some());
+        let changed = FdError::EventSequenceChanged {
+            entry: "initial.h".into(),
+            step: -0.25,
+            nominal: vec!["impact".into()],
+            perturbed: vec![],
+        };
+        assert_eq!(
+            changed.to_string(),
+            "perturbing initial.h by -2.5e-1 changes the events (1 -> 0: [impact] -> []); \
+             the run is not differentiable across that step: use a smaller relative_step \
+             or move the run away from the event boundary"
+        );
+        assert!(std::error::Error::source(&changed).is_none());
+    }
 }

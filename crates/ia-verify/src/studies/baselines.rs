@@ -22,7 +22,7 @@
 //!    now carries an approximate event-time term; it converges to the exact
 //!    one with a `dt`-dependent error, from the interpolation.
 //! 3. The event-aware sensitivities of this workspace, checked against
-//!    [`crate::closed_form`].
+//!    [`crate::references::closed_form`].
 //!
 //! The flow (`x' = vx`, `y' = vy`, `vx' = 0`, `vy' = -g`) has a solution
 //! quadratic in time, which RK4 reproduces exactly: every error of these
@@ -31,7 +31,7 @@
 //!
 //! States `(x, y, vx, vy)`; parameters `(g, e, mu)` on [`Ground::Flat`],
 //! `(g, e, c)` in [`Ground::Bowl`]. Results use the layout of
-//! [`crate::closed_form::ClosedFormSolution`]: Jacobian rows are the final
+//! [`crate::references::closed_form::ClosedFormSolution`]: Jacobian rows are the final
 //! state entries, columns `"initial.<state>"` then `"param.<p>"`.
 //!
 //! ```
@@ -42,11 +42,10 @@
 //! assert_eq!(sol.jacobian[0][3], 0.0);
 //! ```
 
-use crate::closed_form::{model_spec, ModelSpec};
+use crate::references::closed_form::{ClosedFormModel, BALL2D_BOWL, BALL2D_FLAT};
 use ia_core::num_dual::Dual64;
 use ia_core::Scalar;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 /// Most resets applied within one time step by [`interpolated_crossing`]
 /// before it gives up (events accumulating within a step).
@@ -66,26 +65,28 @@ pub enum Ground {
 impl Ground {
     /// The closed-form model of this ground: `"ball2d-flat"` or `"ball2d-bowl"`.
     pub fn model(self) -> &'static str {
-        match self {
-            Ground::Flat => "ball2d-flat",
-            Ground::Bowl => "ball2d-bowl",
-        }
+        self.spec().name
     }
 
-    /// The ground of a closed-form model name (`"ball2d-flat"`, `"ball2d-bowl"`).
+    /// The ground of a closed-form model name (`"ball2d-flat"`, `"ball2d-bowl"`;
+    /// underscores are accepted for hyphens).
     pub fn from_model(model: &str) -> Result<Self, BaselineError> {
-        match model.replace('_', "-").as_str() {
-            "ball2d-flat" => Ok(Ground::Flat),
-            "ball2d-bowl" => Ok(Ground::Bowl),
-            _ => Err(BaselineError::UnknownModel {
+        let normalized = model.replace('_', "-");
+        [Ground::Flat, Ground::Bowl]
+            .into_iter()
+            .find(|ground| ground.model() == normalized)
+            .ok_or_else(|| BaselineError::UnknownModel {
                 name: model.to_string(),
-            }),
-        }
+            })
     }
 
-    /// State, parameter and column names of the model.
-    pub fn spec(self) -> &'static ModelSpec {
-        model_spec(self.model()).expect("both grounds have closed forms")
+    /// The closed form of this ground's model: its state, parameter and
+    /// column names.
+    pub fn spec(self) -> &'static ClosedFormModel {
+        match self {
+            Ground::Flat => &BALL2D_FLAT,
+            Ground::Bowl => &BALL2D_BOWL,
+        }
     }
 
     /// Ground height at `x`: `0` or `c x^2`.
@@ -141,15 +142,21 @@ pub fn rk4_step<S: Scalar>(state: &[S; 4], p: &[S], h: S) -> [S; 4] {
 }
 
 /// Why a baseline could not run.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BaselineError {
     /// Not a planar-ball model.
+    #[error(
+        "no baseline for model '{name}'; valid models: {}, {}",
+        Ground::Flat.model(),
+        Ground::Bowl.model()
+    )]
     UnknownModel {
         /// The name given.
         name: String,
     },
     /// The initial state or the parameters have the wrong length.
+    #[error("{what} needs {expected} entries, got {found}")]
     DimensionMismatch {
         /// `"initial state"` or `"params"`.
         what: &'static str,
@@ -159,39 +166,18 @@ pub enum BaselineError {
         found: usize,
     },
     /// A step size, end time or value out of range.
+    #[error("invalid input: {reason}")]
     InvalidInput {
         /// What is wrong, in words.
         reason: String,
     },
     /// More than [`MAX_RESETS_PER_STEP`] resets within one step.
+    #[error("more than {MAX_RESETS_PER_STEP} resets within the step starting at t = {time}")]
     TooManyResets {
         /// Start of the step.
         time: f64,
     },
 }
-
-impl fmt::Display for BaselineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BaselineError::UnknownModel { name } => write!(
-                f,
-                "no baseline for model '{name}'; valid models: ball2d-flat, ball2d-bowl"
-            ),
-            BaselineError::DimensionMismatch {
-                what,
-                expected,
-                found,
-            } => write!(f, "{what} needs {expected} entries, got {found}"),
-            BaselineError::InvalidInput { reason } => write!(f, "invalid input: {reason}"),
-            BaselineError::TooManyResets { time } => write!(
-                f,
-                "more than {MAX_RESETS_PER_STEP} resets within the step starting at t = {time}"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for BaselineError {}
 
 /// A baseline run in any [`Scalar`].
 #[derive(Clone, Debug, PartialEq)]
@@ -465,6 +451,44 @@ pub fn baseline(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
+
+    /// Reference: the messages of the hand-written `Display` this derive
+    /// replaced, copied from it.
+    #[rstest]
+    #[case::unknown(
+        BaselineError::UnknownModel { name: "x".into() },
+        "no baseline for model 'x'; valid models: ball2d-flat, ball2d-bowl"
+    )]
+    #[case::dimension(
+        BaselineError::DimensionMismatch { what: "params", expected: 3, found: 2 },
+        "params needs 3 entries, got 2"
+    )]
+    #[case::invalid(
+        BaselineError::InvalidInput { reason: "dt = 0".into() },
+        "invalid input: dt = 0"
+    )]
+    #[case::resets(
+        BaselineError::TooManyResets { time: 0.5 },
+        "more than 64 resets within the step starting at t = 0.5"
+    )]
+    fn messages_are_unchanged(#[case] error: BaselineError, #[case] expected: &str) {
+        assert_eq!(error.to_string(), expected);
+    }
+
+    #[test]
+    fn grounds_name_their_registry_models() {
+        for ground in [Ground::Flat, Ground::Bowl] {
+            assert_eq!(Ground::from_model(ground.model()), Ok(ground));
+            assert_eq!(
+                Ground::from_model(&ground.model().replace('-', "_")),
+                Ok(ground)
+            );
+        }
+        assert_eq!(Ground::Flat.model(), "ball2d-flat");
+        assert_eq!(Ground::Bowl.model(), "ball2d-bowl");
+        assert!(Ground::from_model("ball1d").is_err());
+    }
 
     #[test]
     fn grid_lands_on_t_end() {

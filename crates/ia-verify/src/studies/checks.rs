@@ -11,7 +11,7 @@
 //! | Jacobians vs closed form ([`JACOBIAN_RELATIVE`], [`JACOBIAN_ABSOLUTE`]) | relative where `\|ref\| >= 1e-3`, absolute below | relative `<= 1e-7`, absolute `<= 1e-9` |
 //! | adjoint vs forward on the same steps ([`AGREEMENT_TOLERANCE`]) | relative, absolute where `\|ref\| < 1e-3` | error `<= 1e-9` |
 //! | adjoint vs error-controlled forward | as for Jacobians vs closed form | relative `<= 1e-7`, absolute `<= 1e-9` |
-//! | vs finite differences ([`crate::finite_difference::FD_SAFETY`]) | `\|J - R\|` | `<= 3 x` the entry's FD error estimate |
+//! | vs finite differences ([`crate::references::finite_difference::FD_SAFETY`]) | `\|J - R\|` | `<= 3 x` the entry's FD error estimate |
 //! | partials ([`PARTIALS_TOLERANCE`]) | `\|hand - FD\|` | `<= 1e-6 max(\|FD\|, 1) + 10 x` FD estimate |
 //!
 //! Every run uses adaptive Dormand-Prince at `rtol = atol = 1e-12`
@@ -19,11 +19,13 @@
 //! that names its worst entry (largest error relative to what it is
 //! allowed) and fails when any entry fails.
 
-use crate::closed_form::{closed_form, ClosedFormSolution};
-use crate::finite_difference::{fd_jacobian, FdJacobian, FdOptions, FD_SAFETY};
-use crate::partials::{check_partials, sample_points};
+use crate::references::closed_form::{
+    closed_form_model, lif_network, network_cases, ClosedFormSolution, DEFAULT_MAX_EVENTS, MODELS,
+};
+use crate::references::finite_difference::{fd_jacobian, FdJacobian, FdOptions, FD_SAFETY};
+use crate::references::partials::{check_partials, sample_points};
 use crate::references::{load_references, reference_error, ReferenceCase};
-use crate::report::Row;
+use crate::studies::report::Row;
 use ia_adjoint::{jacobian, Method, Sensitivities};
 use ia_core::HybridSystem;
 use ia_events::{simulate, Problem, SolverChoice};
@@ -231,7 +233,7 @@ pub fn closed_form_of(
     t_end: f64,
 ) -> Result<ClosedFormSolution, String> {
     let spec = model.spec();
-    let cf = crate::closed_form::model_spec(model.name()).map_err(|e| e.to_string())?;
+    let cf = closed_form_model(model.name()).map_err(|e| e.to_string())?;
     let cf_states: Vec<String> = cf.states.iter().map(|s| s.to_string()).collect();
     let cf_params: Vec<String> = cf.params.iter().map(|s| s.to_string()).collect();
     let x0 = reorder(initial_state, &spec.state_names(), &cf_states);
@@ -241,7 +243,8 @@ pub fn closed_form_of(
     } else {
         Some(initial_mode.unwrap_or(&spec.initial_mode))
     };
-    closed_form(model.name(), &x0, &p, mode, t_end).map_err(|e| e.to_string())
+    cf.solve(&x0, &p, mode, t_end, DEFAULT_MAX_EVENTS)
+        .map_err(|e| e.to_string())
 }
 
 fn cf_final(sol: &ClosedFormSolution) -> impl Fn(&str, &str) -> Option<f64> + '_ {
@@ -347,7 +350,7 @@ fn sensitivity_rows(
 
 /// Every check of one reference case of `crates/ia-verify/references/closed_form.json`:
 /// simulation, forward and adjoint Jacobians against the file and against
-/// the [`crate::closed_form`] module, and the module against the file.
+/// the [`crate::references::closed_form`] module, and the module against the file.
 pub fn reference_case_rows(name: &str, case: &ReferenceCase) -> Vec<Row> {
     let study = "reference";
     let model = match ia_models::by_name(&case.model) {
@@ -446,7 +449,7 @@ pub fn reference_rows() -> Vec<Row> {
     }
 }
 
-/// A run of a closed-form model against the [`crate::closed_form`] module:
+/// A run of a closed-form model against the [`crate::references::closed_form`] module:
 /// simulation and forward and adjoint Jacobians (final state and event times).
 pub fn closed_form_model_rows(
     case: &str,
@@ -548,17 +551,17 @@ pub fn two_ball_known_values_rows() -> Vec<Row> {
     rows
 }
 
-/// Every case of [`crate::closed_form::network_cases`]: the simulation and
+/// Every case of [`crate::references::closed_form::network_cases`]: the simulation and
 /// the forward and adjoint Jacobians (final potentials and spike times), by
 /// DOPRI5 and by the exact event-driven solver, against the network's
 /// closed form.
 pub fn lif_network_rows() -> Vec<Row> {
     let study = "closed_form";
     let mut rows = Vec::new();
-    for case in crate::closed_form::network_cases() {
+    for case in network_cases() {
         let name = format!("lif-network_{}", case.name);
         let (x0, p) = (&case.initial_state, &case.params);
-        let sol = match crate::closed_form::lif_network(&case.net, x0, p, case.t_end, 10_000) {
+        let sol = match lif_network(&case.net, x0, p, case.t_end, DEFAULT_MAX_EVENTS) {
             Ok(sol) => sol,
             Err(e) => {
                 rows.push(Row::failure(study, &name, "closed form", e));
@@ -601,15 +604,27 @@ pub fn lif_network_rows() -> Vec<Row> {
     rows
 }
 
-/// The closed-form models without a case in `closed_form.json`: `ball1d`
-/// (defaults), `two-ball` (defaults, and the known values) and the
-/// `lif-network` cases.
+/// The closed-form models of the registry ([`MODELS`]) without a case in
+/// `closed_form.json`, at their defaults (today `ball1d` and `two-ball`), the
+/// two-ball's known values and the `lif-network` cases.
 pub fn closed_form_rows() -> Vec<Row> {
+    let study = "closed_form";
+    let covered: Vec<String> = match load_references() {
+        Ok(cases) => cases.into_values().map(|c| c.model).collect(),
+        Err(e) => return vec![Row::failure(study, "closed_form.json", "load", e)],
+    };
     let mut rows = Vec::new();
-    for model in [
-        Box::new(ia_models::Ball1d) as Box<dyn Model>,
-        Box::new(ia_models::TwoBall),
-    ] {
+    for cf in MODELS
+        .iter()
+        .filter(|m| !covered.iter().any(|c| c == m.name))
+    {
+        let model = match ia_models::by_name(cf.name) {
+            Ok(m) => m,
+            Err(e) => {
+                rows.push(Row::failure(study, cf.name, "model", e));
+                continue;
+            }
+        };
         let spec = model.spec();
         rows.extend(closed_form_model_rows(
             &format!("{}_defaults", model.name()),
@@ -888,4 +903,20 @@ pub fn agreement_rows() -> Vec<Row> {
         .iter()
         .flat_map(|m| agreement_rows_for(m.as_ref()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reference: the registry of closed forms ([`MODELS`]) and the ready
+    /// models of `ia_models`: the finite-difference study covers ready
+    /// models that have no closed form.
+    #[test]
+    fn fd_models_are_ready_models_without_a_closed_form() {
+        for &name in FD_MODELS {
+            assert!(ia_models::by_name(name).is_ok(), "{name}");
+            assert!(closed_form_model(name).is_err(), "{name}");
+        }
+    }
 }

@@ -1,15 +1,15 @@
 //! Every study of `cargo xtask verify`, in order, as one library call.
 //!
-//! [`run`] runs the reference checks ([`crate::checks`]), the partials check,
+//! [`run`] runs the reference checks ([`crate::studies::checks`]), the partials check,
 //! the forward-versus-adjoint agreement, the finite-difference references,
-//! the convergence study ([`crate::convergence`]) and the three-ways study
-//! ([`crate::three_ways`]), and returns their rows; the xtask prints and
+//! the convergence study ([`crate::studies::convergence`]) and the three-ways study
+//! ([`crate::studies::three_ways`]), and returns their rows; the xtask prints and
 //! writes them.
 
-use crate::checks;
-use crate::convergence::{self, ConvergenceOptions};
-use crate::report::Row;
-use crate::three_ways::{self, ThreeWaysPoint};
+use crate::studies::checks;
+use crate::studies::convergence::{self, ConvergenceOptions};
+use crate::studies::report::Row;
+use crate::studies::three_ways::{self, ThreeWaysPoint};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -55,7 +55,7 @@ pub fn run(options: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> SuiteResul
         rows.extend(new);
     };
     stage("reference cases (closed_form.json)", progress, &mut |_| {
-        let mut rows = crate::references::shared_copy_rows();
+        let mut rows = crate::studies::reference_copy::shared_copy_rows();
         rows.extend(checks::reference_rows());
         rows
     });

@@ -3,12 +3,12 @@
 //! Dormand-Prince (`rtol = atol = tol`, `tol` from `1e-4` to `1e-12`) and
 //! for fixed-step RK4 (`dt` a decreasing fraction of the run length).
 //!
-//! Each point is one [`Row`] marked [`crate::report::Verdict::Info`]: the
+//! Each point is one [`Row`] marked [`crate::studies::report::Verdict::Info`]: the
 //! largest error over the final-state Jacobian (relative where
 //! `|reference| >= 1e-3`, absolute below) against
 //! `crates/ia-verify/references/closed_form.json`. Each curve then gets one checked row:
 //! it **passes** when its last (tightest) point meets the Jacobian rule of
-//! [`crate::checks`] (`1e-7` relative, `1e-9` absolute) and no point is more
+//! [`crate::studies::checks`] (`1e-7` relative, `1e-9` absolute) and no point is more
 //! than [`MAX_RISE`] times worse than the one before or than
 //! [`NOISE_FLOOR`] (the error comes down with the tolerance, up to rounding
 //! noise once it is at rounding level).
@@ -19,9 +19,9 @@
 //! assert!(rows.iter().all(|r| !r.failed()));
 //! ```
 
-use crate::checks::Compared;
 use crate::references::reference_case;
-use crate::report::Row;
+use crate::studies::checks::Compared;
+use crate::studies::report::Row;
 use ia_adjoint::{jacobian, Method};
 use ia_events::SolverChoice;
 

@@ -3,7 +3,9 @@
 //! neuron by neuron, and the derivatives come from dual numbers through
 //! that sequence (as for the single-neuron [`lif_trace`](super::lif_trace)).
 
-use super::{cst, differentiate_named, re, ClosedFormError, ClosedFormSolution, Trace};
+use super::common::{cst, re};
+use super::error::ClosedFormError;
+use super::solution::{differentiate_named, ClosedFormSolution, Trace};
 use ia_core::Scalar;
 use ia_models::{LifNetwork, Model};
 
