@@ -9,7 +9,7 @@
 //!
 //! 214M instructions with dopri5 (10,009 switches, 85,079 steps: about
 //! 2.5k a step) and 118M with dop853 (15,016 steps) on 2026-12-04; see
-//! docs/performance.md.
+//! the dated log in the history of docs/performance.md (`git log -p`).
 
 use ia_benches::thermostat;
 use ia_events::{simulate, EventRecording};

@@ -18,8 +18,10 @@
 //! * `peer_diffsol` (feature `peers`): the same `ball2d_flat_a` case through
 //!   the diffsol crate's reset-aware forward sensitivities and adjoint.
 //!
-//! The benchmarks themselves are under `benches/benches/`; the figures are in
-//! `docs/performance.md`.
+//! The benchmarks themselves are under `benches/benches/`; the Python peer
+//! comparison (`benches/peers/`) and the JAX front's bench (`benches/jax/`)
+//! sit beside this crate, under the same timing root (`benches/README.md`);
+//! the figures are in `docs/performance.md`.
 
 #![deny(missing_docs)]
 

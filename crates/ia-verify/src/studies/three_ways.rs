@@ -16,7 +16,7 @@
 //! ([`crate::references::closed_form`]). Each [`ThreeWaysPoint`] records the value, the
 //! absolute and relative errors of `d x(T)/d vy0` and the largest absolute
 //! error over the whole gradient of `x(T)` (the column layout of the JAX
-//! peer's table in `bench/peers/`).
+//! peer's table in `benches/peers/`).
 //!
 //! Verdicts ([`ThreeWaysPoint::verdict`]): (a) must give exactly `0.0` on
 //! flat ground and be off by more than [`NAIVE_MIN_ERROR`] (relative) in the

@@ -25,7 +25,7 @@ All three are differentiated with ``jax.grad`` (reverse mode, via
 ``closed_form.json``.  Timings are the median time of one jitted value-and-grad call
 after warm-up, with ``block_until_ready``.
 
-Usage:  python3 bench/peers/jax_ball2d.py [--reference PATH] [--dts 1e-2,1e-3,1e-4,1e-5]
+Usage:  python3 benches/peers/jax_ball2d.py [--reference PATH] [--dts 1e-2,1e-3,1e-4,1e-5]
 """
 
 from __future__ import annotations

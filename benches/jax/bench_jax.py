@@ -13,7 +13,7 @@
    not used, so XLA drops it), and one ``jax.value_and_grad`` (two custom
    calls: the forward run for the value, then the backward pass);
 4. the same value and gradient by Diffrax's restart pattern
-   (``value_and_grad``; the peer script ``bench/peers/jax_ball2d.py``),
+   (``value_and_grad``; the peer script ``benches/peers/jax_ball2d.py``),
    when diffrax is installed, against our ``jax.value_and_grad``;
 5. the floors JAX sets: a jitted function doing no work (two arrays in, two
    out: the dispatch of a jitted call), and one making two
@@ -25,7 +25,7 @@
 Each figure is the median over 7 repeats of the per-call time of a loop
 long enough to take about 0.25 s. Prints a Markdown table.
 
-Usage: python python/bench/bench_jax.py [--no-diffrax]
+Usage: python benches/jax/bench_jax.py [--no-diffrax]
 """
 
 import argparse
@@ -66,9 +66,9 @@ def per_call(fn, repeats=7, min_total=0.25, block=True):
 
 
 def diffrax_grad():
-    """Diffrax's restart pattern from bench/peers/jax_ball2d.py: value_and_grad
+    """Diffrax's restart pattern from benches/peers/jax_ball2d.py: value_and_grad
     of x(T) with respect to (y0, vx0, vy0, g, e, mu)."""
-    spec = importlib.util.spec_from_file_location("jax_ball2d", ROOT / "bench" / "peers" / "jax_ball2d.py")
+    spec = importlib.util.spec_from_file_location("jax_ball2d", ROOT / "benches" / "peers" / "jax_ball2d.py")
     peer = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(peer)
     f = peer.make_diffrax(float(X0[0]), T_END, TOL)
