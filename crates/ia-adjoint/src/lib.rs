@@ -141,7 +141,7 @@ pub mod prelude {
 
 use adjoint::Backward;
 use forward::SensitivityAt;
-use ia_core::{HybridError, Trajectory};
+use ia_core::{name_index, HybridError, Trajectory, Wrt};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -203,12 +203,14 @@ pub struct Gradient {
     /// The loss value.
     pub value: f64,
     /// Names of the entries: `initial.<state>`, then `param.<name>` (the
-    /// order of [`Gradient::concatenated`]).
+    /// order of [`Gradient::concatenated`]; from sensitivities with respect
+    /// to chosen inputs ([`Sensitivities::loss_gradient`]), their initial
+    /// values then their parameters, each in the order chosen).
     #[serde(default = "no_names")]
     pub wrt: Arc<[String]>,
-    /// `dL / d x0`.
+    /// `dL / d x0` (of the `initial.` entries of [`Gradient::wrt`]).
     pub initial_state: Vec<f64>,
-    /// `dL / d p`.
+    /// `dL / d p` (of the `param.` entries of [`Gradient::wrt`]).
     pub params: Vec<f64>,
     /// The forward run.
     pub trajectory: Trajectory,
@@ -253,22 +255,16 @@ impl Gradient {
     }
 }
 
-fn name_index(kind: &str, names: &[String], name: &str) -> Result<usize, HybridError> {
-    names
-        .iter()
-        .position(|n| n == name)
-        .ok_or_else(|| HybridError::UnknownName {
-            kind: kind.to_string(),
-            name: name.to_string(),
-            valid: names.to_vec(),
-        })
-}
-
 impl Sensitivities {
     /// The gradient of `loss` from these sensitivities: the Jacobians
     /// contracted with the loss's seeds (`dL/dtheta = sum seeds . rows`),
     /// the forward-mode counterpart of [`gradient`]. The loss is checked
     /// against the run first ([`Loss::check`], [`Loss::check_run`]).
+    ///
+    /// Each entry follows its name in [`Sensitivities::wrt`], whatever the
+    /// order of the names: the `initial.` ones go to
+    /// [`Gradient::initial_state`], the `param.` ones to [`Gradient::params`],
+    /// and [`Gradient::wrt`] lists them in that order.
     ///
     /// ```
     /// use ia_adjoint::prelude::*;
@@ -313,16 +309,25 @@ impl Sensitivities {
                 *t += w * g;
             }
         }
-        let n_initial = self
-            .wrt
-            .iter()
-            .take_while(|w| w.starts_with("initial."))
-            .count();
+        // The initial values, then the parameters, each in the order of
+        // `wrt` (which need not list them in that order).
+        let (initial, params): (Vec<usize>, Vec<usize>) =
+            (0..m).partition(|&j| Wrt::is_initial_label(&self.wrt[j]));
+        let wrt = if initial.iter().chain(&params).copied().eq(0..m) {
+            self.wrt.clone()
+        } else {
+            initial
+                .iter()
+                .chain(&params)
+                .map(|&j| self.wrt[j].clone())
+                .collect()
+        };
+        let pick = |columns: &[usize]| columns.iter().map(|&j| total[j]).collect();
         Ok(Gradient {
             value,
-            wrt: self.wrt.clone(),
-            initial_state: total[..n_initial].to_vec(),
-            params: total[n_initial..].to_vec(),
+            wrt,
+            initial_state: pick(&initial),
+            params: pick(&params),
             tape_floats: 0,
             trajectory: trajectory.clone(),
         })
@@ -706,15 +711,7 @@ pub fn jacobian_wrt_in(
     let all = sys.wrt_names();
     let indices = wrt
         .iter()
-        .map(|name| {
-            all.iter()
-                .position(|w| w == name)
-                .ok_or_else(|| HybridError::UnknownName {
-                    kind: "sensitivity column".into(),
-                    name: name.to_string(),
-                    valid: all.to_vec(),
-                })
-        })
+        .map(|name| name_index("sensitivity column", all, name))
         .collect::<Result<Vec<usize>, _>>()?;
     let names: Arc<[String]> = indices.iter().map(|&j| all[j].clone()).collect();
     match method {
@@ -733,16 +730,7 @@ pub fn jacobian_wrt_in(
             })
         }
         Method::Forward | Method::ForwardOnStateSteps => {
-            let columns = indices
-                .iter()
-                .map(|&j| {
-                    if j < n {
-                        forward::Column::Initial(j)
-                    } else {
-                        forward::Column::Param(j - n)
-                    }
-                })
-                .collect();
+            let columns = indices.iter().map(|&j| Wrt::of_column(j, n)).collect();
             forward_jacobian(problem, method, Some(columns), names, workspace)
         }
     }
@@ -753,7 +741,7 @@ pub fn jacobian_wrt_in(
 fn forward_jacobian(
     problem: &Problem<'_>,
     method: Method,
-    chosen: Option<Vec<forward::Column>>,
+    chosen: Option<Vec<Wrt>>,
     wrt: Arc<[String]>,
     workspace: &mut Workspace,
 ) -> Result<Sensitivities, HybridError> {

@@ -33,7 +33,7 @@
 //! ```
 
 use crate::{Loss, LossSeeds};
-use ia_core::{HybridError, HybridSystem, Trajectory};
+use ia_core::{name_index, HybridError, HybridSystem, Trajectory};
 use serde::{Deserialize, Serialize};
 
 /// One term of a [`LossTerms`], as written (`{"of": ..., "weight": ...,
@@ -109,16 +109,7 @@ impl LossTerms {
     /// and targets are finite. Messages name a term as `loss[k].of`.
     pub fn new(terms: Vec<Term>, system: &HybridSystem) -> Result<Self, HybridError> {
         let states = system.state_names();
-        let state = |k: usize, name: &str| {
-            states
-                .iter()
-                .position(|s| s == name)
-                .ok_or_else(|| HybridError::UnknownName {
-                    kind: format!("loss[{k}].of state"),
-                    name: name.to_string(),
-                    valid: states.to_vec(),
-                })
-        };
+        let state = |k: usize, name: &str| name_index(&format!("loss[{k}].of state"), states, name);
         let mut reads = Vec::with_capacity(terms.len());
         for (k, term) in terms.iter().enumerate() {
             let form = || {

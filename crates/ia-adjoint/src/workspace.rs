@@ -339,7 +339,7 @@ mod tests {
             ("w1_0", 0.03),
             ("w2_0", 0.03),
         ] {
-            p[system.param_names().iter().position(|n| n == name).unwrap()] = v;
+            p[system.param_index(name).unwrap()] = v;
         }
         let problem = Problem::new(&system, vec![0.2, 0.98, 0.96], p, 0.02)
             .with_solver(SolverChoice::dopri5(1e-12));
