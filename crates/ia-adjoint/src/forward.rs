@@ -512,7 +512,7 @@ impl ExtraState for ForwardSensitivity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tests::{ball, dh_final, problem, t1, G};
+    use crate::fixtures::{ball, dh_final, problem, t1, G};
 
     #[test]
     fn carries_the_closed_form_sensitivities_through_an_impact() {
