@@ -1,7 +1,7 @@
 //! Hybrid systems: modes, transitions and their names.
 
 use crate::error::HybridError;
-use crate::names::{name_index as lookup, Wrt};
+use crate::names::{name_index, Wrt};
 use crate::traits::{Flow, Guard, Reset};
 use std::sync::Arc;
 
@@ -124,7 +124,7 @@ impl HybridSystem {
         self.modes
             .iter()
             .position(|m| m.name == name)
-            .map_or_else(|| lookup("mode", &self.mode_names(), name), Ok)
+            .map_or_else(|| name_index("mode", &self.mode_names(), name), Ok)
     }
 
     /// Index of the transition named `name`, or an error listing the valid
@@ -134,17 +134,20 @@ impl HybridSystem {
         self.transitions
             .iter()
             .position(|t| t.name == name)
-            .map_or_else(|| lookup("transition", &self.transition_names(), name), Ok)
+            .map_or_else(
+                || name_index("transition", &self.transition_names(), name),
+                Ok,
+            )
     }
 
     /// Index of the state entry named `name`, or an error listing the valid names.
     pub fn state_index(&self, name: &str) -> Result<usize, HybridError> {
-        lookup("state", &self.state_names, name)
+        name_index("state", &self.state_names, name)
     }
 
     /// Index of the parameter named `name`, or an error listing the valid names.
     pub fn param_index(&self, name: &str) -> Result<usize, HybridError> {
-        lookup("parameter", &self.param_names, name)
+        name_index("parameter", &self.param_names, name)
     }
 
     /// Names of the sensitivity inputs: `initial.<state>` then `param.<name>`.
@@ -162,7 +165,7 @@ impl HybridSystem {
     /// `param.<name>`) among [`HybridSystem::wrt_names`], or an error
     /// listing the valid labels.
     pub fn wrt_index(&self, label: &str) -> Result<usize, HybridError> {
-        lookup("sensitivity input", self.wrt_names(), label)
+        name_index("sensitivity input", self.wrt_names(), label)
     }
 
     /// The input labelled `label` (`initial.<state>` or `param.<name>`), or
@@ -358,8 +361,8 @@ impl HybridSystemBuilder {
             .collect();
         let mut transitions = Vec::with_capacity(self.transitions.len());
         for (index, t) in self.transitions.into_iter().enumerate() {
-            let from = lookup("mode", &mode_names, &t.from)?;
-            let to = lookup("mode", &mode_names, &t.to)?;
+            let from = name_index("mode", &mode_names, &t.from)?;
+            let to = name_index("mode", &mode_names, &t.to)?;
             modes[from].outgoing.push(index);
             transitions.push(Transition {
                 name: t.name,

@@ -360,13 +360,11 @@ impl<'a> FitProblem<'a> {
     ) -> Result<Self, HybridError> {
         let names: Vec<String> = self.free.iter().map(|f| f.name.clone()).collect();
         let start = self.start_values();
-        let Some(i) = self.free.iter().position(|f| f.name == name) else {
-            return Err(HybridError::UnknownName {
-                kind: "bounded variable (bounds apply to free variables)".into(),
-                name: name.into(),
-                valid: names,
-            });
-        };
+        let i = name_index(
+            "bounded variable (bounds apply to free variables)",
+            &names,
+            name,
+        )?;
         for b in [lower, upper].into_iter().flatten() {
             if !b.is_finite() {
                 return Err(HybridError::invalid_num(
