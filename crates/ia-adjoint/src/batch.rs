@@ -27,9 +27,12 @@
 //! }
 //! ```
 
-use crate::{
-    gradient_in, jacobian_in, AdjointOptions, Gradient, Loss, Method, Sensitivities, Workspace,
-};
+use crate::gradient::gradient_in;
+use crate::jacobian::jacobian_in;
+use crate::loss::Loss;
+use crate::results::{Gradient, Method, Sensitivities};
+use crate::tape::AdjointOptions;
+use crate::workspace::Workspace;
 use ia_core::{HybridError, Trajectory};
 use ia_events::Problem;
 use rayon::prelude::*;
@@ -235,8 +238,10 @@ mod tests {
     //! equal bit for bit; and an item made to fail (a tolerance outside
     //! `[1e-15, 1)`) whose error must be the single call's.
     use super::*;
-    use crate::tests::{ball, problem};
-    use crate::{gradient, jacobian, FinalComponent, LossSeeds};
+    use crate::fixtures::{ball, problem};
+    use crate::gradient::gradient;
+    use crate::jacobian::jacobian;
+    use crate::loss::{FinalComponent, LossSeeds};
     use ia_events::SolverChoice;
 
     /// Eight runs of the ball with different restitutions and heights; the

@@ -19,26 +19,9 @@
 //! back to its dense partials.
 
 use crate::saltation::{EventAt, SaltationWorkspace};
-use ia_core::{FlowPartials, HybridError, HybridSystem, Tangent};
+use ia_core::{FlowPartials, HybridError, HybridSystem, Tangent, Wrt};
 use ia_events::{EventJump, EventRecording, ExtraState, Observer, RunContext, SpareVecs};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
-
-/// One column of a sensitivity matrix: the derivative with respect to an
-/// initial-state entry or a parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Column {
-    Initial(usize),
-    Param(usize),
-}
-
-impl Column {
-    fn param(self) -> Option<usize> {
-        match self {
-            Column::Initial(_) => None,
-            Column::Param(j) => Some(j),
-        }
-    }
-}
 
 /// `dt*/dtheta = -(g_x . s + g_p[j]) / gdot` of one sensitivity column `s`
 /// (with respect to parameter `j`, or an initial state for `None`): the one
@@ -62,7 +45,7 @@ pub(crate) struct ForwardSensitivity {
     n_params: usize,
     /// The chosen columns; `None`: every initial-state entry, then every
     /// parameter (dense products).
-    chosen: Option<Vec<Column>>,
+    chosen: Option<Vec<Wrt>>,
     error_controlled: bool,
     /// False only to show what is lost without the saltation term.
     apply_saltation: bool,
@@ -227,7 +210,7 @@ impl ForwardSensitivity {
     }
 
     /// Sensitivities with respect to `columns` only.
-    pub(crate) fn with_columns(mut self, columns: Vec<Column>) -> Self {
+    pub(crate) fn with_columns(mut self, columns: Vec<Wrt>) -> Self {
         self.chosen = Some(columns);
         self
     }
@@ -323,11 +306,10 @@ impl ForwardSensitivity {
 
     /// Column `c` of `S`: with every column, the initial-state entries,
     /// then the parameters.
-    fn column(chosen: Option<&[Column]>, n: usize, c: usize) -> Column {
+    fn column(chosen: Option<&[Wrt]>, n: usize, c: usize) -> Wrt {
         match chosen {
             Some(chosen) => chosen[c],
-            None if c < n => Column::Initial(c),
-            None => Column::Param(c - n),
+            None => Wrt::of_column(c, n),
         }
     }
 
@@ -407,7 +389,7 @@ impl ExtraState for ForwardSensitivity {
             None => (0..n).for_each(|i| extra[i * n + i] = 1.0),
             Some(chosen) => {
                 for (c, column) in chosen.iter().enumerate() {
-                    if let Column::Initial(i) = column {
+                    if let Wrt::Initial(i) = column {
                         extra[c * n + i] = 1.0;
                     }
                 }
@@ -530,7 +512,7 @@ impl ExtraState for ForwardSensitivity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tests::{ball, dh_final, problem, t1, G};
+    use crate::fixtures::{ball, dh_final, problem, t1, G};
 
     #[test]
     fn carries_the_closed_form_sensitivities_through_an_impact() {

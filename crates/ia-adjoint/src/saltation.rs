@@ -235,10 +235,26 @@ fn fill_saltation<'s>(
     out
 }
 
+/// The dense saltation matrix of every event of `trajectory`, a run of
+/// `problem`.
+pub fn event_saltations(
+    problem: &ia_events::Problem<'_>,
+    trajectory: &ia_core::Trajectory,
+) -> Vec<Saltation> {
+    let sys = problem.system;
+    let mut ws = SaltationWorkspace::new(sys.state_dim(), sys.param_dim());
+    (0..trajectory.events.len())
+        .map(|k| {
+            let at = ia_events::EventAt::recorded(trajectory, k);
+            ws.compute_for(sys, &problem.params, at).clone()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tests::{ball, problem, E, G};
+    use crate::fixtures::{ball, problem, E, G};
 
     /// The saltation of a ball's impact, derived by hand from
     /// `Xi = r_x + (f+ - r_x f- - r_t) g_x / gdot` with `g = h`,

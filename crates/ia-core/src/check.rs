@@ -339,7 +339,7 @@ enum Input {
 fn input_name(system: &HybridSystem, input: Input) -> String {
     match input {
         Input::State(j) => format!("x[{}]", system.state_names()[j]),
-        Input::Param(j) => format!("param.{}", system.param_names()[j]),
+        Input::Param(j) => crate::names::Wrt::param_label(&system.param_names()[j]),
         Input::Time => "t".to_string(),
     }
 }

@@ -11,7 +11,11 @@
 //!   by hand for speed, or obtained exactly from one generic implementation of
 //!   the value through [`Autodiff`] (dual numbers) and [`FlowFn`], [`GuardFn`],
 //!   [`ResetFn`].
-//! * [`HybridSystem`]: modes and transitions, built with [`HybridSystem::builder`].
+//! * [`HybridSystem`]: modes and transitions, built with [`HybridSystem::builder`];
+//!   states, parameters, modes and transitions found by name
+//!   ([`HybridSystem::state_index`], [`HybridSystem::param_index`], ...,
+//!   all through [`name_index`]), and the sensitivity inputs [`Wrt`] with
+//!   their labels `initial.<state>` and `param.<name>`.
 //! * [`HybridError`]: every failure the library reports, with the trajectory up to
 //!   the failure where one exists.
 //! * [`Trajectory`] and its parts: the serde records of a run.
@@ -56,12 +60,14 @@
 mod autodiff;
 pub mod check;
 mod error;
+mod names;
 mod record;
 mod system;
 mod traits;
 
 pub use autodiff::{Autodiff, FlowFn, GuardFn, ResetFn, Scalar};
 pub use error::{short_num, HybridError};
+pub use names::{name_index, Wrt};
 pub use record::{EventRecord, Observation, Segment, SolverStats, Trajectory};
 pub use system::{FromMode, HybridSystem, HybridSystemBuilder, Mode, ToMode, Transition};
 pub use traits::{

@@ -1,6 +1,7 @@
 //! Hybrid systems: modes, transitions and their names.
 
 use crate::error::HybridError;
+use crate::names::{name_index, Wrt};
 use crate::traits::{Flow, Guard, Reset};
 use std::sync::Arc;
 
@@ -58,17 +59,6 @@ impl std::fmt::Debug for HybridSystem {
             .field("transitions", &self.transition_names())
             .finish()
     }
-}
-
-fn lookup(kind: &str, names: &[String], name: &str) -> Result<usize, HybridError> {
-    names
-        .iter()
-        .position(|n| n == name)
-        .ok_or_else(|| HybridError::UnknownName {
-            kind: kind.to_string(),
-            name: name.to_string(),
-            valid: names.to_vec(),
-        })
 }
 
 impl HybridSystem {
@@ -134,17 +124,30 @@ impl HybridSystem {
         self.modes
             .iter()
             .position(|m| m.name == name)
-            .map_or_else(|| lookup("mode", &self.mode_names(), name), Ok)
+            .map_or_else(|| name_index("mode", &self.mode_names(), name), Ok)
+    }
+
+    /// Index of the transition named `name`, or an error listing the valid
+    /// names.
+    pub fn transition_index(&self, name: &str) -> Result<usize, HybridError> {
+        // The names are collected only for the error.
+        self.transitions
+            .iter()
+            .position(|t| t.name == name)
+            .map_or_else(
+                || name_index("transition", &self.transition_names(), name),
+                Ok,
+            )
     }
 
     /// Index of the state entry named `name`, or an error listing the valid names.
     pub fn state_index(&self, name: &str) -> Result<usize, HybridError> {
-        lookup("state", &self.state_names, name)
+        name_index("state", &self.state_names, name)
     }
 
     /// Index of the parameter named `name`, or an error listing the valid names.
     pub fn param_index(&self, name: &str) -> Result<usize, HybridError> {
-        lookup("parameter", &self.param_names, name)
+        name_index("parameter", &self.param_names, name)
     }
 
     /// Names of the sensitivity inputs: `initial.<state>` then `param.<name>`.
@@ -156,6 +159,44 @@ impl HybridSystem {
     /// not a copy (for results that name their columns).
     pub fn shared_wrt_names(&self) -> Arc<[String]> {
         Arc::clone(&self.wrt_names)
+    }
+
+    /// The column of the input labelled `label` (`initial.<state>` or
+    /// `param.<name>`) among [`HybridSystem::wrt_names`], or an error
+    /// listing the valid labels.
+    pub fn wrt_index(&self, label: &str) -> Result<usize, HybridError> {
+        name_index("sensitivity input", self.wrt_names(), label)
+    }
+
+    /// The input labelled `label` (`initial.<state>` or `param.<name>`), or
+    /// an error listing the valid labels.
+    ///
+    /// ```
+    /// # use ia_core::{Autodiff, FlowFn, HybridSystem, Scalar, Wrt};
+    /// # struct Decay;
+    /// # impl FlowFn for Decay {
+    /// #     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) { d[0] = -p[0] * x[0]; }
+    /// # }
+    /// let system = HybridSystem::builder(&["x"], &["k"]).mode("decay", Autodiff(Decay)).build().unwrap();
+    /// assert_eq!(system.wrt("param.k").unwrap(), Wrt::Param(0));
+    /// assert_eq!(system.wrt_label(Wrt::Initial(0)), "initial.x");
+    /// let err = system.wrt("k").unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "unknown sensitivity input 'k'; valid sensitivity input names: initial.x, param.k"
+    /// );
+    /// ```
+    pub fn wrt(&self, label: &str) -> Result<Wrt, HybridError> {
+        Ok(Wrt::of_column(self.wrt_index(label)?, self.state_dim()))
+    }
+
+    /// The label of `wrt` (`initial.<state>` or `param.<name>`).
+    ///
+    /// # Panics
+    ///
+    /// If `wrt` is not an input of this system (an index out of range).
+    pub fn wrt_label(&self, wrt: Wrt) -> &str {
+        &self.wrt_names()[wrt.column(self.state_dim())]
     }
 }
 
@@ -320,8 +361,8 @@ impl HybridSystemBuilder {
             .collect();
         let mut transitions = Vec::with_capacity(self.transitions.len());
         for (index, t) in self.transitions.into_iter().enumerate() {
-            let from = lookup("mode", &mode_names, &t.from)?;
-            let to = lookup("mode", &mode_names, &t.to)?;
+            let from = name_index("mode", &mode_names, &t.from)?;
+            let to = name_index("mode", &mode_names, &t.to)?;
             modes[from].outgoing.push(index);
             transitions.push(Transition {
                 name: t.name,
@@ -332,12 +373,7 @@ impl HybridSystemBuilder {
                 terminal: t.terminal,
             });
         }
-        let wrt_names = self
-            .state_names
-            .iter()
-            .map(|s| format!("initial.{s}"))
-            .chain(self.param_names.iter().map(|p| format!("param.{p}")))
-            .collect();
+        let wrt_names = Wrt::labels(&self.state_names, &self.param_names).into();
         Ok(HybridSystem {
             state_names: self.state_names.into(),
             param_names: self.param_names,
@@ -417,5 +453,10 @@ mod tests {
         assert_eq!(sys.modes()[1].outgoing, vec![1]);
         assert_eq!(sys.wrt_names(), ["initial.x", "param.k"]);
         assert_eq!(sys.param_index("z").unwrap_err().kind(), "unknown_name");
+        assert_eq!(sys.transition_index("ba").unwrap(), 1);
+        assert_eq!(
+            sys.transition_index("ac").unwrap_err().to_string(),
+            "unknown transition 'ac'; valid transition names: ab, ba"
+        );
     }
 }

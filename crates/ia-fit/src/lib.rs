@@ -85,7 +85,7 @@ use ia_adjoint::nalgebra::DMatrix;
 use ia_adjoint::{
     gradient_in, jacobian_wrt, AdjointOptions, LossTerms, Method, Problem, Term, Workspace,
 };
-use ia_core::HybridError;
+use ia_core::{name_index, HybridError, Wrt};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 
@@ -272,14 +272,7 @@ impl<'a> FitProblem<'a> {
         }
         let mut chosen: Vec<Free> = Vec::with_capacity(free.len());
         for name in free {
-            let column =
-                wrt.iter()
-                    .position(|w| w == name)
-                    .ok_or_else(|| HybridError::UnknownName {
-                        kind: "free variable".into(),
-                        name: name.to_string(),
-                        valid: wrt.to_vec(),
-                    })?;
+            let column = name_index("free variable", wrt, name)?;
             if chosen.iter().any(|f| f.column == column) {
                 return Err(HybridError::invalid(
                     "free variable",
@@ -321,13 +314,7 @@ impl<'a> FitProblem<'a> {
                     "must be a finite number",
                 ));
             }
-            if !names.contains(&d.state) {
-                return Err(HybridError::UnknownName {
-                    kind: format!("state in data[{i}]"),
-                    name: d.state.clone(),
-                    valid: names.to_vec(),
-                });
-            }
+            name_index(&format!("state in data[{i}]"), names, &d.state)?;
         }
         // Observations at the distinct data times, in order.
         let mut times: Vec<f64> = data.iter().map(|d| d.time).collect();
@@ -337,7 +324,7 @@ impl<'a> FitProblem<'a> {
             .iter()
             .map(|d| {
                 let k = times.partition_point(|&t| t < d.time);
-                let s = names.iter().position(|n| *n == d.state).unwrap_or(0);
+                let s = system.state_index(&d.state).unwrap_or(0);
                 (k, s)
             })
             .collect();
@@ -373,13 +360,11 @@ impl<'a> FitProblem<'a> {
     ) -> Result<Self, HybridError> {
         let names: Vec<String> = self.free.iter().map(|f| f.name.clone()).collect();
         let start = self.start_values();
-        let Some(i) = self.free.iter().position(|f| f.name == name) else {
-            return Err(HybridError::UnknownName {
-                kind: "bounded variable (bounds apply to free variables)".into(),
-                name: name.into(),
-                valid: names,
-            });
-        };
+        let i = name_index(
+            "bounded variable (bounds apply to free variables)",
+            &names,
+            name,
+        )?;
         for b in [lower, upper].into_iter().flatten() {
             if !b.is_finite() {
                 return Err(HybridError::invalid_num(
@@ -465,10 +450,9 @@ impl<'a> FitProblem<'a> {
         let mut problem = self.base.clone();
         let n = problem.initial_state.len();
         for (f, &v) in self.free.iter().zip(values) {
-            if f.column < n {
-                problem.initial_state[f.column] = v;
-            } else {
-                problem.params[f.column - n] = v;
+            match Wrt::of_column(f.column, n) {
+                Wrt::Initial(i) => problem.initial_state[i] = v,
+                Wrt::Param(k) => problem.params[k] = v,
             }
         }
         problem

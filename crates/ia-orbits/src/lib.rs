@@ -140,7 +140,7 @@ pub use error::OrbitError;
 
 use floquet::{eigen_triples, EigenTriple};
 use ia_adjoint::{jacobian_in, Method, Workspace};
-use ia_core::{HybridError, HybridSystem};
+use ia_core::{name_index, HybridError, HybridSystem};
 use ia_events::{EventOptions, Problem, SolverChoice};
 use nalgebra::{Complex, DMatrix, DVector};
 use serde::{Deserialize, Serialize};
@@ -809,15 +809,7 @@ pub fn periodic_orbit(
 ) -> Result<PeriodicOrbit, OrbitError> {
     options.validate()?;
     let names = system.transition_names();
-    let index =
-        names
-            .iter()
-            .position(|t| t == section)
-            .ok_or_else(|| HybridError::UnknownName {
-                kind: "section transition".to_string(),
-                name: section.to_string(),
-                valid: names.clone(),
-            })?;
+    let index = name_index("section transition", &names, section)?;
     for (what, expected, found) in [
         ("initial state", system.state_dim(), guess.len()),
         ("parameters", system.param_dim(), params.len()),

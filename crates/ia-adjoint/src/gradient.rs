@@ -1,0 +1,127 @@
+//! The gradient of a scalar loss by the reverse-mode adjoint: [`gradient`],
+//! with options ([`gradient_with`]) and in a kept [`Workspace`]
+//! ([`gradient_in`]).
+
+use crate::adjoint::{adjoint_stepping, Backward};
+#[cfg(any(test, feature = "testing"))]
+use crate::jacobian::jacobian;
+use crate::loss::{check_seeds, Loss, LossSeeds};
+use crate::results::Gradient;
+#[cfg(any(test, feature = "testing"))]
+use crate::results::Method;
+use crate::tape::AdjointOptions;
+use crate::workspace::{self, Workspace};
+use ia_core::HybridError;
+use ia_events::Problem;
+
+/// The gradient of `loss` by the reverse-mode (discrete) adjoint: one taped
+/// forward pass and one backward pass, whatever the number of parameters.
+pub fn gradient(problem: &Problem<'_>, loss: &dyn Loss) -> Result<Gradient, HybridError> {
+    gradient_with(problem, loss, &AdjointOptions::default())
+}
+
+/// [`gradient`] with options of the reverse pass: with
+/// [`AdjointOptions::checkpoints`] the tape keeps the start states of about
+/// `K` to `2 K` steps only, and the gradient is the same to the last bit.
+/// Like [`jacobian`](crate::jacobian), it runs in buffers its thread keeps between one-shot
+/// calls.
+///
+/// ```
+/// use ia_adjoint::{gradient, gradient_with, AdjointOptions, FinalComponent};
+/// use ia_events::{Problem, SolverChoice};
+///
+/// let model = ia_models::by_name("ball2d-flat").unwrap();
+/// let system = model.system();
+/// let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, 0.7], 2.0)
+///     .with_solver(SolverChoice::Rk4 { dt: 1e-3 });
+/// let full = gradient(&problem, &FinalComponent(0)).unwrap();
+/// let bounded = AdjointOptions { checkpoints: Some(16) };
+/// let lean = gradient_with(&problem, &FinalComponent(0), &bounded).unwrap();
+/// assert_eq!(lean.concatenated(), full.concatenated());
+/// // The kept states shrink from one per step to at most 32; the per-step
+/// // entries (mode, start time, size) stay.
+/// assert!(lean.tape_floats < full.tape_floats);
+/// ```
+pub fn gradient_with(
+    problem: &Problem<'_>,
+    loss: &dyn Loss,
+    options: &AdjointOptions,
+) -> Result<Gradient, HybridError> {
+    workspace::in_thread_workspace(problem.system, |kept| {
+        gradient_in(problem, loss, options, kept)
+    })
+}
+
+/// [`gradient_with`] in `workspace`: the integrator's buffers, the tape and
+/// the backward pass's buffers are reused, and the result is built in the
+/// vectors of earlier results given back with
+/// [`Workspace::recycle_gradient`]. The numbers are those of
+/// [`gradient_with`].
+///
+/// ```
+/// use ia_adjoint::{gradient, gradient_in, AdjointOptions, FinalComponent, Workspace};
+/// use ia_events::{Problem, SolverChoice};
+///
+/// let model = ia_models::by_name("ball2d-flat").unwrap();
+/// let system = model.system();
+/// let mut workspace = Workspace::new();
+/// for e in [0.7, 0.8, 0.9] {
+///     let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, e, 0.7], 2.0)
+///         .with_solver(SolverChoice::dopri5(1e-10));
+///     let options = AdjointOptions::default();
+///     let grad = gradient_in(&problem, &FinalComponent(0), &options, &mut workspace).unwrap();
+///     assert_eq!(grad, gradient(&problem, &FinalComponent(0)).unwrap());
+///     workspace.recycle_gradient(grad);
+/// }
+/// ```
+pub fn gradient_in(
+    problem: &Problem<'_>,
+    loss: &dyn Loss,
+    options: &AdjointOptions,
+    workspace: &mut Workspace,
+) -> Result<Gradient, HybridError> {
+    let sys = problem.system;
+    let stepping = adjoint_stepping(problem)?;
+    loss.check(sys.state_dim())?;
+    let mut tape = workspace.tape(options);
+    let run = ia_events::run_in(
+        problem,
+        &mut workspace.run,
+        &mut ia_events::NoExtraState,
+        &mut tape,
+    );
+    let result = run.and_then(|trajectory| {
+        loss.check_run(&trajectory)?;
+        let mut seeds = LossSeeds::zeros(&trajectory);
+        let value = loss.evaluate(&trajectory, &mut seeds);
+        check_seeds(&seeds, &trajectory)?;
+        let mut backward =
+            Backward::new_in(sys, &problem.params, stepping, &mut workspace.backward);
+        let pass = backward.gradient(&tape, &trajectory, &seeds);
+        backward.release(&mut workspace.backward);
+        let (initial_state, params) = pass?;
+        Ok(Gradient {
+            value,
+            wrt: sys.shared_wrt_names(),
+            initial_state,
+            params,
+            tape_floats: tape.stored_floats(),
+            trajectory,
+        })
+    });
+    workspace.keep_tape(tape);
+    result
+}
+
+/// The gradient of `loss` by forward sensitivities (the full Jacobian
+/// contracted with the loss's seeds): the reference the adjoint is checked
+/// against. Only with the `testing` feature (ia-verify's checks).
+#[cfg(any(test, feature = "testing"))]
+pub fn gradient_forward(
+    problem: &Problem<'_>,
+    loss: &dyn Loss,
+    method: Method,
+) -> Result<Gradient, HybridError> {
+    loss.check(problem.system.state_dim())?;
+    jacobian(problem, method)?.loss_gradient(loss)
+}
