@@ -26,6 +26,7 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
+use crate::rules::{FLOOR_RESTITUTION, GRAVITY};
 use crate::Table;
 use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
@@ -39,6 +40,8 @@ const TABLE: Table = Table {
     initial_mode: "flight",
     t_end: 2.0,
     transitions: &[("impact", "flight", "flight", Direction::Falling)],
+    rules: &[GRAVITY, FLOOR_RESTITUTION],
+    relations: &[],
 };
 
 /// The `ball1d` model; see the [module documentation](self).

@@ -28,6 +28,7 @@
 //! derivatives (a benchmark times them); the tests check them against
 //! [`ia_core::Autodiff`] of a generic implementation.
 
+use crate::rules::{ParamRule, Rule, FLOOR_RESTITUTION, GRAVITY};
 use crate::Table;
 use ia_core::{
     Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, Reset, ResetPartials, ToMode,
@@ -48,6 +49,16 @@ const TABLE: Table = Table {
     initial_mode: "flight",
     t_end: 2.0,
     transitions: &[("impact", "flight", "flight", Direction::Falling)],
+    rules: &[
+        GRAVITY,
+        FLOOR_RESTITUTION,
+        ParamRule {
+            param: "mu",
+            rule: Rule::UnitInterval,
+            what: "fraction of tangential velocity kept at impact",
+        },
+    ],
+    relations: &[],
 };
 
 /// The `ball2d-flat` model; see the [module documentation](self).

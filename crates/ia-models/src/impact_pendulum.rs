@@ -32,6 +32,7 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
+use crate::rules::{ParamRule, Rule, GRAVITY, RESTITUTION};
 use crate::Table;
 use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
@@ -51,6 +52,16 @@ const TABLE: Table = Table {
     initial_mode: "swing",
     t_end: 5.0,
     transitions: &[("impact", "swing", "swing", Direction::Falling)],
+    rules: &[
+        GRAVITY,
+        ParamRule {
+            param: "l",
+            rule: Rule::Positive,
+            what: "pendulum length",
+        },
+        RESTITUTION,
+    ],
+    relations: &[],
 };
 
 /// The `impact-pendulum` model; see the [module documentation](self).

@@ -44,10 +44,22 @@ use ia_core::{Direction, HybridError, HybridSystem};
 use serde::{Deserialize, Serialize};
 
 /// Implements [`Model`] for a model's unit struct from its module's `TABLE`
-/// (names, defaults, units) and a function that adds the modes and
-/// transitions to the builder the table starts.
+/// (names, defaults, units, parameter rules) and a function that adds the
+/// modes and transitions to the builder the table starts; `hint: f` gives
+/// the model's own [`Model::hint`].
 macro_rules! catalogued_model {
+    ($model:ty, $wire:expr, hint: $hint:expr) => {
+        catalogued_model!($model, $wire, {
+            fn hint(&self, params: &[f64], error: &ia_core::HybridError) -> Option<String> {
+                let hint: fn(&[f64], &ia_core::HybridError) -> Option<String> = $hint;
+                hint(params, error)
+            }
+        });
+    };
     ($model:ty, $wire:expr) => {
+        catalogued_model!($model, $wire, {});
+    };
+    ($model:ty, $wire:expr, { $($extra:item)* }) => {
         impl $crate::Model for $model {
             fn name(&self) -> &'static str {
                 TABLE.name
@@ -61,6 +73,16 @@ macro_rules! catalogued_model {
                 let wire: fn(ia_core::HybridSystemBuilder) -> ia_core::HybridSystemBuilder = $wire;
                 $crate::finish(wire(TABLE.builder()), TABLE.name)
             }
+
+            fn param_rules(&self) -> &'static [$crate::rules::ParamRule] {
+                TABLE.rules
+            }
+
+            fn relations(&self) -> &'static [$crate::rules::Relation] {
+                TABLE.relations
+            }
+
+            $($extra)*
         }
     };
 }
@@ -73,6 +95,7 @@ pub mod lif;
 pub mod lif_network;
 pub mod particle_chain;
 pub mod rimless_wheel;
+pub mod rules;
 pub mod slip_hopper;
 pub mod thermostat;
 pub mod two_ball;
@@ -85,6 +108,7 @@ pub use lif::Lif;
 pub use lif_network::LifNetwork;
 pub use particle_chain::ParticleChain;
 pub use rimless_wheel::RimlessWheel;
+pub use rules::{ParamRule, Relation, Rule};
 pub use slip_hopper::SlipHopper;
 pub use thermostat::Thermostat;
 pub use two_ball::TwoBall;
@@ -99,6 +123,61 @@ pub trait Model: std::fmt::Debug + Send + Sync {
     /// The hybrid system, with the state, parameter, mode and transition
     /// names of [`Model::spec`], in the same order.
     fn system(&self) -> HybridSystem;
+
+    /// The rules its parameters' values must satisfy to make physical sense
+    /// (see [`rules`]); empty when any finite value is valid.
+    fn param_rules(&self) -> &'static [ParamRule] {
+        &[]
+    }
+
+    /// The rules between two of its parameters (`lower < upper`).
+    fn relations(&self) -> &'static [Relation] {
+        &[]
+    }
+
+    /// Checks parameter values (in [`Model::spec`]'s order) against
+    /// [`Model::param_rules`] and [`Model::relations`]: the first violation
+    /// is an [`HybridError::InvalidOption`] naming the parameter, its value
+    /// and what is valid; a wrong count is an
+    /// [`HybridError::DimensionMismatch`].
+    ///
+    /// ```
+    /// use ia_models::{by_name, Model};
+    ///
+    /// let lif = by_name("lif").unwrap();
+    /// let err = lif.check_params(&[1.3, 0.01, 1.0, 1.0]).unwrap_err(); // Vr = Vth
+    /// assert!(err.to_string().contains("must be less than parameter 'Vth' = 1"), "{err}");
+    /// ```
+    fn check_params(&self, params: &[f64]) -> Result<(), HybridError> {
+        let names = self.spec().param_names();
+        if names.len() != params.len() {
+            return Err(HybridError::DimensionMismatch {
+                what: "parameters".to_string(),
+                expected: names.len(),
+                found: params.len(),
+            });
+        }
+        rules::check_params(
+            self.name(),
+            self.param_rules(),
+            self.relations(),
+            &names,
+            params,
+        )
+    }
+
+    /// What in the parameters most likely made a run of this model fail,
+    /// where the model knows it (a ball whose bounces accumulate until they
+    /// are too small to resolve: when it comes to rest), in words to add to
+    /// the error; `params` are the run's parameters.
+    fn hint(&self, params: &[f64], error: &HybridError) -> Option<String> {
+        let rule = self
+            .param_rules()
+            .iter()
+            .find(|rule| rule.param == "e" && rule.rule == Rule::PositiveUnit)?;
+        let index = self.spec().param_index(rule.param).ok()?;
+        rules::accumulating_bounces(index, params, error)
+    }
 }
 
 /// A named scalar with its default value and unit: a state entry or a
@@ -302,6 +381,8 @@ struct Table {
     initial_mode: &'static str,
     t_end: f64,
     transitions: &'static [Edge],
+    rules: &'static [ParamRule],
+    relations: &'static [Relation],
 }
 
 impl Table {

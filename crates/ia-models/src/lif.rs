@@ -27,6 +27,7 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
+use crate::rules::{ParamRule, Rule, RESET_BELOW_THRESHOLD};
 use crate::Table;
 use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
@@ -45,6 +46,12 @@ const TABLE: Table = Table {
     initial_mode: "subthreshold",
     t_end: 0.05,
     transitions: &[("spike", "subthreshold", "subthreshold", Direction::Rising)],
+    rules: &[ParamRule {
+        param: "tau",
+        rule: Rule::Positive,
+        what: "membrane time constant",
+    }],
+    relations: &[RESET_BELOW_THRESHOLD],
 };
 
 /// The `lif` model; see the [module documentation](self).

@@ -57,6 +57,7 @@
 //! assert_eq!(spec.params[7].name, "w0_1"); // the synapse 1 -> 0
 //! ```
 
+use crate::rules::{ParamRule, Relation, Rule, RESET_BELOW_THRESHOLD};
 use crate::{ModelSpec, Quantity, TransitionSpec};
 use ia_core::{
     Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, HybridError, HybridSystem,
@@ -248,6 +249,18 @@ impl crate::Model for LifNetwork {
                 })
                 .collect(),
         }
+    }
+
+    fn param_rules(&self) -> &'static [ParamRule] {
+        &[ParamRule {
+            param: "tau",
+            rule: Rule::Positive,
+            what: "membrane time constant",
+        }]
+    }
+
+    fn relations(&self) -> &'static [Relation] {
+        &[RESET_BELOW_THRESHOLD]
     }
 
     fn system(&self) -> HybridSystem {

@@ -44,6 +44,7 @@
 //! assert_eq!(spec.transition_names(), ["wall_left", "impact0", "impact1", "impact2", "wall_right"]);
 //! ```
 
+use crate::rules::{ParamRule, Rule};
 use crate::{ModelSpec, Quantity, TransitionSpec};
 use ia_core::{
     Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridError, HybridSystem, ResetFn, Scalar,
@@ -149,6 +150,31 @@ impl crate::Model for ParticleChain {
             t_end: 2.0,
             transitions,
         }
+    }
+
+    fn param_rules(&self) -> &'static [ParamRule] {
+        &[
+            ParamRule {
+                param: "L",
+                rule: Rule::Positive,
+                what: "distance between the walls",
+            },
+            ParamRule {
+                param: "r",
+                rule: Rule::NonNegative,
+                what: "ball radius",
+            },
+            ParamRule {
+                param: "e",
+                rule: Rule::PositiveUnit,
+                what: "coefficient of restitution; at e = 0 two balls that meet stay in contact, which this model does not represent",
+            },
+            ParamRule {
+                param: "m*",
+                rule: Rule::Positive,
+                what: "ball mass",
+            },
+        ]
     }
 
     fn system(&self) -> HybridSystem {

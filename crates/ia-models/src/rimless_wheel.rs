@@ -36,6 +36,7 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
+use crate::rules::{ParamRule, Rule, GRAVITY};
 use crate::Table;
 use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
@@ -61,6 +62,20 @@ const TABLE: Table = Table {
     initial_mode: "stance",
     t_end: 3.0,
     transitions: &[("step", "stance", "stance", Direction::Falling)],
+    rules: &[
+        GRAVITY,
+        ParamRule {
+            param: "l",
+            rule: Rule::Positive,
+            what: "spoke length",
+        },
+        ParamRule {
+            param: "alpha",
+            rule: Rule::AcuteAngle,
+            what: "half the angle between spokes",
+        },
+    ],
+    relations: &[],
 };
 
 /// The `rimless-wheel` model; see the [module documentation](self).

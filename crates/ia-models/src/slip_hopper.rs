@@ -68,8 +68,11 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
+use crate::rules::{ParamRule, Rule, GRAVITY};
 use crate::Table;
-use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, Identity, ResetFn, Scalar, ToMode};
+use ia_core::{
+    short_num, Autodiff, Direction, FlowFn, FromMode, GuardFn, Identity, ResetFn, Scalar, ToMode,
+};
 
 const TABLE: Table = Table {
     name: "slip-hopper",
@@ -100,6 +103,25 @@ const TABLE: Table = Table {
         ("touchdown", "flight", "stance", Direction::Falling),
         ("liftoff", "stance", "flight", Direction::Rising),
     ],
+    rules: &[
+        ParamRule {
+            param: "m",
+            rule: Rule::Positive,
+            what: "mass",
+        },
+        ParamRule {
+            param: "k",
+            rule: Rule::Positive,
+            what: "leg stiffness",
+        },
+        ParamRule {
+            param: "l0",
+            rule: Rule::Positive,
+            what: "leg rest length",
+        },
+        GRAVITY,
+    ],
+    relations: &[],
 };
 
 /// Parameter indices.
@@ -130,7 +152,43 @@ catalogued_model!(SlipHopper, |_builder| TABLE
         ToMode("flight"),
         Autodiff(Liftoff),
         Identity
-    ));
+    ),
+    hint: low_liftoff);
+
+/// The model's scope limit, when a failed run met it: a liftoff below the
+/// touchdown height `l0 cos(theta_td)` with the mass falling, after which
+/// touchdown is due at once with the leg compressed (rising, the touchdown
+/// guard is disarmed instead; see the module documentation).
+fn low_liftoff(params: &[f64], error: &ia_core::HybridError) -> Option<String> {
+    const TOUCHDOWN: usize = 0;
+    const LIFTOFF: usize = 1;
+    const Y: usize = 1;
+    const VY: usize = 3;
+    if !crate::rules::events_accumulated(error) {
+        return None;
+    }
+    let (&l0, &theta_td) = (params.get(L0)?, params.get(THETA_TD)?);
+    let trajectory = error.trajectory()?;
+    let liftoff = trajectory.events.windows(2).position(|pair| {
+        let (lift, touch) = (&pair[0], &pair[1]);
+        lift.transition == LIFTOFF && touch.transition == TOUCHDOWN && touch.time == lift.time
+    })?;
+    let height = l0 * theta_td.cos();
+    let state = trajectory.state_before(liftoff);
+    let (at, falling) = (state[Y], state[VY]);
+    let through_ground = if at < 0.0 {
+        " (below the ground: the leg did not hold the mass up)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "the leg lifted off at t = {} with the mass at y = {}{through_ground}, below the touchdown height l0 cos(theta_td) = {}, and falling (vy = {}), so touchdown was due at once with the leg compressed: a mass that leaves the ground below the touchdown height while falling is outside this model's scope; a smaller theta_td or a stiffer leg (k) keeps liftoff above the touchdown height",
+        short_num(trajectory.events[liftoff].time),
+        short_num(at),
+        short_num(height),
+        short_num(falling)
+    ))
+}
 
 /// Leg length `sqrt((x - xf)^2 + y^2)`.
 fn leg_length<S: Scalar>(x: &[S]) -> S {

@@ -34,6 +34,7 @@
 //! switches evaluates them about 10^8 times; dual numbers cost several times
 //! more), the guards' by [`ia_core::Autodiff`].
 
+use crate::rules::{ParamRule, Relation, Rule};
 use crate::Table;
 use ia_core::{
     Autodiff, Direction, Flow, FlowPartials, FromMode, GuardFn, Identity, Scalar, Tangent, ToMode,
@@ -59,6 +60,16 @@ const TABLE: Table = Table {
         ("switch_on", "off", "on", Direction::Falling),
         ("switch_off", "on", "off", Direction::Rising),
     ],
+    rules: &[ParamRule {
+        param: "a",
+        rule: Rule::Positive,
+        what: "cooling rate",
+    }],
+    relations: &[Relation {
+        lower: "Tlo",
+        upper: "Thi",
+        why: "the heater switches on below Tlo and off above Thi; with Tlo >= Thi each switch is due at once after the other and the run ends in a Zeno error",
+    }],
 };
 
 /// The `thermostat` model; see the [module documentation](self).

@@ -35,6 +35,7 @@
 //!
 //! Partials by [`ia_core::Autodiff`].
 
+use crate::rules::{ParamRule, Rule, RESTITUTION};
 use crate::Table;
 use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
@@ -59,6 +60,25 @@ const TABLE: Table = Table {
     initial_mode: "flight",
     t_end: 1.0,
     transitions: &[("impact", "flight", "flight", Direction::Falling)],
+    rules: &[
+        ParamRule {
+            param: "r",
+            rule: Rule::NonNegative,
+            what: "ball radius",
+        },
+        ParamRule {
+            param: "m1",
+            rule: Rule::Positive,
+            what: "mass",
+        },
+        ParamRule {
+            param: "m2",
+            rule: Rule::Positive,
+            what: "mass",
+        },
+        RESTITUTION,
+    ],
+    relations: &[],
 };
 
 /// The `two-ball` model; see the [module documentation](self).
