@@ -257,19 +257,19 @@ impl ModelSpec {
     /// Index of the state entry named `name`, or
     /// [`HybridError::UnknownName`] listing the valid names.
     pub fn state_index(&self, name: &str) -> Result<usize, HybridError> {
-        lookup("state", &self.state_names(), name)
+        ia_core::name_index("state", &self.state_names(), name)
     }
 
     /// Index of the parameter named `name`, or
     /// [`HybridError::UnknownName`] listing the valid names.
     pub fn param_index(&self, name: &str) -> Result<usize, HybridError> {
-        lookup("parameter", &self.param_names(), name)
+        ia_core::name_index("parameter", &self.param_names(), name)
     }
 
     /// Index of the mode named `name`, or [`HybridError::UnknownName`]
     /// listing the valid names.
     pub fn mode_index(&self, name: &str) -> Result<usize, HybridError> {
-        lookup("mode", &self.modes, name)
+        ia_core::name_index("mode", &self.modes, name)
     }
 
     /// Index of the initial mode.
@@ -279,17 +279,6 @@ impl ModelSpec {
             .position(|m| *m == self.initial_mode)
             .expect("a catalogue spec names one of its modes as initial mode")
     }
-}
-
-fn lookup(kind: &str, names: &[String], name: &str) -> Result<usize, HybridError> {
-    names
-        .iter()
-        .position(|n| n == name)
-        .ok_or_else(|| HybridError::UnknownName {
-            kind: kind.to_string(),
-            name: name.to_string(),
-            valid: names.to_vec(),
-        })
 }
 
 /// Every ready model, in the order of the table in the crate documentation.

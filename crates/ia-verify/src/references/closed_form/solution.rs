@@ -72,9 +72,7 @@ impl ClosedFormSolution {
 /// Column labels of the Jacobians: `"initial.<state>"` for every state, then
 /// `"param.<p>"` for every parameter.
 pub(super) fn wrt_labels<S: AsRef<str>>(states: &[S], params: &[S]) -> Vec<String> {
-    (states.iter().map(|s| format!("initial.{}", s.as_ref())))
-        .chain(params.iter().map(|q| format!("param.{}", q.as_ref())))
-        .collect()
+    ia_core::Wrt::labels(states, params)
 }
 
 /// Evaluates a trace with `f64` and once per input direction with [`Dual64`],
