@@ -196,7 +196,7 @@ fn error_line(k: usize, error: &CliError) -> String {
 
 /// The compact document of one input line.
 fn run_line(line: &str, source: &str) -> Result<String, CliError> {
-    let value = crate::scenario::parse_json(line, source)?;
+    let value = ia_scenario::parse_json(line, source)?;
     let obj = value.as_object().ok_or_else(|| {
         CliError::InvalidScenario(format!(
             "{source} must be a JSON object with 'command' and 'scenario'"

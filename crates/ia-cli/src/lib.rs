@@ -47,7 +47,7 @@
 //!   `--jacobian` (which costs one backward pass per output row).
 //!
 //! * `fit FILE` fits the scenario's free variables to its data (the
-//!   scenario's `fit` key; see [`mod@fit`]) and prints the fitted values,
+//!   scenario's `fit` key; see [`ia_scenario::fit`]) and prints the fitted values,
 //!   their standard errors, the final loss and gradient norm, the
 //!   iterations and why the optimiser stopped.
 //! * `batch FILE` reads JSON Lines, one command and its scenario a line,
@@ -87,7 +87,7 @@
 //! | `max_events` | no | an integer of at least 1 (a whole-valued number like `1000.0` counts); more events than this is reported as Zeno; default 10000 |
 //! | `max_steps` | no | an integer of at least 1 (a whole-valued number counts); a run that needs more accepted steps ends in an error (kind `step_limit`) saying how far it got; default 10000000 (10^7, which bounds the adjoint's memory: it holds `(n + 4) x 8` bytes a step for `n` states) |
 //! | `loss` | no | a scalar loss whose gradient `gradient` prints, below; `simulate` checks it and ignores it |
-//! | `fit` | no | the free variables, bounds and data of `fit` (see [`mod@fit`]); the other commands check it and ignore it |
+//! | `fit` | no | the free variables, bounds and data of `fit` (see [`ia_scenario::fit`]); the other commands check it and ignore it |
 //! | `adjoint` | no | `{"checkpoints": K}`: the loss's backward pass under `--method adjoint` keeps the start states of about K to 2K steps and replays the others (the same gradient to the last bit, memory bounded; one more evaluation of every step's stages); default: every step's state kept |
 //!
 //! Solvers (`solver.method`, then that method's keys; every key but `method`
@@ -271,65 +271,121 @@
 #![deny(missing_docs)]
 
 pub mod batch;
-pub mod error;
-pub mod fit;
 pub mod report;
-pub mod rules;
-pub mod scenario;
 
 pub use batch::batch;
-pub use error::CliError;
-pub use fit::fit;
-pub use scenario::Scenario;
+// The scenario and its runs live in `ia-scenario` (shared with the Python
+// package); their old paths here stay.
+pub use ia_scenario::{
+    adjoint_solver, explain, orbit_options, rules, scenario, GradientMethod, ProgressHook,
+    Scenario, ScenarioError as CliError,
+};
 
-use ia_adjoint::Method;
-use ia_core::{short_num, HybridError};
-use ia_events::{OdeSolversMethod, SolverChoice};
+use ia_scenario::periodic::PeriodicScenario;
+use ia_scenario::read::parse_json;
 use serde_json::Value;
 
-/// The sensitivity method of `gradient`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum GradientMethod {
-    /// Forward sensitivities, [`Method::Forward`].
-    #[default]
-    Forward,
-    /// The discrete adjoint, [`Method::Adjoint`].
-    Adjoint,
+/// The commands that run a scenario, with the progress hook their runs
+/// report to (none by default: the binary passes its progress line).
+#[derive(Clone, Debug, Default)]
+pub struct Commands {
+    progress: Option<ProgressHook>,
 }
 
-impl GradientMethod {
-    /// The name printed in the output's `method` field.
-    pub fn name(self) -> &'static str {
-        match self {
-            GradientMethod::Forward => "forward",
-            GradientMethod::Adjoint => "adjoint",
-        }
+impl Commands {
+    /// The commands, their runs reporting to nobody.
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// The library's method.
-    pub fn method(self) -> Method {
-        match self {
-            GradientMethod::Forward => Method::Forward,
-            GradientMethod::Adjoint => Method::Adjoint,
-        }
+    /// The commands whose runs report their progress to `hook`.
+    pub fn with_progress(mut self, hook: ProgressHook) -> Self {
+        self.progress = Some(hook);
+        self
+    }
+
+    /// The checked scenario in `text`, its runs reporting to the hook.
+    fn scenario(&self, text: &str, source: &str) -> Result<Scenario, CliError> {
+        let scenario = Scenario::parse(text, source)?;
+        Ok(match &self.progress {
+            Some(hook) => scenario.with_progress(hook.clone()),
+            None => scenario,
+        })
+    }
+
+    /// [`simulate`], reporting progress.
+    pub fn simulate(&self, text: &str, source: &str) -> Result<String, CliError> {
+        let scenario = self.scenario(text, source)?;
+        let trajectory =
+            scenario.simulate_from(scenario.initial_state.clone(), scenario.params.clone())?;
+        Ok(report::pretty(&report::document(
+            &scenario.spec.name,
+            &scenario.system,
+            scenario.t_end,
+            &trajectory,
+            None,
+        )))
+    }
+
+    /// [`gradient_with`], reporting progress.
+    pub fn gradient(
+        &self,
+        text: &str,
+        source: &str,
+        method: GradientMethod,
+        jacobian: bool,
+    ) -> Result<String, CliError> {
+        let scenario = self.scenario(text, source)?;
+        let run = scenario.derivatives(method, jacobian)?;
+        let name = &scenario.spec.name;
+        let document = match (&run.loss, &run.sensitivities) {
+            (None, Some(sens)) => report::document(
+                name,
+                &scenario.system,
+                scenario.t_end,
+                &sens.trajectory,
+                Some((method.name(), sens)),
+            ),
+            (Some(grad), sens) => report::loss_document(
+                name,
+                &scenario.system,
+                scenario.t_end,
+                method.name(),
+                sens.as_ref(),
+                grad,
+            ),
+            (None, None) => unreachable!("a run without a loss computes the Jacobians"),
+        };
+        Ok(report::pretty(&document))
+    }
+
+    /// [`periodic`] (the orbit solver reports no progress).
+    pub fn periodic(&self, text: &str, source: &str) -> Result<String, CliError> {
+        let periodic = PeriodicScenario::parse(text, source)?;
+        let orbit = periodic.orbit()?;
+        Ok(report::pretty(&report::periodic_document(
+            &periodic.scenario.spec.name,
+            &orbit,
+        )))
+    }
+
+    /// [`fit`], reporting progress.
+    pub fn fit(&self, text: &str, source: &str) -> Result<String, CliError> {
+        let scenario = self.scenario(text, source)?;
+        let result = scenario.fit_result(source)?;
+        let data = scenario.fit.as_ref().map_or(0, |spec| spec.data.len());
+        Ok(report::pretty(&report::fit_document(
+            &scenario.spec.name,
+            &result,
+            data,
+        )))
     }
 }
 
 /// `impact-adjoint simulate`: the JSON document for the scenario in `text`
 /// (`source` names it in error messages).
 pub fn simulate(text: &str, source: &str) -> Result<String, CliError> {
-    let scenario = Scenario::parse(text, source)?;
-    let problem = scenario.problem()?;
-    let trajectory =
-        ia_events::simulate(&problem).map_err(|e| explain(&scenario, &problem.params, e))?;
-    Ok(report::document(
-        &scenario.spec.name,
-        problem.system,
-        scenario.t_end,
-        &trajectory,
-        None,
-    )
-    .to_pretty_string())
+    Commands::new().simulate(text, source)
 }
 
 /// `impact-adjoint gradient`: the JSON document, with Jacobians, for the
@@ -370,50 +426,7 @@ pub fn gradient_with(
     method: GradientMethod,
     jacobian: bool,
 ) -> Result<String, CliError> {
-    let mut scenario = Scenario::parse(text, source)?;
-    if method == GradientMethod::Adjoint {
-        scenario.solver = adjoint_solver(&scenario.solver);
-    }
-    let problem = scenario.problem()?;
-    let name = &scenario.spec.name;
-    let run_error = |e: HybridError| explain(&scenario, &problem.params, e);
-    let Some(loss) = &scenario.loss else {
-        let sens = ia_adjoint::jacobian(&problem, method.method()).map_err(run_error)?;
-        return Ok(report::document(
-            name,
-            problem.system,
-            scenario.t_end,
-            &sens.trajectory,
-            Some((method.name(), &sens)),
-        )
-        .to_pretty_string());
-    };
-    let (sens, grad) = match method {
-        GradientMethod::Forward => {
-            let sens = ia_adjoint::jacobian(&problem, method.method()).map_err(run_error)?;
-            let grad = sens.loss_gradient(loss)?;
-            (Some(sens), grad)
-        }
-        GradientMethod::Adjoint => {
-            let grad =
-                ia_adjoint::gradient_with(&problem, loss, &scenario.adjoint).map_err(run_error)?;
-            let sens = if jacobian {
-                Some(ia_adjoint::jacobian(&problem, method.method()).map_err(run_error)?)
-            } else {
-                None
-            };
-            (sens, grad)
-        }
-    };
-    Ok(report::loss_document(
-        name,
-        problem.system,
-        scenario.t_end,
-        method.name(),
-        sens.as_ref(),
-        &grad,
-    )
-    .to_pretty_string())
+    Commands::new().gradient(text, source, method, jacobian)
 }
 
 /// `impact-adjoint periodic`: the periodic orbit through the section of
@@ -432,184 +445,23 @@ pub fn gradient_with(
 /// assert_eq!(doc["multipliers"][0]["trivial"], true);
 /// ```
 pub fn periodic(text: &str, source: &str) -> Result<String, CliError> {
-    let periodic = scenario::PeriodicScenario::parse(text, source)?;
-    let scenario = &periodic.scenario;
-    let options = orbit_options(
-        scenario,
-        periodic.events_per_period,
-        periodic.advancing.clone(),
-        periodic.solver_given,
-    );
-    let orbit = ia_orbits::periodic_orbit(
-        &scenario.system,
-        &periodic.section,
-        &scenario.initial_state,
-        &scenario.params,
-        &options,
-    )?;
-    Ok(report::periodic_document(&scenario.spec.name, &orbit).to_pretty_string())
+    Commands::new().periodic(text, source)
 }
 
-/// The solver `gradient --method adjoint` runs for the scenario's `solver`.
+/// `impact-adjoint fit`: the JSON document of the fit the scenario in
+/// `text` describes (`source` names it in error messages).
 ///
-/// The adjoint transposes the Runge-Kutta steps of the forward pass, which
-/// the `ode_solvers` adapter hides, so the `ode_solvers.*` methods run as
-/// their built-in equivalents: `ode_solvers.rk4` as `rk4` with
-/// `dt = macro_step` (the same classical method on the same steps) and
-/// `ode_solvers.dopri5` and `ode_solvers.dop853` as `dopri5` and `dop853`
-/// with the same `rtol` and `atol` and `max_step = macro_step` (the same
-/// Dormand-Prince pairs, their steps no longer than the adapter's). The
-/// built-in methods are returned unchanged.
-pub fn adjoint_solver(solver: &SolverChoice) -> SolverChoice {
-    match *solver {
-        SolverChoice::OdeSolvers {
-            integrator: OdeSolversMethod::Rk4,
-            macro_step,
-            ..
-        } => SolverChoice::Rk4 { dt: macro_step },
-        SolverChoice::OdeSolvers {
-            integrator: OdeSolversMethod::Dopri5,
-            rtol,
-            atol,
-            macro_step,
-        } => SolverChoice::Dopri5 {
-            rtol,
-            atol,
-            max_step: Some(macro_step),
-        },
-        SolverChoice::OdeSolvers {
-            integrator: OdeSolversMethod::Dop853,
-            rtol,
-            atol,
-            macro_step,
-        } => SolverChoice::Dop853 {
-            rtol,
-            atol,
-            max_step: Some(macro_step),
-        },
-        ref built_in => built_in.clone(),
-    }
-}
-
-/// Adds to a failure of the run what in the scenario most likely caused it,
-/// where that is known: a ball on a floor whose bounces accumulate (each
-/// rebound `e` times the last) fails with `zeno`, `grazing`,
-/// `event_location` or `step_size_underflow` once the rebounds are too small
-/// to resolve; the hint names `e` and when the ball comes to rest. A
-/// slip-hopper that lifts off below its touchdown height while falling
-/// (outside the model's scope) fails the same ways; the hint says where
-/// and why.
-/// `params` are the run's parameters (the scenario's own, or those given to
-/// [`Scenario::problem_from`]).
-pub fn explain(scenario: &Scenario, params: &[f64], error: HybridError) -> CliError {
-    if let Some(culprit) = scenario
-        .equations
-        .as_ref()
-        .and_then(|m| m.explain_non_finite(&error, params))
-    {
-        return CliError::Explained {
-            error,
-            hint: format!("in the model's equations, {culprit}"),
-        };
-    }
-    let accumulating = matches!(
-        error.kind(),
-        "zeno" | "grazing" | "event_location" | "step_size_underflow"
-    );
-    if let Some(hint) = accumulating
-        .then(|| low_liftoff(scenario, params, &error))
-        .flatten()
-    {
-        return CliError::Explained { error, hint };
-    }
-    let floor = rules::rules_for(&scenario.spec.name)
-        .iter()
-        .any(|&(p, r, _)| p == "e" && r == rules::Rule::PositiveUnit);
-    let e = scenario
-        .spec
-        .param_index("e")
-        .ok()
-        .and_then(|i| params.get(i).copied());
-    let events = error.trajectory().map_or(&[][..], |t| &t.events[..]);
-    let (Some(e), Some(last), true, true) = (e, events.last(), accumulating, floor) else {
-        return error.into();
-    };
-    if e >= 1.0 {
-        return error.into();
-    }
-    let rest = match events.len() {
-        n if n >= 2 => last.time + (last.time - events[n - 2].time) * e / (1.0 - e),
-        _ => last.time,
-    };
-    let hint = format!(
-        "the bounces accumulate: with restitution e = {} each rebound is e times the one before, so the ball comes to rest near t = {} ({} so far), a resting contact this bouncing model cannot represent; end the run before then (a shorter t_end) or raise e",
-        short_num(e),
-        short_num(rest),
-        match events.len() {
-            1 => "1 impact".to_string(),
-            n => format!("{n} impacts"),
-        }
-    );
-    CliError::Explained { error, hint }
-}
-
-/// The slip-hopper's scope limit, when a failed run met it: a liftoff below
-/// the touchdown height `l0 cos(theta_td)` with the mass falling, after
-/// which touchdown is due at once with the leg compressed (see
-/// `ia_models::slip_hopper`; rising, the touchdown guard is disarmed
-/// instead).
-fn low_liftoff(scenario: &Scenario, params: &[f64], error: &HybridError) -> Option<String> {
-    let spec = &scenario.spec;
-    if spec.name != "slip-hopper" {
-        return None;
-    }
-    let param = |name: &str| spec.param_index(name).ok().and_then(|i| params.get(i));
-    let (&l0, &theta_td) = (param("l0")?, param("theta_td")?);
-    let names = scenario.system.transition_names();
-    let (y, vy) = (spec.state_index("y").ok()?, spec.state_index("vy").ok()?);
-    let trajectory = error.trajectory()?;
-    let liftoff = trajectory.events.windows(2).position(|pair| {
-        let (lift, touch) = (&pair[0], &pair[1]);
-        names[lift.transition] == "liftoff"
-            && names[touch.transition] == "touchdown"
-            && touch.time == lift.time
-    })?;
-    let height = l0 * theta_td.cos();
-    let state = trajectory.state_before(liftoff);
-    let (at, falling) = (state[y], state[vy]);
-    let through_ground = if at < 0.0 {
-        " (below the ground: the leg did not hold the mass up)"
-    } else {
-        ""
-    };
-    Some(format!(
-        "the leg lifted off at t = {} with the mass at y = {}{through_ground}, below the touchdown height l0 cos(theta_td) = {}, and falling (vy = {}), so touchdown was due at once with the leg compressed: a mass that leaves the ground below the touchdown height while falling is outside this model's scope; a smaller theta_td or a stiffer leg (k) keeps liftoff above the touchdown height",
-        short_num(trajectory.events[liftoff].time),
-        short_num(at),
-        short_num(height),
-        short_num(falling)
-    ))
-}
-
-/// The orbit solver's options for `scenario` (its `t_end` is the longest
-/// run of one period): `events_per_period`, the `advancing` states, and
-/// the scenario's solver if it gave one (`solver_given`; otherwise the
-/// orbit solver's tighter default) and its event options. Shared by
-/// [`periodic`] and the Python package.
-pub fn orbit_options(
-    scenario: &Scenario,
-    events_per_period: usize,
-    advancing: Vec<usize>,
-    solver_given: bool,
-) -> ia_orbits::OrbitOptions {
-    let mut options = ia_orbits::OrbitOptions::new(scenario.t_end)
-        .with_events_per_period(events_per_period)
-        .with_advancing(advancing);
-    if solver_given {
-        options.solver = scenario.solver.clone();
-    }
-    options.events = scenario.events.clone();
-    options
+/// ```
+/// let scenario = r#"{"model": "ball1d", "t_end": 0.4, "params": {"g": 9},
+///   "fit": {"free": ["param.g"], "data": [
+///     {"time": 0.1, "state": {"h": 0.95095}}, {"time": 0.3, "state": {"h": 0.55855}}]}}"#;
+/// let out = ia_cli::fit(scenario, "example").unwrap();
+/// let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+/// // h(t) = 1 - g t^2 / 2 before the impact: the data were made with g = 9.81.
+/// assert!((doc["values"]["param.g"].as_f64().unwrap() - 9.81).abs() < 1e-6);
+/// ```
+pub fn fit(text: &str, source: &str) -> Result<String, CliError> {
+    Commands::new().fit(text, source)
 }
 
 /// `impact-adjoint models --equations FILE`: how the model written as
@@ -627,7 +479,7 @@ pub fn orbit_options(
 ///     "bad.json: mode \"m\", flow.x, column 2: unknown name \"kk\"; names are x, t");
 /// ```
 pub fn describe_equations(text: &str, source: &str) -> Result<String, CliError> {
-    let value = scenario::parse_json(text, source)?;
+    let value = parse_json(text, source)?;
     let model = match value.get("model") {
         Some(form @ Value::Object(_)) => ia_equations::EquationModel::from_value(form),
         _ => ia_equations::EquationModel::from_json_str(text),
@@ -739,18 +591,4 @@ pub fn compact_json(json: &str) -> String {
         }
     }
     out
-}
-
-/// The progress hook every run of this process reports to, if one is set.
-static PROGRESS: std::sync::OnceLock<&'static (dyn Fn(&ia_events::Progress) + Sync)> =
-    std::sync::OnceLock::new();
-
-/// Makes every run of this process report its progress to `hook` (the
-/// binary's progress line on a terminal); the first hook set stays.
-pub fn report_progress_to(hook: &'static (dyn Fn(&ia_events::Progress) + Sync)) {
-    let _ = PROGRESS.set(hook);
-}
-
-fn progress_hook() -> Option<&'static (dyn Fn(&ia_events::Progress) + Sync)> {
-    PROGRESS.get().copied()
 }
