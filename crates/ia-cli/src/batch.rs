@@ -36,8 +36,10 @@
 //! than [`MAX_LINE_BYTES`] ends the run with an `io` error (the output lines
 //! before it are written).
 
-use crate::{compact_json, CliError, GradientMethod};
+use crate::commands::{fit, gradient_with, simulate};
+use crate::report::compact_json;
 use ia_core::HybridError;
+use ia_scenario::{GradientMethod, ScenarioError as CliError};
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, ErrorKind, Read, Write};
 
@@ -235,9 +237,9 @@ fn run_line(line: &str, source: &str) -> Result<String, CliError> {
     }
     let scenario = scenario_text(obj, source)?;
     let document = match command {
-        "simulate" => crate::simulate(&scenario, source)?,
-        "fit" => crate::fit(&scenario, source)?,
-        _ => crate::gradient_with(
+        "simulate" => simulate(&scenario, source)?,
+        "fit" => fit(&scenario, source)?,
+        _ => gradient_with(
             &scenario,
             source,
             method(obj, source)?,

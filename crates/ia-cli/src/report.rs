@@ -307,6 +307,35 @@ fn build(
     obj(out)
 }
 
+/// `json` on one line: the whitespace between tokens removed, strings
+/// untouched (what `--compact` prints; the keys keep their order).
+///
+/// ```
+/// let pretty = "{\n  \"a b\": [\n    1,\n    2\n  ]\n}";
+/// assert_eq!(ia_cli::compact_json(pretty), "{\"a b\":[1,2]}");
+/// ```
+pub fn compact_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -182,7 +182,8 @@ impl Model {
     /// Every partial derivative follows from the expressions (dual numbers).
     #[staticmethod]
     fn from_equations(equations: &Bound<'_, PyAny>) -> PyResult<Self> {
-        // As the command line's `model` key: the same checks and messages.
+        // As the command line's `model` key: the same checks and messages,
+        // the equations named as such (this call has no scenario).
         let form = if let Ok(text) = equations.cast::<PyString>() {
             parse_json(&text.extract::<String>()?, "the equations").map_err(to_py)?
         } else if equations.is_instance_of::<PyDict>() {
@@ -193,7 +194,7 @@ impl Model {
                 crate::convert::describe(equations)
             )));
         };
-        let model = ia_scenario::model::equations_model(&form).map_err(to_py)?;
+        let model = ia_scenario::model::equations_model(&form, "the equations").map_err(to_py)?;
         Ok(Self::new(Box::new(model)))
     }
 

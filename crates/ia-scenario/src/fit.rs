@@ -1,4 +1,5 @@
-//! `impact-adjoint fit`: fitting free variables of a scenario to data.
+//! The scenario's `fit` key: the free variables, bounds and data of a fit
+//! (`impact-adjoint fit`, [`crate::Scenario::fit_result`]).
 //!
 //! The scenario gains a `fit` object:
 //!

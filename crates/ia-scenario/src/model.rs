@@ -122,11 +122,12 @@ fn equation_model(
             "'{key}' applies to the sized catalogue models, not to a model written as equations"
         )));
     }
-    equations_model(equations)
+    equations_model(equations, "'model' (equations)")
 }
 
 /// The model written as equations in `equations` (the form of
-/// docs/equations.md, as JSON).
-pub fn equations_model(equations: &Value) -> Result<EquationModel, ScenarioError> {
-    EquationModel::from_value(equations).map_err(|e| invalid(format!("'model' (equations): {e}")))
+/// docs/equations.md, as JSON); `source` names them in messages (a
+/// scenario's `'model' (equations)`, Python's `the equations`).
+pub fn equations_model(equations: &Value, source: &str) -> Result<EquationModel, ScenarioError> {
+    EquationModel::from_value(equations).map_err(|e| invalid(format!("{source}: {e}")))
 }
