@@ -464,4 +464,51 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().starts_with("unknown key 'tend'"), "{err}");
     }
+
+    /// The typed setters build the scenario the JSON reader reads.
+    /// Reference: `Scenario::from_value` of the same values as JSON.
+    #[test]
+    fn typed_setters_build_what_the_reader_reads() {
+        let value = serde_json::json!({"model": "ball1d", "t_end": 2.0,
+            "params": {"e": 0.5}, "initial_state": {"h": 2.0}, "observe": [0.5, 1.0],
+            "solver": {"method": "rk4", "dt": 0.001}, "max_events": 1e4, "max_steps": 500,
+            "loss": [{"of": "final.h", "weight": 2.0}], "adjoint": {"checkpoints": 10}});
+        let read = Scenario::from_value(&value).unwrap();
+        let model = ia_models::by_name("ball1d").unwrap();
+        let mut typed = Scenario::new(model.as_ref(), 2.0).unwrap();
+        typed.set_params([("e", 0.5)]).unwrap();
+        typed.set_initial_state([("h", 2.0)]).unwrap();
+        typed.set_observe(vec![0.5, 1.0]).unwrap();
+        typed.set_solver(SolverChoice::Rk4 { dt: 0.001 }).unwrap();
+        typed.set_max_events(10_000).unwrap();
+        typed.set_max_steps(500).unwrap();
+        let term = Term {
+            of: "final.h".into(),
+            weight: 2.0,
+            target: None,
+        };
+        typed.set_loss(vec![term]).unwrap();
+        typed.set_checkpoints(10).unwrap();
+        assert_eq!(format!("{typed:?}"), format!("{read:?}"));
+        // The typed setters give the reader's errors, kinds and messages.
+        let kind = |e: ScenarioError| (e.kind(), e.to_string());
+        let nan = typed.set_params([("g", f64::NAN)]).unwrap_err();
+        assert_eq!(
+            kind(nan),
+            (
+                "invalid_option",
+                "invalid params.g = NaN: every number must be finite".into()
+            )
+        );
+        let zero = typed.set_max_events(0).unwrap_err();
+        let json_zero = Scenario::from_value(
+            &serde_json::json!({"model": "ball1d", "t_end": 1, "max_events": 0}),
+        );
+        assert_eq!(kind(zero), kind(json_zero.unwrap_err()));
+        let late = typed.set_observe(vec![3.0]).unwrap_err();
+        let json_late = Scenario::from_value(
+            &serde_json::json!({"model": "ball1d", "t_end": 2, "observe": [3.0]}),
+        );
+        assert_eq!(kind(late), kind(json_late.unwrap_err()));
+    }
 }
