@@ -59,12 +59,6 @@ SAME_AS_CLI = [
     ),
     (
         ia.InvalidScenarioError,
-        lambda: ia.Model.from_equations(BAD_EQUATIONS),
-        {"model": BAD_EQUATIONS, "t_end": 1},
-        ["simulate"],
-    ),
-    (
-        ia.InvalidScenarioError,
         lambda: BALL1D.gradient(t_end=1.0, loss=[]),
         {"model": "ball1d", "t_end": 1, "loss": []},
         ["gradient"],
@@ -184,6 +178,13 @@ PYTHON_ONLY += [
         ia.MalformedJsonError,
         lambda: ia.Model.from_equations('{"states": '),
         "malformed JSON in the equations: EOF while parsing a value at line 1 column 11",
+    ),
+    (
+        # The command line names the scenario's key ("'model' (equations): ...");
+        # this call has no scenario, so the message names the equations.
+        ia.InvalidScenarioError,
+        lambda: ia.Model.from_equations(BAD_EQUATIONS),
+        'the equations: mode "f", flow.y, column 1: unknown name "z"; names are y, t; closest is "y"',
     ),
     (
         ia.InvalidScenarioError,

@@ -163,3 +163,11 @@ def test_the_exact_solver_matches_dopri5():
     adjoint = net.jacobian(t_end=0.05, solver="exact", method="adjoint")
     np.testing.assert_allclose(adjoint.final_jacobian, jac.final_jacobian, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(adjoint.event_time_gradients, jac.event_time_gradients, rtol=1e-10, atol=1e-10)
+
+
+def test_from_equations_doc_names_the_let_key():
+    # Reference: the key of a model written as equations is `let`
+    # (docs/equations.md; ia-equations reads `let`, there is no `lets`).
+    doc = ia.Model.from_equations.__doc__
+    assert "`let`" in doc, doc
+    assert "lets" not in doc, doc

@@ -36,8 +36,10 @@
 //! than [`MAX_LINE_BYTES`] ends the run with an `io` error (the output lines
 //! before it are written).
 
-use crate::{compact_json, CliError, GradientMethod};
+use crate::commands::{fit, gradient_with, simulate};
+use crate::report::compact_json;
 use ia_core::HybridError;
+use ia_scenario::{GradientMethod, ScenarioError as CliError};
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, ErrorKind, Read, Write};
 
@@ -196,7 +198,7 @@ fn error_line(k: usize, error: &CliError) -> String {
 
 /// The compact document of one input line.
 fn run_line(line: &str, source: &str) -> Result<String, CliError> {
-    let value = crate::scenario::parse_json(line, source)?;
+    let value = ia_scenario::parse_json(line, source)?;
     let obj = value.as_object().ok_or_else(|| {
         CliError::InvalidScenario(format!(
             "{source} must be a JSON object with 'command' and 'scenario'"
@@ -235,9 +237,9 @@ fn run_line(line: &str, source: &str) -> Result<String, CliError> {
     }
     let scenario = scenario_text(obj, source)?;
     let document = match command {
-        "simulate" => crate::simulate(&scenario, source)?,
-        "fit" => crate::fit(&scenario, source)?,
-        _ => crate::gradient_with(
+        "simulate" => simulate(&scenario, source)?,
+        "fit" => fit(&scenario, source)?,
+        _ => gradient_with(
             &scenario,
             source,
             method(obj, source)?,

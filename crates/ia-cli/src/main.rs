@@ -2,7 +2,7 @@
 //! for the commands, the scenario format and the output format.
 
 use clap::{error::ErrorKind, Parser, Subcommand, ValueEnum};
-use ia_cli::{CliError, GradientMethod};
+use ia_cli::{CliError, Commands, GradientMethod, ProgressHook};
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -164,7 +164,8 @@ fn laid_out(document: String, compact: bool) -> String {
     }
 }
 
-fn execute(command: Command) -> Result<String, CliError> {
+/// Runs `command`, its runs reporting to `commands`' progress hook.
+fn execute(command: Command, commands: &Commands) -> Result<String, CliError> {
     match command {
         Command::Models {
             equations: Some(file),
@@ -177,11 +178,15 @@ fn execute(command: Command) -> Result<String, CliError> {
         Command::Models { json: false, .. } => Ok(ia_cli::models_table()),
         Command::Simulate { file, compact } => {
             let (text, source) = read_scenario(&file)?;
-            ia_cli::simulate(&text, &source).map(|out| laid_out(out, compact))
+            commands
+                .simulate(&text, &source)
+                .map(|out| laid_out(out, compact))
         }
         Command::Periodic { file, compact } => {
             let (text, source) = read_scenario(&file)?;
-            ia_cli::periodic(&text, &source).map(|out| laid_out(out, compact))
+            commands
+                .periodic(&text, &source)
+                .map(|out| laid_out(out, compact))
         }
         Command::Gradient {
             file,
@@ -194,12 +199,15 @@ fn execute(command: Command) -> Result<String, CliError> {
                 MethodArg::Forward => GradientMethod::Forward,
                 MethodArg::Adjoint => GradientMethod::Adjoint,
             };
-            ia_cli::gradient_with(&text, &source, method, jacobian)
+            commands
+                .gradient(&text, &source, method, jacobian)
                 .map(|out| laid_out(out, compact))
         }
         Command::Fit { file, compact } => {
             let (text, source) = read_scenario(&file)?;
-            ia_cli::fit(&text, &source).map(|out| laid_out(out, compact))
+            commands
+                .fit(&text, &source)
+                .map(|out| laid_out(out, compact))
         }
         // Written line by line as the chunks finish, not as one document.
         Command::Batch { file, jobs } => stream_batch(&file, jobs).map(|()| String::new()),
@@ -231,7 +239,13 @@ fn main() -> ExitCode {
     let batch = matches!(cli.command, Command::Batch { .. });
     let progress =
         (!cli.quiet && !batch && std::io::stderr().is_terminal()).then(ProgressLine::install);
-    let result = execute(cli.command);
+    let commands = match progress {
+        Some(line) => Commands::new().with_progress(ProgressHook(std::sync::Arc::new(
+            move |p: &ia_events::Progress| line.draw(p),
+        ))),
+        None => Commands::new(),
+    };
+    let result = execute(cli.command, &commands);
     if let Some(line) = progress {
         line.clear();
     }
@@ -297,15 +311,12 @@ struct ProgressLine {
 }
 
 impl ProgressLine {
-    /// A line reported to by every run of this process.
+    /// A new line, not drawn yet (the commands' progress hook draws it).
     fn install() -> &'static ProgressLine {
         let line: &'static ProgressLine = Box::leak(Box::new(ProgressLine {
             started: Instant::now(),
             drawn: Mutex::new(None),
         }));
-        ia_cli::report_progress_to(Box::leak(Box::new(move |p: &ia_events::Progress| {
-            line.draw(p)
-        })));
         line
     }
 

@@ -329,18 +329,18 @@ const FIT_DATA: &str = r#"[{"time": 0.1, "state": {"h": 0.95}}, {"time": 0.2, "s
 )]
 #[case::zero_iterations(
     r#"{"free": ["param.g"], "data": DATA, "max_iterations": 0}"#,
-    "invalid_scenario",
-    "'fit.max_iterations' must be a positive integer, got 0"
+    "invalid_option",
+    "invalid fit.max_iterations = 0: must be an integer of at least 1, like 200"
 )]
 #[case::negative_tolerance(
     r#"{"free": ["param.g"], "data": DATA, "gradient_tolerance": -1}"#,
-    "invalid_scenario",
-    "'fit.gradient_tolerance' must be a finite number >= 0"
+    "invalid_option",
+    "invalid fit.gradient_tolerance = -1: must be at least 0"
 )]
 #[case::fractional_memory(
     r#"{"free": ["param.g"], "data": DATA, "memory": 2.5}"#,
-    "invalid_scenario",
-    "'fit.memory' must be a positive integer"
+    "invalid_option",
+    "invalid fit.memory = 2.5: must be an integer of at least 1, like 7"
 )]
 fn bad_fit_keys_are_clear_errors(#[case] fit: &str, #[case] kind: &str, #[case] needle: &str) {
     let scenario = format!(

@@ -1,7 +1,7 @@
-//! Python values in and out: options become the command line's scenario
-//! JSON (so they are checked by the same code, with the same messages),
-//! vectors become `Vec<f64>` in the model's order, and JSON records become
-//! Python dictionaries and lists.
+//! Python values in and out: an option becomes the JSON value of the
+//! scenario key it stands for, read by that key's reader in `ia_scenario`
+//! (the same checks, the same messages), vectors become `Vec<f64>` in the
+//! model's order, and JSON records become Python dictionaries and lists.
 
 use crate::errors::{invalid, library};
 use ia_core::HybridError;

@@ -4,14 +4,14 @@
 //! line's message. The classes live in `impact_adjoint/_errors.py`, so that
 //! Python code can subclass and document them.
 
-use ia_cli::CliError;
 use ia_core::HybridError;
+use ia_scenario::ScenarioError;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 /// The Python exception for `error`: the class of its kind (looked up by
 /// `impact_adjoint._errors.error_class`) with the command line's message.
-pub fn to_py(error: CliError) -> PyErr {
+pub fn to_py(error: ScenarioError) -> PyErr {
     let kind = error.kind();
     let message = error.to_string();
     Python::attach(|py| {
@@ -31,11 +31,11 @@ pub fn to_py(error: CliError) -> PyErr {
 
 /// [`to_py`] for an error of the library.
 pub fn library(error: HybridError) -> PyErr {
-    to_py(CliError::Library(error))
+    to_py(ScenarioError::Library(error))
 }
 
 /// An error of kind `invalid_scenario` (a value of the wrong type or
 /// shape), with `message`.
 pub fn invalid(message: String) -> PyErr {
-    to_py(CliError::InvalidScenario(message))
+    to_py(ScenarioError::InvalidScenario(message))
 }

@@ -576,7 +576,7 @@ unsafe fn output<'a, T>(view: &View<'a>, len: usize) -> &'a mut [T] {
 
 /// A run's error in the library's words (`kind: message`, the kind naming
 /// the Python exception class, `impact_adjoint._errors.error_class(kind)`).
-fn library_failure(error: ia_cli::CliError) -> Failure {
+fn library_failure(error: ia_scenario::ScenarioError) -> Failure {
     Failure::invalid(format!("{}: {}", error.kind(), error))
 }
 

@@ -17,8 +17,8 @@ use crate::errors::{invalid, library, to_py};
 use crate::model::{Model, RunOptions};
 use ia_adjoint::batch::Batch;
 use ia_adjoint::{Loss, LossSeeds, Problem};
-use ia_cli::{CliError, Scenario};
 use ia_core::{short_num, HybridError, Trajectory};
+use ia_scenario::{Scenario, ScenarioError};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray2, PyReadonlyArray3, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
@@ -188,7 +188,7 @@ pub(crate) struct SolverCore {
 /// pool per call would pay its threads' start at every call. A pool
 /// inherited through `fork()` has lost its threads (work sent to it would
 /// wait forever), so a child makes its own.
-fn pool() -> Result<Arc<Batch>, CliError> {
+fn pool() -> Result<Arc<Batch>, ScenarioError> {
     static POOL: Mutex<Option<(u32, Arc<Batch>)>> = Mutex::new(None);
     let pid = std::process::id();
     let mut slot = POOL.lock().unwrap_or_else(|e| e.into_inner());
@@ -202,13 +202,13 @@ fn pool() -> Result<Arc<Batch>, CliError> {
         Some(inherited) => std::mem::forget(inherited),
         None => {}
     }
-    let batch = Arc::new(Batch::with_threads(0).map_err(CliError::Library)?);
+    let batch = Arc::new(Batch::with_threads(0).map_err(ScenarioError::Library)?);
     *slot = Some((pid, Arc::clone(&batch)));
     Ok(batch)
 }
 
 /// `expected` entries in `slice`, or a dimension mismatch naming `what`.
-fn check_len(what: &str, slice_len: usize, expected: usize) -> Result<(), CliError> {
+fn check_len(what: &str, slice_len: usize, expected: usize) -> Result<(), ScenarioError> {
     if slice_len == expected {
         Ok(())
     } else {
@@ -233,7 +233,7 @@ impl SolverCore {
 
     /// Every observation time must have been reached (a terminal transition
     /// ends a run early).
-    fn check_observed(&self, trajectory: &Trajectory) -> Result<(), CliError> {
+    fn check_observed(&self, trajectory: &Trajectory) -> Result<(), ScenarioError> {
         let reached = trajectory.observations.len();
         match self.scenario.observe.get(reached) {
             None => Ok(()),
@@ -255,7 +255,7 @@ impl SolverCore {
         batch: usize,
         x0s: &[f64],
         params: &[f64],
-    ) -> Result<Vec<Problem<'_>>, CliError> {
+    ) -> Result<Vec<Problem<'_>>, ScenarioError> {
         let Sizes { n, n_params, .. } = self.sizes();
         check_len("initial states of the batch", x0s.len(), batch * n)?;
         check_len("parameters of the batch", params.len(), batch * n_params)?;
@@ -270,8 +270,8 @@ impl SolverCore {
     }
 
     /// The error of a run in the command line's words.
-    fn explain(&self, problem: &Problem<'_>, error: HybridError) -> CliError {
-        ia_cli::explain(&self.scenario, &problem.params, error)
+    fn explain(&self, problem: &Problem<'_>, error: HybridError) -> ScenarioError {
+        ia_scenario::explain(&self.scenario, &problem.params, error)
     }
 
     /// The outputs of the runs from the rows of `x0s` (`B x n`) and
@@ -284,7 +284,7 @@ impl SolverCore {
         x0s: &[f64],
         params: &[f64],
         out: OutputsOut<'_>,
-    ) -> Result<(), CliError> {
+    ) -> Result<(), ScenarioError> {
         let Sizes { n, k, n_obs, .. } = self.sizes();
         let batch = out.counts.len();
         check_len(
@@ -344,7 +344,7 @@ impl SolverCore {
         input: &CotangentsIn<'_>,
         gx: &mut [f64],
         gp: &mut [f64],
-    ) -> Result<(), CliError> {
+    ) -> Result<(), ScenarioError> {
         let Sizes {
             n,
             n_params,
@@ -456,7 +456,7 @@ impl JaxSolver {
             mode,
             ..RunOptions::default()
         })?;
-        scenario.solver = ia_cli::adjoint_solver(&scenario.solver);
+        scenario.solver = ia_scenario::adjoint_solver(&scenario.solver);
         let core = Arc::new(SolverCore {
             workspace: Mutex::new(ia_adjoint::Workspace::new()),
             scenario,

@@ -1,9 +1,9 @@
 //! # ia-py: the Python package `impact_adjoint`
 //!
-//! A thin layer: Python values in (conversion and checks by the command
-//! line's scenario code, `ia_cli::Scenario`, so that messages are the
-//! command line's), the library's runs with the GIL released, NumPy arrays
-//! and Python exceptions out. Every number is computed by `ia-events` and
+//! A thin layer: Python values in (read and checked by the scenario crate
+//! the command line also uses, `ia_scenario`, so that messages are the
+//! command line's), the scenario's runs (`ia_scenario::recipe`) with the
+//! GIL released, NumPy arrays and Python exceptions out. Every number is computed by `ia-events` and
 //! `ia-adjoint`. The Python half (result classes, exceptions, the JAX
 //! front) is in `python/impact_adjoint/`.
 //!

@@ -1,18 +1,20 @@
 //! `impact_adjoint.Model`: a model and its runs. Every option a run takes
-//! becomes the key of the command line's scenario it stands for, and the
-//! scenario is checked by `ia_cli::Scenario` (the same checks, the same
-//! messages); the initial state and the parameters are checked by the run.
+//! is read by the reader of the scenario key it stands for and set on an
+//! `ia_scenario::Scenario` by its typed setter (the command line's checks
+//! and messages); the initial state and the parameters are checked by the
+//! run, and the runs are the scenario's recipe (`ia_scenario::recipe`).
 
 use crate::convert::{by_name, from_json, to_json};
 use crate::errors::{invalid, library, to_py};
 use crate::results;
-use ia_adjoint::{LossTerms, Method};
-use ia_cli::{CliError, GradientMethod, Scenario};
+use ia_adjoint::LossTerms;
 use ia_core::HybridError;
+use ia_scenario::read::{count, number, parse_json, type_name};
+use ia_scenario::{GradientMethod, Scenario, ScenarioError};
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// A hybrid model: its state, parameter, mode and transition names, and its
@@ -46,38 +48,56 @@ impl Model {
         }
     }
 
-    /// The checked scenario of a run with `options`.
+    /// The checked scenario of a run with `options`: each read as its
+    /// scenario key and set in the order of the scenario's keys.
     pub(crate) fn scenario(&self, options: &RunOptions<'_, '_>) -> PyResult<Scenario> {
-        let mut obj = Map::new();
         let t_end = match options.t_end.filter(|v| !v.is_none()) {
-            None => Value::from(self.spec.t_end),
-            Some(v) => to_json(v, "t_end")?,
+            None => self.spec.t_end,
+            Some(v) => number(&to_json(v, "t_end")?, "t_end").map_err(to_py)?,
         };
-        obj.insert("t_end".into(), t_end);
-        if let Some(solver) = options.solver.filter(|v| !v.is_none()) {
-            let value = match to_json(solver, "solver")? {
-                Value::String(method) => serde_json::json!({ "method": method }),
-                other => other,
-            };
-            obj.insert("solver".into(), value);
+        let mut scenario = Scenario::new(self.model.as_ref(), t_end).map_err(to_py)?;
+        if let Some(v) = options.mode.filter(|v| !v.is_none()) {
+            let value = to_json(v, "initial_mode")?;
+            let mode = ia_scenario::scenario::read_mode(&value, &self.spec.modes).map_err(to_py)?;
+            scenario.set_initial_mode(mode).map_err(to_py)?;
         }
-        let keys = [
-            ("observe", options.observe),
-            ("initial_mode", options.mode),
-            ("max_events", options.max_events),
-            ("max_steps", options.max_steps),
-            ("loss", options.loss),
+        if let Some(v) = options.observe.filter(|v| !v.is_none()) {
+            let times =
+                ia_scenario::scenario::read_times(&to_json(v, "observe")?).map_err(to_py)?;
+            scenario.set_observe(times).map_err(to_py)?;
+        }
+        if let Some(v) = options.solver.filter(|v| !v.is_none()) {
+            let solver = match to_json(v, "solver")? {
+                Value::String(method) => ia_scenario::solver::default_solver(&method, t_end),
+                other => ia_scenario::solver::read_solver(&other, t_end),
+            }
+            .map_err(to_py)?;
+            scenario.set_solver(solver).map_err(to_py)?;
+        }
+        let counts = [
+            ("max_events", options.max_events, "1000"),
+            ("max_steps", options.max_steps, "10000000"),
         ];
-        for (key, value) in keys {
+        for (key, value, example) in counts {
             if let Some(v) = value.filter(|v| !v.is_none()) {
-                obj.insert(key.into(), to_json(v, key)?);
+                let n = count(&to_json(v, key)?, key, example).map_err(to_py)?;
+                match key {
+                    "max_events" => scenario.set_max_events(n),
+                    _ => scenario.set_max_steps(n),
+                }
+                .map_err(to_py)?;
             }
         }
-        if let Some(k) = options.checkpoints.filter(|v| !v.is_none()) {
-            let k = to_json(k, "adjoint.checkpoints")?;
-            obj.insert("adjoint".into(), serde_json::json!({ "checkpoints": k }));
+        if let Some(v) = options.loss.filter(|v| !v.is_none()) {
+            let terms = ia_scenario::loss::read_loss(&to_json(v, "loss")?).map_err(to_py)?;
+            scenario.set_loss(terms).map_err(to_py)?;
         }
-        Scenario::for_model(self.model.as_ref(), &Value::Object(obj)).map_err(to_py)
+        if let Some(k) = options.checkpoints.filter(|v| !v.is_none()) {
+            let key = "adjoint.checkpoints";
+            let k = count(&to_json(k, key)?, key, "1000").map_err(to_py)?;
+            scenario.set_checkpoints(k).map_err(to_py)?;
+        }
+        Ok(scenario)
     }
 
     /// The initial state and parameters, in the model's order.
@@ -130,19 +150,31 @@ impl Model {
         size: Option<&Bound<'_, PyAny>>,
         connections: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let mut obj = Map::new();
-        obj.insert("model".into(), to_json(name, "model")?);
-        for (key, value) in [("size", size), ("connections", connections)] {
-            if let Some(v) = value.filter(|v| !v.is_none()) {
-                obj.insert(key.into(), to_json(v, key)?);
+        let name = match to_json(name, "model")? {
+            Value::String(name) => name,
+            other => {
+                return Err(invalid(format!(
+                    "'model' must be a string (a model name, see models()), got {}",
+                    type_name(&other)
+                )))
             }
-        }
-        let model = ia_cli::scenario::model_of(&Value::Object(obj)).map_err(to_py)?;
+        };
+        let size = match size.filter(|v| !v.is_none()) {
+            None => None,
+            Some(v) => Some(count(&to_json(v, "size")?, "size", "3").map_err(to_py)?),
+        };
+        let connections = match connections.filter(|v| !v.is_none()) {
+            None => None,
+            Some(v) => Some(
+                ia_scenario::model::connection_list(&to_json(v, "connections")?).map_err(to_py)?,
+            ),
+        };
+        let model = ia_scenario::catalogue_model(&name, size, connections).map_err(to_py)?;
         Ok(Self::new(model))
     }
 
     /// A model written as equations: a dict, or its JSON text, with
-    /// `states` and `params` (names with default values), optional `lets`,
+    /// `states` and `params` (names with default values), optional `let`
     /// `modes` (each with its `flow`: a rate expression per state) and
     /// `transitions` (`name`, `from`, `to`, `guard` expression, `direction`
     /// `"rising"`, `"falling"` or `"either"`, and a `reset` of the states it
@@ -150,10 +182,10 @@ impl Model {
     /// Every partial derivative follows from the expressions (dual numbers).
     #[staticmethod]
     fn from_equations(equations: &Bound<'_, PyAny>) -> PyResult<Self> {
-        // As the command line's `model` key: the same checks and messages.
+        // As the command line's `model` key: the same checks and messages,
+        // the equations named as such (this call has no scenario).
         let form = if let Ok(text) = equations.cast::<PyString>() {
-            ia_cli::scenario::parse_json(&text.extract::<String>()?, "the equations")
-                .map_err(to_py)?
+            parse_json(&text.extract::<String>()?, "the equations").map_err(to_py)?
         } else if equations.is_instance_of::<PyDict>() {
             to_json(equations, "model")?
         } else {
@@ -162,9 +194,8 @@ impl Model {
                 crate::convert::describe(equations)
             )));
         };
-        let model =
-            ia_cli::scenario::model_of(&serde_json::json!({ "model": form })).map_err(to_py)?;
-        Ok(Self::new(model))
+        let model = ia_scenario::model::equations_model(&form, "the equations").map_err(to_py)?;
+        Ok(Self::new(Box::new(model)))
     }
 
     /// The model's name.
@@ -284,11 +315,7 @@ impl Model {
         })?;
         let (x0, params) = self.inputs(x0, params)?;
         let trajectory = py
-            .detach(|| {
-                let problem = scenario.problem_from(x0, params)?;
-                ia_events::simulate(&problem)
-                    .map_err(|e| ia_cli::explain(&scenario, &problem.params, e))
-            })
+            .detach(|| scenario.simulate_from(x0, params))
             .map_err(to_py)?;
         results::simulation(
             py,
@@ -322,7 +349,7 @@ impl Model {
         max_steps: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let method = gradient_method(method)?;
-        let mut scenario = self.scenario(&RunOptions {
+        let scenario = self.scenario(&RunOptions {
             t_end,
             solver,
             observe,
@@ -331,9 +358,6 @@ impl Model {
             max_steps,
             ..RunOptions::default()
         })?;
-        if method == GradientMethod::Adjoint {
-            scenario.solver = ia_cli::adjoint_solver(&scenario.solver);
-        }
         let wrt: Option<Vec<String>> = match wrt.filter(|v| !v.is_none()) {
             None => None,
             Some(v) => Some(names(v, "wrt")?),
@@ -341,15 +365,9 @@ impl Model {
         let (x0, params) = self.inputs(x0, params)?;
         let sens = py
             .detach(|| {
-                let problem = scenario.problem_from(x0, params)?;
-                let run = match &wrt {
-                    None => ia_adjoint::jacobian(&problem, method.method()),
-                    Some(wrt) => {
-                        let wrt: Vec<&str> = wrt.iter().map(String::as_str).collect();
-                        ia_adjoint::jacobian_wrt(&problem, method.method(), &wrt)
-                    }
-                };
-                run.map_err(|e| ia_cli::explain(&scenario, &problem.params, e))
+                let wrt: Option<Vec<&str>> =
+                    wrt.as_ref().map(|w| w.iter().map(String::as_str).collect());
+                scenario.jacobian_from(x0, params, method, wrt.as_deref())
             })
             .map_err(to_py)?;
         results::jacobian(
@@ -389,7 +407,7 @@ impl Model {
         checkpoints: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let method = gradient_method(method)?;
-        let mut scenario = self.scenario(&RunOptions {
+        let scenario = self.scenario(&RunOptions {
             t_end,
             solver,
             observe,
@@ -399,28 +417,12 @@ impl Model {
             loss: Some(loss),
             checkpoints,
         })?;
-        if method == GradientMethod::Adjoint {
-            scenario.solver = ia_cli::adjoint_solver(&scenario.solver);
-        }
         let loss: LossTerms = scenario.loss.clone().ok_or_else(|| {
             invalid("'loss' must be a list of terms like {\"of\": \"final.x\", \"weight\": 1.0}, got None".into())
         })?;
         let (x0, params) = self.inputs(x0, params)?;
         let grad = py
-            .detach(|| {
-                let problem = scenario.problem_from(x0, params)?;
-                let explain = |e| ia_cli::explain(&scenario, &problem.params, e);
-                match method {
-                    GradientMethod::Adjoint => {
-                        ia_adjoint::gradient_with(&problem, &loss, &scenario.adjoint)
-                            .map_err(explain)
-                    }
-                    GradientMethod::Forward => ia_adjoint::jacobian(&problem, Method::Forward)
-                        .map_err(explain)?
-                        .loss_gradient(&loss)
-                        .map_err(CliError::from),
-                }
-            })
+            .detach(|| scenario.loss_gradient_from(x0, params, &loss, method))
             .map_err(to_py)?;
         results::gradient(
             py,
@@ -466,7 +468,7 @@ impl Model {
             .problem_from(x0.clone(), params.clone())
             .map_err(to_py)?;
         let events_per_period = usize::try_from(events_per_period).map_err(|_| {
-            to_py(CliError::Library(HybridError::invalid(
+            to_py(ScenarioError::Library(HybridError::invalid(
                 "events_per_period",
                 events_per_period,
                 "must be an integer of at least 1",
@@ -474,16 +476,22 @@ impl Model {
         })?;
         let advancing = match advancing.filter(|v| !v.is_none()) {
             None => Vec::new(),
-            Some(v) => {
-                ia_cli::scenario::advancing_states(&to_json(v, "advancing")?, &scenario.system)
-                    .map_err(to_py)?
-            }
+            Some(v) => ia_scenario::advancing_states(&to_json(v, "advancing")?, &scenario.system)
+                .map_err(to_py)?,
         };
         let solver_given = solver.is_some_and(|v| !v.is_none());
-        let options = ia_cli::orbit_options(&scenario, events_per_period, advancing, solver_given);
         let orbit = py
-            .detach(|| ia_orbits::periodic_orbit(&scenario.system, section, &x0, &params, &options))
-            .map_err(|e| to_py(CliError::from(e)))?;
+            .detach(|| {
+                scenario.periodic_orbit_from(
+                    section,
+                    &x0,
+                    &params,
+                    events_per_period,
+                    advancing,
+                    solver_given,
+                )
+            })
+            .map_err(to_py)?;
         results::periodic_orbit(py, &self.spec.name, &orbit)
     }
 }

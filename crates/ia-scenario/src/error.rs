@@ -1,12 +1,13 @@
-//! The errors of the command line: what `main` prints as one line on
-//! standard error (`error: <kind>: <message>`) before exiting with status 2.
+//! The errors of a scenario and its runs: what the command line prints as
+//! one line on standard error (`error: <kind>: <message>`) and the Python
+//! package raises as the exception class of the kind.
 
 use ia_core::HybridError;
 use thiserror::Error;
 
-/// A failure of the command line: bad input, or a failure of the library.
+/// A failure of a scenario: bad input, or a failure of the library.
 #[derive(Debug, Error)]
-pub enum CliError {
+pub enum ScenarioError {
     /// The scenario is not well-formed JSON (the message carries the line and
     /// column), or a number in it overflows `f64`.
     #[error("{0}")]
@@ -42,37 +43,36 @@ pub enum CliError {
     Fit(ia_fit::FitError),
 }
 
-impl CliError {
+impl ScenarioError {
     /// A short, stable name of the error kind: `malformed_json`,
-    /// `invalid_scenario`, `io`, `usage` (printed by the binary for a bad
-    /// command line), or the library's [`HybridError::kind`]
+    /// `invalid_scenario`, `io`, or the library's [`HybridError::kind`]
     /// (`unknown_name`, `invalid_option`, `zeno`, `grazing`,
     /// `step_size_underflow`, `step_limit`, `guard_violated_at_start`, `event_location`,
     /// `non_finite`, `unsupported`, ...), or the periodic-orbit solver's
     /// `no_convergence` and `no_return`.
     pub fn kind(&self) -> &'static str {
         match self {
-            CliError::MalformedJson(_) => "malformed_json",
-            CliError::InvalidScenario(_) => "invalid_scenario",
-            CliError::Io(_) => "io",
-            CliError::Library(e) | CliError::Explained { error: e, .. } => e.kind(),
-            CliError::Orbit(e) => e.kind(),
-            CliError::Fit(e) => e.kind(),
+            ScenarioError::MalformedJson(_) => "malformed_json",
+            ScenarioError::InvalidScenario(_) => "invalid_scenario",
+            ScenarioError::Io(_) => "io",
+            ScenarioError::Library(e) | ScenarioError::Explained { error: e, .. } => e.kind(),
+            ScenarioError::Orbit(e) => e.kind(),
+            ScenarioError::Fit(e) => e.kind(),
         }
     }
 }
 
-impl From<ia_orbits::OrbitError> for CliError {
+impl From<ia_orbits::OrbitError> for ScenarioError {
     fn from(e: ia_orbits::OrbitError) -> Self {
         match e {
-            ia_orbits::OrbitError::Input(e) => CliError::Library(e),
-            other => CliError::Orbit(other),
+            ia_orbits::OrbitError::Input(e) => ScenarioError::Library(e),
+            other => ScenarioError::Orbit(other),
         }
     }
 }
 
-impl From<HybridError> for CliError {
+impl From<HybridError> for ScenarioError {
     fn from(e: HybridError) -> Self {
-        CliError::Library(e)
+        ScenarioError::Library(e)
     }
 }

@@ -1,4 +1,5 @@
-//! `impact-adjoint fit`: fitting free variables of a scenario to data.
+//! The scenario's `fit` key: the free variables, bounds and data of a fit
+//! (`impact-adjoint fit`, [`crate::Scenario::fit_result`]).
 //!
 //! The scenario gains a `fit` object:
 //!
@@ -13,10 +14,10 @@
 //! | `free` | yes | the variables fitted, by name: `param.<name>`, `initial.<state>`; the scenario's values are the start |
 //! | `bounds` | no | `{name: [low, high]}` for free variables; `null` for an open side (`[0, null]`); the start must lie strictly inside |
 //! | `data` | yes | observations: `{"time": t, "state": {"<state>": value, ...}}`, `t` in `(0, t_end]` |
-//! | `max_iterations` | no | the most L-BFGS iterations, a positive integer (default 200) |
+//! | `max_iterations` | no | the most L-BFGS iterations, an integer of at least 1 (a whole-valued number like `1e4` counts, as for every count of a scenario; default 200) |
 //! | `gradient_tolerance` | no | stop when the gradient norm (in the optimiser's coordinates) falls below it, `>= 0` (default 1e-12) |
 //! | `loss_tolerance` | no | stop when the relative change of the loss falls below it, `>= 0` (default 1e-16) |
-//! | `memory` | no | the L-BFGS memory, a positive integer (default 7) |
+//! | `memory` | no | the L-BFGS memory, an integer of at least 1 (default 7) |
 //!
 //! Each data value is one residual `x_s(t) - y`; the loss is the sum of
 //! their squares (the `loss` terms `observation.<k>.<s>` with targets).
@@ -37,15 +38,16 @@
 //! `gradient_norm` is `|dL/dtheta|` at the fit; `termination` is argmin's
 //! reason. Errors: kinds `invalid_scenario` (the form of `fit`),
 //! `unknown_name` (a free, bounded or data state name, listing the valid
-//! ones), `invalid_option` (a time outside `(0, t_end]`, bounds not
-//! containing the start, too few data), `optimizer`, `not_identifiable`
+//! ones), `invalid_option` (a count below 1 or not whole, a negative
+//! tolerance, a time outside `(0, t_end]`, bounds not containing the
+//! start, too few data; every value is read by the scenario's readers,
+//! [`crate::read`]), `optimizer`, `not_identifiable`
 //! (the data do not determine the free variables), or a failure of a run.
 
-use crate::report::Json;
-use crate::scenario::Scenario;
-use crate::CliError;
+use crate::error::ScenarioError;
+use crate::read::{count, invalid, missing, number};
 use ia_core::{short_num, HybridError, HybridSystem};
-use ia_fit::{Datum, FitOptions, FitProblem};
+use ia_fit::{Datum, FitOptions};
 use serde_json::Value;
 
 /// The `fit` key of a scenario, checked against the model.
@@ -63,20 +65,13 @@ pub struct FitSpec {
     pub options: FitOptions,
 }
 
-fn invalid(message: String) -> CliError {
-    CliError::InvalidScenario(message)
-}
-
-fn finite(v: &Value, key: &str) -> Result<f64, CliError> {
-    match v.as_f64() {
-        Some(x) if x.is_finite() => Ok(x),
-        _ => Err(invalid(format!("'{key}' must be a finite number, got {v}"))),
-    }
-}
-
 impl FitSpec {
     /// Checks `value` (the scenario's `fit`) against `system` and `t_end`.
-    pub fn from_value(value: &Value, system: &HybridSystem, t_end: f64) -> Result<Self, CliError> {
+    pub fn from_value(
+        value: &Value,
+        system: &HybridSystem,
+        t_end: f64,
+    ) -> Result<Self, ScenarioError> {
         const KEYS: [&str; 7] = [
             "free",
             "bounds",
@@ -118,7 +113,7 @@ impl FitSpec {
                     }
                     Ok(name.to_string())
                 })
-                .collect::<Result<_, CliError>>()?,
+                .collect::<Result<_, ScenarioError>>()?,
             _ => {
                 return Err(invalid(format!(
                     "'fit.free' is required: a non-empty array of names among {}",
@@ -145,7 +140,7 @@ impl FitSpec {
                 let key = format!("fit.bounds.{name}");
                 let side = |v: &Value| match v {
                     Value::Null => Ok(None),
-                    v => finite(v, &key).map(Some),
+                    v => number(v, &key).map(Some),
                 };
                 match pair.as_array().map(Vec::as_slice) {
                     Some([low, high]) => bounds.push((name.clone(), side(low)?, side(high)?)),
@@ -176,10 +171,10 @@ impl FitSpec {
                     "unknown key '{k}' in {key}; valid keys: time, state"
                 )));
             }
-            let time = finite(
-                p.get("time").unwrap_or(&Value::Null),
-                &format!("{key}.time"),
-            )?;
+            let time = match p.get("time") {
+                None => return Err(missing("time", &format!("'{key}'"))),
+                Some(v) => number(v, &format!("{key}.time"))?,
+            };
             if !(time > 0.0 && time <= t_end) {
                 return Err(HybridError::invalid_num(
                     format!("{key}.time"),
@@ -205,7 +200,7 @@ impl FitSpec {
                 data.push(Datum::new(
                     time,
                     state,
-                    finite(v, &format!("{key}.state.{state}"))?,
+                    number(v, &format!("{key}.state.{state}"))?,
                 ));
             }
         }
@@ -219,54 +214,30 @@ impl FitSpec {
     }
 }
 
-/// A library check of the fit's data or bounds, named by the scenario key
-/// `key` (the library says `data`, `bounds of <name>`); the library's
-/// other invalid options (the data's times) already name the scenario's
-/// keys, since the command checks those first.
-fn in_scenario_words(error: HybridError, key: &str) -> HybridError {
-    match error {
-        HybridError::InvalidOption { name, value, valid }
-            if name == "data" || name.starts_with("bounds of ") =>
-        {
-            HybridError::InvalidOption {
-                name: key.to_string(),
-                value,
-                valid,
-            }
-        }
-        other => other,
-    }
-}
-
 /// The optimiser's options from the `fit` object's keys, defaults where
 /// absent.
-fn fit_options(obj: &serde_json::Map<String, Value>) -> Result<FitOptions, CliError> {
+fn fit_options(obj: &serde_json::Map<String, Value>) -> Result<FitOptions, ScenarioError> {
     let mut options = FitOptions::default();
-    let count = |key: &str| -> Result<Option<u64>, CliError> {
+    let count = |key: &str, example: &str| -> Result<Option<usize>, ScenarioError> {
         obj.get(key)
-            .map(|v| match v.as_u64() {
-                Some(k) if k >= 1 => Ok(k),
-                _ => Err(invalid(format!(
-                    "'fit.{key}' must be a positive integer, got {v}"
-                ))),
+            .map(|v| count(v, &format!("fit.{key}"), example))
+            .transpose()
+    };
+    let tolerance = |key: &str| -> Result<Option<f64>, ScenarioError> {
+        obj.get(key)
+            .map(|v| match number(v, &format!("fit.{key}"))? {
+                x if x >= 0.0 => Ok(x),
+                x => Err(
+                    HybridError::invalid_num(format!("fit.{key}"), x, "must be at least 0").into(),
+                ),
             })
             .transpose()
     };
-    let tolerance = |key: &str| -> Result<Option<f64>, CliError> {
-        obj.get(key)
-            .map(|v| match v.as_f64() {
-                Some(x) if x.is_finite() && x >= 0.0 => Ok(x),
-                _ => Err(invalid(format!(
-                    "'fit.{key}' must be a finite number >= 0, got {v}"
-                ))),
-            })
-            .transpose()
-    };
-    if let Some(k) = count("max_iterations")? {
-        options.max_iters = k;
+    if let Some(k) = count("max_iterations", "200")? {
+        options.max_iters = u64::try_from(k).unwrap_or(u64::MAX);
     }
-    if let Some(m) = count("memory")? {
-        options.memory = usize::try_from(m).unwrap_or(usize::MAX);
+    if let Some(m) = count("memory", "7")? {
+        options.memory = m;
     }
     if let Some(g) = tolerance("gradient_tolerance")? {
         options.tolerance_grad = g;
@@ -277,54 +248,69 @@ fn fit_options(obj: &serde_json::Map<String, Value>) -> Result<FitOptions, CliEr
     Ok(options)
 }
 
-/// `impact-adjoint fit`: the JSON document of the fit the scenario in
-/// `text` describes (`source` names it in error messages).
-///
-/// ```
-/// let scenario = r#"{"model": "ball1d", "t_end": 0.4, "params": {"g": 9},
-///   "fit": {"free": ["param.g"], "data": [
-///     {"time": 0.1, "state": {"h": 0.95095}}, {"time": 0.3, "state": {"h": 0.55855}}]}}"#;
-/// let out = ia_cli::fit(scenario, "example").unwrap();
-/// let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-/// // h(t) = 1 - g t^2 / 2 before the impact: the data were made with g = 9.81.
-/// assert!((doc["values"]["param.g"].as_f64().unwrap() - 9.81).abs() < 1e-6);
-/// ```
-pub fn fit(text: &str, source: &str) -> Result<String, CliError> {
-    let scenario = Scenario::parse(text, source)?;
-    let spec = scenario.fit.as_ref().ok_or_else(|| {
-        invalid(format!(
-            "the scenario in {source} has no 'fit': the fit command needs {{\"free\": [...], \"data\": [...]}}"
-        ))
-    })?;
-    let problem = scenario.problem()?;
-    let free: Vec<&str> = spec.free.iter().map(String::as_str).collect();
-    let mut fit = FitProblem::new(problem, &free, spec.data.clone())
-        .map_err(|e| in_scenario_words(e, "fit.data"))?;
-    for (name, low, high) in &spec.bounds {
-        fit = fit
-            .with_bounds(name, *low, *high)
-            .map_err(|e| in_scenario_words(e, &format!("fit.bounds.{name}")))?;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn ball() -> HybridSystem {
+        ia_models::by_name("ball1d").unwrap().system()
     }
-    let result = fit.fit(&spec.options).map_err(CliError::Fit)?;
-    let named = |values: &[f64]| {
-        Json::Obj(
-            result
-                .names
-                .iter()
-                .zip(values)
-                .map(|(n, &v)| (n.clone(), Json::Num(v)))
-                .collect(),
-        )
-    };
-    Ok(Json::Obj(vec![
-        ("model".into(), Json::Str(scenario.spec.name.clone())),
-        ("values".into(), named(&result.values)),
-        ("standard_errors".into(), named(&result.standard_errors)),
-        ("loss".into(), Json::Num(result.loss)),
-        ("gradient_norm".into(), Json::Num(result.gradient_norm)),
-        ("iterations".into(), Json::Int(result.iterations)),
-        ("data".into(), Json::Int(spec.data.len() as u64)),
-        ("termination".into(), Json::Str(result.termination)),
-    ])
-    .to_pretty_string())
+
+    fn fit_with(key: &str, value: Value) -> Result<FitSpec, ScenarioError> {
+        let mut fit = json!({"free": ["param.g"],
+            "data": [{"time": 0.1, "state": {"h": 0.95}}, {"time": 0.2, "state": {"h": 0.8}}]});
+        fit[key] = value;
+        FitSpec::from_value(&fit, &ball(), 1.0)
+    }
+
+    /// One reader, one rule. Reference: the scenario's own reader of the
+    /// same value, `max_events` for a count and `t_end` for a number (its
+    /// acceptance, or the kind of its error), read through
+    /// `Scenario::from_value`.
+    #[rstest]
+    #[case::count_as_float("max_iterations", json!(1e4), "max_events")]
+    #[case::count_whole_float("memory", json!(5.0), "max_events")]
+    #[case::count_zero("max_iterations", json!(0), "max_events")]
+    #[case::count_fraction("memory", json!(2.5), "max_events")]
+    #[case::count_string("memory", json!("7"), "max_events")]
+    #[case::number_string("gradient_tolerance", json!("tiny"), "t_end")]
+    #[case::number_negative("loss_tolerance", json!(-1), "t_end")]
+    #[case::number_null("gradient_tolerance", Value::Null, "t_end")]
+    fn fit_keys_follow_the_scenario_rules(
+        #[case] key: &str,
+        #[case] value: Value,
+        #[case] scenario_key: &str,
+    ) {
+        let mut scenario = json!({"model": "ball1d", "t_end": 1});
+        scenario[scenario_key] = value.clone();
+        let reference = crate::Scenario::from_value(&scenario)
+            .map(|_| ())
+            .map_err(|e| e.kind());
+        let fit = fit_with(key, value).map(|_| ()).map_err(|e| e.kind());
+        assert_eq!(fit, reference, "fit.{key} against {scenario_key}");
+    }
+
+    /// A count written `1e4` sets the option (reference: the value
+    /// written, 10000).
+    #[test]
+    fn a_count_written_as_a_float_is_read() {
+        let spec = fit_with("max_iterations", json!(1e4)).unwrap();
+        assert_eq!(spec.options.max_iters, 10_000);
+        let spec = fit_with("memory", json!(12.0)).unwrap();
+        assert_eq!(spec.options.memory, 12);
+    }
+
+    /// A value that is not finite is the one `invalid_option` error of every
+    /// reader (JSON text cannot hold one, so the rule is checked where the
+    /// readers and typed setters meet it, `read::finite`). Reference: the
+    /// kind documented for an out-of-range value, `invalid_option`.
+    #[test]
+    fn a_non_finite_value_is_an_invalid_option() {
+        for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let err = crate::read::finite(x, "fit.gradient_tolerance").unwrap_err();
+            assert_eq!(err.kind(), "invalid_option", "{err}");
+        }
+    }
 }
