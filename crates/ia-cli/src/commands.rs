@@ -260,17 +260,19 @@ pub fn models_table() -> String {
             })
             .collect::<Vec<_>>()
             .join(", ");
-        let rules = ia_scenario::rules::rules_for(&spec.name)
+        let rules = model
+            .param_rules()
             .iter()
-            .map(|(p, r, _)| format!("{p} {}", r.describe()))
+            .map(|rule| format!("{} {}", rule.param, rule.rule.describe()))
             .collect::<Vec<_>>();
         let _ = writeln!(out, "{}", spec.name);
         let _ = writeln!(out, "  {}", spec.description);
         let _ = writeln!(out, "  states:       {}", quantities(&spec.states));
         let _ = writeln!(out, "  params:       {}", quantities(&spec.params));
-        let relations = ia_scenario::rules::relations_for(&spec.name)
+        let relations = model
+            .relations()
             .iter()
-            .map(|(low, high, _)| format!("{low} < {high}"));
+            .map(|relation| format!("{} < {}", relation.lower, relation.upper));
         let rules = rules
             .into_iter()
             .chain(relations)

@@ -116,7 +116,7 @@
 //! mode or solver method names the offender and lists the valid names;
 //! every number must be finite (JSON has no NaN or Infinity, and a number
 //! that overflows to infinity, like `1e999`, is rejected); parameters must
-//! be physically possible: see the per-model table in [`rules`] (for
+//! be physically possible: see the per-model table in [`ia_models::rules`] (for
 //! example `g > 0`, masses, lengths and time constants `> 0`, restitution
 //! `e` in `[0, 1]`, and in `(0, 1]` for a ball on a floor, where `e = 0`
 //! would leave it resting on the floor; `Vr < Vth` for `lif`, `Tlo < Thi` for
@@ -283,6 +283,6 @@ pub use report::compact_json;
 // The scenario and its runs live in `ia-scenario` (shared with the Python
 // package); their old paths here stay.
 pub use ia_scenario::{
-    adjoint_solver, explain, orbit_options, rules, scenario, GradientMethod, ProgressHook,
-    Scenario, ScenarioError as CliError,
+    adjoint_solver, explain, orbit_options, scenario, GradientMethod, ProgressHook, Scenario,
+    ScenarioError as CliError,
 };

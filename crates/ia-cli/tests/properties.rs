@@ -2,7 +2,7 @@
 //! drawn for every ready model, inside and outside the valid ranges, run
 //! in-process through `ia_cli::simulate` and `ia_cli::gradient`.
 //!
-//! References: the valid ranges are the model's rules (`ia_cli::rules`, the
+//! References: the valid ranges are the model's rules (`ia_models::rules`, the
 //! table the command line enforces) and its defaults (`ia_models` catalogue);
 //! the error form and kinds are the ones the `ia_cli` crate documentation
 //! promises; forward and adjoint sensitivities are two independent
@@ -18,8 +18,8 @@
 //! counts keep the file to a few seconds.
 
 use ia_adjoint::Method;
-use ia_cli::rules::{self, Rule};
 use ia_cli::{adjoint_solver, CliError, GradientMethod, Scenario};
+use ia_models::Rule;
 use nalgebra::DMatrix;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
@@ -87,10 +87,12 @@ fn valid_value(rule: Option<Rule>, default: f64, u: f64) -> f64 {
 }
 
 fn rule_of(model: &str, param: &str) -> Option<Rule> {
-    rules::rules_for(model)
+    ia_models::sized(model, None)
+        .expect("a catalogue model")
+        .param_rules()
         .iter()
-        .find(|(p, _, _)| *p == param)
-        .map(|&(_, r, _)| r)
+        .find(|rule| rule.param == param)
+        .map(|rule| rule.rule)
 }
 
 /// A scenario of model `index`: parameters and initial state near their
@@ -112,9 +114,9 @@ fn scenario(index: usize, u: &[f64], bad: Option<(usize, f64)>, rk4: bool) -> Va
     }
     // Keep the valid draws valid: each relation `lower < upper` (lif's
     // Vr < Vth, the thermostat's Tlo < Thi) by putting `lower` one below.
-    for &(lower, upper, _) in ia_cli::rules::relations_for(&spec.name) {
-        let high = params[upper].as_f64().unwrap();
-        params.insert(lower.into(), json!(high - 1.0));
+    for relation in catalog[index % catalog.len()].relations() {
+        let high = params[relation.upper].as_f64().unwrap();
+        params.insert(relation.lower.into(), json!(high - 1.0));
     }
     let mut state = Map::new();
     for q in &spec.states {

@@ -732,6 +732,14 @@ impl Model for EquationModel {
             .build()
             .expect("a checked equation model builds: names were validated when it was read")
     }
+
+    /// The expression behind a non-finite value
+    /// ([`EquationModel::explain_non_finite`]), in the words a front adds
+    /// to the error.
+    fn hint(&self, params: &[f64], error: &HybridError) -> Option<String> {
+        self.explain_non_finite(error, params)
+            .map(|culprit| format!("in the model's equations, {culprit}"))
+    }
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ impl Model {
             None => self.spec.t_end,
             Some(v) => number(&to_json(v, "t_end")?, "t_end").map_err(to_py)?,
         };
-        let mut scenario = Scenario::new(self.model.as_ref(), t_end).map_err(to_py)?;
+        let mut scenario = Scenario::new(self.model.clone(), t_end).map_err(to_py)?;
         if let Some(v) = options.mode.filter(|v| !v.is_none()) {
             let value = to_json(v, "initial_mode")?;
             let mode = ia_scenario::scenario::read_mode(&value, &self.spec.modes).map_err(to_py)?;

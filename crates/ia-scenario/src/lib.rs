@@ -14,7 +14,6 @@
 //! * [`read`]: the JSON field readers, one rule for each kind of value;
 //! * [`keys`]: the keys of a scenario;
 //! * [`mod@model`]: the model a scenario names;
-//! * [`rules`]: the physical validity of the ready models' parameters;
 //! * [`solver`], [`loss`], [`fit`]: the `solver`, `loss` and `fit` keys;
 //! * [`scenario`]: the checked scenario, its typed setters and JSON reader;
 //! * [`periodic`]: the periodic-orbit scenario and the orbit options;
@@ -41,7 +40,6 @@ pub mod model;
 pub mod periodic;
 pub mod read;
 pub mod recipe;
-pub mod rules;
 pub mod scenario;
 pub mod solver;
 

@@ -6,11 +6,10 @@
 use crate::error::ScenarioError;
 use crate::periodic::{orbit_options, PeriodicScenario};
 use crate::read::invalid;
-use crate::rules;
 use crate::scenario::Scenario;
 use crate::solver::adjoint_solver;
 use ia_adjoint::{Gradient, LossTerms, Method, Sensitivities};
-use ia_core::{short_num, HybridError, Trajectory};
+use ia_core::{HybridError, Trajectory};
 use ia_fit::{FitProblem, FitResult};
 
 /// The sensitivity method of `gradient`.
@@ -222,103 +221,17 @@ impl Scenario {
 }
 
 /// Adds to a failure of the run what in the scenario most likely caused it,
-/// where that is known: a ball on a floor whose bounces accumulate (each
-/// rebound `e` times the last) fails with `zeno`, `grazing`,
-/// `event_location` or `step_size_underflow` once the rebounds are too small
-/// to resolve; the hint names `e` and when the ball comes to rest. A
-/// slip-hopper that lifts off below its touchdown height while falling
-/// (outside the model's scope) fails the same ways; the hint says where
-/// and why.
+/// where the model knows it ([`ia_models::Model::hint`]): the expression of
+/// a model written as equations behind a non-finite value, a ball on a
+/// floor whose bounces accumulate until they are too small to resolve, a
+/// slip-hopper that lifts off below its touchdown height while falling.
 /// `params` are the run's parameters (the scenario's own, or those given to
 /// [`Scenario::problem_from`]).
 pub fn explain(scenario: &Scenario, params: &[f64], error: HybridError) -> ScenarioError {
-    if let Some(culprit) = scenario
-        .equations
-        .as_ref()
-        .and_then(|m| m.explain_non_finite(&error, params))
-    {
-        return ScenarioError::Explained {
-            error,
-            hint: format!("in the model's equations, {culprit}"),
-        };
+    match scenario.model.hint(params, &error) {
+        Some(hint) => ScenarioError::Explained { error, hint },
+        None => error.into(),
     }
-    let accumulating = matches!(
-        error.kind(),
-        "zeno" | "grazing" | "event_location" | "step_size_underflow"
-    );
-    if let Some(hint) = accumulating
-        .then(|| low_liftoff(scenario, params, &error))
-        .flatten()
-    {
-        return ScenarioError::Explained { error, hint };
-    }
-    let floor = rules::rules_for(&scenario.spec.name)
-        .iter()
-        .any(|&(p, r, _)| p == "e" && r == rules::Rule::PositiveUnit);
-    let e = scenario
-        .spec
-        .param_index("e")
-        .ok()
-        .and_then(|i| params.get(i).copied());
-    let events = error.trajectory().map_or(&[][..], |t| &t.events[..]);
-    let (Some(e), Some(last), true, true) = (e, events.last(), accumulating, floor) else {
-        return error.into();
-    };
-    if e >= 1.0 {
-        return error.into();
-    }
-    let rest = match events.len() {
-        n if n >= 2 => last.time + (last.time - events[n - 2].time) * e / (1.0 - e),
-        _ => last.time,
-    };
-    let hint = format!(
-        "the bounces accumulate: with restitution e = {} each rebound is e times the one before, so the ball comes to rest near t = {} ({} so far), a resting contact this bouncing model cannot represent; end the run before then (a shorter t_end) or raise e",
-        short_num(e),
-        short_num(rest),
-        match events.len() {
-            1 => "1 impact".to_string(),
-            n => format!("{n} impacts"),
-        }
-    );
-    ScenarioError::Explained { error, hint }
-}
-
-/// The slip-hopper's scope limit, when a failed run met it: a liftoff below
-/// the touchdown height `l0 cos(theta_td)` with the mass falling, after
-/// which touchdown is due at once with the leg compressed (see
-/// `ia_models::slip_hopper`; rising, the touchdown guard is disarmed
-/// instead).
-fn low_liftoff(scenario: &Scenario, params: &[f64], error: &HybridError) -> Option<String> {
-    let spec = &scenario.spec;
-    if spec.name != "slip-hopper" {
-        return None;
-    }
-    let param = |name: &str| spec.param_index(name).ok().and_then(|i| params.get(i));
-    let (&l0, &theta_td) = (param("l0")?, param("theta_td")?);
-    let names = scenario.system.transition_names();
-    let (y, vy) = (spec.state_index("y").ok()?, spec.state_index("vy").ok()?);
-    let trajectory = error.trajectory()?;
-    let liftoff = trajectory.events.windows(2).position(|pair| {
-        let (lift, touch) = (&pair[0], &pair[1]);
-        names[lift.transition] == "liftoff"
-            && names[touch.transition] == "touchdown"
-            && touch.time == lift.time
-    })?;
-    let height = l0 * theta_td.cos();
-    let state = trajectory.state_before(liftoff);
-    let (at, falling) = (state[y], state[vy]);
-    let through_ground = if at < 0.0 {
-        " (below the ground: the leg did not hold the mass up)"
-    } else {
-        ""
-    };
-    Some(format!(
-        "the leg lifted off at t = {} with the mass at y = {}{through_ground}, below the touchdown height l0 cos(theta_td) = {}, and falling (vy = {}), so touchdown was due at once with the leg compressed: a mass that leaves the ground below the touchdown height while falling is outside this model's scope; a smaller theta_td or a stiffer leg (k) keeps liftoff above the touchdown height",
-        short_num(trajectory.events[liftoff].time),
-        short_num(at),
-        short_num(height),
-        short_num(falling)
-    ))
 }
 
 /// A library check of the fit's data or bounds, named by the scenario key

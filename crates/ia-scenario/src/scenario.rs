@@ -13,11 +13,9 @@ use crate::read::{
     at_least_one, check_keys, count, finite, invalid, missing, number, object, parse_json,
     type_name,
 };
-use crate::rules;
 use crate::solver::{read_solver, DEFAULT_TOLERANCE};
 use ia_adjoint::{LossTerms, Term};
 use ia_core::{short_num, HybridError, HybridSystem};
-use ia_equations::EquationModel;
 use ia_events::{EventOptions, EventRecording, Problem, Progress, SolverChoice};
 use ia_models::{Model, ModelSpec};
 use serde_json::Value;
@@ -60,17 +58,14 @@ pub struct Scenario {
     pub loss: Option<LossTerms>,
     /// Options of the adjoint's reverse pass (`adjoint` key).
     pub adjoint: ia_adjoint::AdjointOptions,
-    /// The model, when the scenario writes it as equations (`model` an
-    /// object): it names the expression behind a non-finite value.
-    pub equations: Option<EquationModel>,
+    /// The model: a ready one, or one written as equations. Its parameter
+    /// rules ([`Model::check_params`]) are checked as values are set, and
+    /// its [`Model::hint`] explains a failed run.
+    pub model: Arc<dyn Model>,
     /// The fit (`fit` key), checked against the model.
     pub fit: Option<FitSpec>,
     /// Told how far each run has got, if set.
     pub progress: Option<ProgressHook>,
-    /// Whether the parameter rules ([`rules`]) are checked as values are set:
-    /// they belong to the catalogue's models; the parameters of a model
-    /// written as equations mean what its author says.
-    ready_model: bool,
 }
 
 impl Scenario {
@@ -83,14 +78,11 @@ impl Scenario {
 
     /// Checks a scenario already parsed as JSON.
     pub fn from_value(value: &Value) -> Result<Self, ScenarioError> {
-        match chosen_model(value)? {
-            ChosenModel::Catalogue(model) => Self::for_model(model.as_ref(), value),
-            ChosenModel::Equations(model) => {
-                let mut scenario = Self::for_model(model.as_ref(), value)?;
-                scenario.equations = Some(*model);
-                Ok(scenario)
-            }
-        }
+        let model: Arc<dyn Model> = match chosen_model(value)? {
+            ChosenModel::Catalogue(model) => Arc::from(model),
+            ChosenModel::Equations(model) => Arc::new(*model),
+        };
+        Self::for_model(model, value)
     }
 
     /// A scenario of `model` running from `t = 0` to `t_end` (finite, `> 0`),
@@ -98,7 +90,7 @@ impl Scenario {
     /// without the key: the typed start of what [`Scenario::for_model`]
     /// reads; the `set_*` methods then set the other values with the
     /// reader's checks.
-    pub fn new(model: &dyn Model, t_end: f64) -> Result<Self, ScenarioError> {
+    pub fn new(model: Arc<dyn Model>, t_end: f64) -> Result<Self, ScenarioError> {
         let t_end = finite(t_end, "t_end")?;
         if t_end <= 0.0 {
             return Err(HybridError::invalid_num(
@@ -120,17 +112,17 @@ impl Scenario {
             events: EventOptions::default(),
             loss: None,
             adjoint: ia_adjoint::AdjointOptions::default(),
-            equations: None,
             fit: None,
             progress: None,
-            ready_model: ia_models::model_names().contains(&model.name()),
             spec,
+            model,
         })
     }
 
     /// Sets parameters by name (the others keep their values), each finite,
-    /// then checks the model's parameter rules ([`rules`]) for a model of
-    /// the catalogue.
+    /// then checks the model's parameter rules ([`Model::check_params`]; a
+    /// model written as equations has none: its parameters mean what its
+    /// author says).
     pub fn set_params<'n>(
         &mut self,
         values: impl IntoIterator<Item = (&'n str, f64)>,
@@ -139,9 +131,7 @@ impl Scenario {
             let i = self.spec.param_index(name)?;
             self.params[i] = finite(x, &format!("params.{name}"))?;
         }
-        if self.ready_model {
-            rules::check_params(&self.spec.name, &self.spec.param_names(), &self.params)?;
-        }
+        self.model.check_params(&self.params)?;
         Ok(())
     }
 
@@ -261,7 +251,7 @@ impl Scenario {
     /// and are ignored here. Each key is read by the readers of
     /// [`crate::read`] and set by the typed setters above, in the order of
     /// the keys' table.
-    pub fn for_model(model: &dyn Model, value: &Value) -> Result<Self, ScenarioError> {
+    pub fn for_model(model: Arc<dyn Model>, value: &Value) -> Result<Self, ScenarioError> {
         let obj = value.as_object().ok_or_else(|| {
             invalid(format!(
                 "a scenario must be a JSON object, got {}",
@@ -360,7 +350,7 @@ impl Scenario {
     /// (in the model's order) in place of the scenario's own: many runs of
     /// one checked scenario. They are checked as the scenario's values are:
     /// their lengths, that they are finite, and the model's parameter rules
-    /// ([`rules::check_params`]).
+    /// ([`Model::check_params`]).
     pub fn problem_from(
         &self,
         initial_state: Vec<f64>,
@@ -386,7 +376,7 @@ impl Scenario {
             None => problem,
         };
         problem.validate()?;
-        rules::check_params(&self.spec.name, self.system.param_names(), &problem.params)?;
+        self.model.check_params(&problem.params)?;
         Ok(problem)
     }
 }
@@ -452,16 +442,17 @@ mod tests {
     /// A scenario for a given model reads the same keys as one naming it.
     #[test]
     fn for_model_reads_the_other_keys() {
-        let model =
+        let model: Arc<dyn Model> = Arc::from(
             crate::model::model_of(&serde_json::json!({"model": "particle-chain", "size": 4}))
-                .unwrap();
+                .unwrap(),
+        );
         let value = serde_json::json!({"t_end": 2.0, "observe": [1.0]});
-        let scenario = Scenario::for_model(model.as_ref(), &value).unwrap();
+        let scenario = Scenario::for_model(model.clone(), &value).unwrap();
         assert_eq!(scenario.spec.name, "particle-chain");
         assert_eq!(scenario.initial_state.len(), 8);
         assert_eq!(scenario.observe, [1.0]);
-        let err = Scenario::for_model(model.as_ref(), &serde_json::json!({"t_end": 1, "tend": 1}))
-            .unwrap_err();
+        let err =
+            Scenario::for_model(model, &serde_json::json!({"t_end": 1, "tend": 1})).unwrap_err();
         assert!(err.to_string().starts_with("unknown key 'tend'"), "{err}");
     }
 
@@ -474,8 +465,8 @@ mod tests {
             "solver": {"method": "rk4", "dt": 0.001}, "max_events": 1e4, "max_steps": 500,
             "loss": [{"of": "final.h", "weight": 2.0}], "adjoint": {"checkpoints": 10}});
         let read = Scenario::from_value(&value).unwrap();
-        let model = ia_models::by_name("ball1d").unwrap();
-        let mut typed = Scenario::new(model.as_ref(), 2.0).unwrap();
+        let model: Arc<dyn Model> = Arc::from(ia_models::by_name("ball1d").unwrap());
+        let mut typed = Scenario::new(model, 2.0).unwrap();
         typed.set_params([("e", 0.5)]).unwrap();
         typed.set_initial_state([("h", 2.0)]).unwrap();
         typed.set_observe(vec![0.5, 1.0]).unwrap();
