@@ -22,12 +22,19 @@ class MalformedJsonError(Error, ValueError):
 
 
 class InvalidScenarioError(Error, ValueError):
-    """A value of the wrong type or shape, a missing or unknown key of a
-    dict option (``solver``, ``loss``), or a mistake in a model written as
-    equations (the message names the mode or transition, the key and the
-    column)."""
+    """A value of the wrong type or shape, or a missing or unknown key of a
+    dict option (``solver``, ``loss``)."""
 
     kind = "invalid_scenario"
+
+
+class InvalidEquationsError(InvalidScenarioError):
+    """A mistake in a model written as equations: the message names the
+    mode or transition, the key and the column. A subclass of
+    :class:`InvalidScenarioError`, so code that catches that still catches
+    it."""
+
+    kind = "invalid_equations"
 
 
 class UnknownNameError(Error, ValueError):
@@ -118,6 +125,7 @@ ERRORS = {
     for cls in (
         MalformedJsonError,
         InvalidScenarioError,
+        InvalidEquationsError,
         UnknownNameError,
         InvalidOptionError,
         DimensionMismatchError,

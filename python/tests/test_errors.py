@@ -182,7 +182,7 @@ PYTHON_ONLY += [
     (
         # The command line names the scenario's key ("'model' (equations): ...");
         # this call has no scenario, so the message names the equations.
-        ia.InvalidScenarioError,
+        ia.InvalidEquationsError,
         lambda: ia.Model.from_equations(BAD_EQUATIONS),
         'the equations: mode "f", flow.y, column 1: unknown name "z"; names are y, t; closest is "y"',
     ),

@@ -207,7 +207,10 @@ pub fn describe_equations(text: &str, source: &str) -> Result<String, CliError> 
         Some(form @ Value::Object(_)) => ia_equations::EquationModel::from_value(form),
         _ => ia_equations::EquationModel::from_json_str(text),
     }
-    .map_err(|e| CliError::InvalidScenario(format!("{source}: {e}")))?;
+    .map_err(|error| CliError::Equations {
+        place: source.to_string(),
+        error,
+    })?;
     Ok(model.describe())
 }
 

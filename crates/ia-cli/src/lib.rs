@@ -247,7 +247,8 @@
 //! Success exits 0. Any failure prints one line on standard error,
 //! `error: <kind>: <message>` (the kind is [`CliError::kind`]), and exits
 //! with status 2: bad input (kinds `malformed_json` with line and column,
-//! `invalid_scenario`, `unknown_name`, `invalid_option`, `io`), a failure of
+//! `invalid_scenario`, `invalid_equations` (a mistake in a model written as
+//! equations), `unknown_name`, `invalid_option`, `io`), a failure of
 //! the solver (`zeno`, `grazing`, `step_size_underflow`, `step_limit`,
 //! `guard_violated_at_start`, `event_location`, `non_finite`), a request the
 //! method cannot serve (`unsupported`), a periodic orbit not found

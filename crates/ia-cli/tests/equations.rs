@@ -152,38 +152,38 @@ fn models_equations_prints_the_model_as_understood() {
            "modes": {"flight": {"flow": {"y": "vy", "vy": "-g"}}},
            "transitions": [{"name": "bounce", "from": "flight", "to": "flight", "guard": "y",
                             "direction": "falling", "reset": {"vy": "-e * ee"}}]}),
-    r#"error: invalid_scenario: 'model' (equations): transition "bounce", reset.vy, column 6: unknown name "ee"; names are y, vy, g, e, t; closest is "e""#
+    r#"error: invalid_equations: 'model' (equations): transition "bounce", reset.vy, column 6: unknown name "ee"; names are y, vy, g, e, t; closest is "e""#
 )]
 #[case::flow_missing_a_state(
     json!({"states": ["y", "vy"], "modes": {"flight": {"flow": {"y": "vy"}}}}),
-    r#"error: invalid_scenario: 'model' (equations): mode "flight", flow: no expression for state "vy"; a flow gives the rate of every state: y, vy"#
+    r#"error: invalid_equations: 'model' (equations): mode "flight", flow: no expression for state "vy"; a flow gives the rate of every state: y, vy"#
 )]
 #[case::not_an_object_form(
     json!({"states": ["y"], "modes": []}),
-    "error: invalid_scenario: 'model' (equations): modes: invalid type: sequence, expected an object"
+    "error: invalid_equations: 'model' (equations): modes: invalid type: sequence, expected an object"
 )]
 // Shape errors inside a scenario name their key (serde alone said only
 // "invalid type: map, expected a sequence").
 #[case::transitions_as_an_object(
     json!({"states": ["y"], "modes": {"m": {"flow": {"y": "-1"}}},
            "transitions": {"a": {"from": "m"}}}),
-    r#"error: invalid_scenario: 'model' (equations): transitions: invalid type: map, expected a sequence (a list of transitions, each {"name": .., "from": .., "to": .., "guard": .., "direction": .., "reset": {..}})"#
+    r#"error: invalid_equations: 'model' (equations): transitions: invalid type: map, expected a sequence (a list of transitions, each {"name": .., "from": .., "to": .., "guard": .., "direction": .., "reset": {..}})"#
 )]
 #[case::transition_missing_a_key(
     json!({"states": ["y"], "modes": {"m": {"flow": {"y": "-1"}}},
            "transitions": [{"name": "a", "from": "m", "to": "m", "guard": "y", "direction": "falling"},
                            {"name": "b", "from": "m", "to": "m", "guard": "y"}]}),
-    "error: invalid_scenario: 'model' (equations): transitions[1]: missing field `direction`"
+    "error: invalid_equations: 'model' (equations): transitions[1]: missing field `direction`"
 )]
 #[case::mode_with_a_misspelt_key(
     json!({"states": ["y"], "modes": {"m": {"flows": {"y": "-1"}}}}),
-    "error: invalid_scenario: 'model' (equations): modes.m: unknown field `flows`, expected `flow`"
+    "error: invalid_equations: 'model' (equations): modes.m: unknown field `flows`, expected `flow`"
 )]
 #[case::param_not_a_number(
     json!({"states": ["y"], "params": {"k": "two"}, "modes": {"m": {"flow": {"y": "-k"}}}}),
-    r#"error: invalid_scenario: 'model' (equations): params: invalid type: string "two", expected f64"#
+    r#"error: invalid_equations: 'model' (equations): params: invalid type: string "two", expected f64"#
 )]
-fn bad_equations_are_scenario_errors(#[case] model: Value, #[case] expected: &str) {
+fn bad_equations_are_equation_errors(#[case] model: Value, #[case] expected: &str) {
     let text = json!({"model": model, "t_end": 1.0}).to_string();
     let out = run_stdin(&["simulate", "-"], &text);
     assert_eq!(out.status.code(), Some(2));

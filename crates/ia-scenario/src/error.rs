@@ -17,6 +17,17 @@ pub enum ScenarioError {
     /// valid range.
     #[error("{0}")]
     InvalidScenario(String),
+    /// A mistake in a model written as equations: `place` names where the
+    /// equations came from (a scenario's `'model' (equations)`, a file,
+    /// Python's `the equations`), `error` names the mode or transition, the
+    /// key and the column.
+    #[error("{place}: {error}")]
+    Equations {
+        /// Where the equations came from.
+        place: String,
+        /// The mistake.
+        error: ia_equations::EquationError,
+    },
     /// The scenario file could not be read (or is too large to be one).
     #[error("{0}")]
     Io(String),
@@ -45,7 +56,7 @@ pub enum ScenarioError {
 
 impl ScenarioError {
     /// A short, stable name of the error kind: `malformed_json`,
-    /// `invalid_scenario`, `io`, or the library's [`HybridError::kind`]
+    /// `invalid_scenario`, `invalid_equations`, `io`, or the library's [`HybridError::kind`]
     /// (`unknown_name`, `invalid_option`, `zeno`, `grazing`,
     /// `step_size_underflow`, `step_limit`, `guard_violated_at_start`, `event_location`,
     /// `non_finite`, `unsupported`, ...), or the periodic-orbit solver's
@@ -54,6 +65,7 @@ impl ScenarioError {
         match self {
             ScenarioError::MalformedJson(_) => "malformed_json",
             ScenarioError::InvalidScenario(_) => "invalid_scenario",
+            ScenarioError::Equations { error, .. } => error.kind(),
             ScenarioError::Io(_) => "io",
             ScenarioError::Library(e) | ScenarioError::Explained { error: e, .. } => e.kind(),
             ScenarioError::Orbit(e) => e.kind(),

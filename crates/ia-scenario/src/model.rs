@@ -129,5 +129,8 @@ fn equation_model(
 /// docs/equations.md, as JSON); `source` names them in messages (a
 /// scenario's `'model' (equations)`, Python's `the equations`).
 pub fn equations_model(equations: &Value, source: &str) -> Result<EquationModel, ScenarioError> {
-    EquationModel::from_value(equations).map_err(|e| invalid(format!("{source}: {e}")))
+    EquationModel::from_value(equations).map_err(|error| ScenarioError::Equations {
+        place: source.to_string(),
+        error,
+    })
 }
