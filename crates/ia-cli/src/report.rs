@@ -60,7 +60,7 @@ pub fn periodic_document(model: &str, orbit: &ia_orbits::PeriodicOrbit) -> Value
     let params: Vec<String> = orbit
         .param_names
         .iter()
-        .map(|p| format!("param.{p}"))
+        .map(|p| ia_core::Wrt::param_label(p))
         .collect();
     let complex = |re: f64, im: f64| obj(vec![("re".into(), num(re)), ("im".into(), num(im))]);
     let multipliers = orbit

@@ -142,8 +142,7 @@ fn check_document(doc: &Value, text: &str, gradient: bool, file: &Path) {
     let spec = spec_of(file);
     assert_eq!(doc["model"].as_str(), Some(spec.name.as_str()));
     let states = spec.state_names();
-    let mut wrt: Vec<String> = states.iter().map(|s| format!("initial.{s}")).collect();
-    wrt.extend(spec.param_names().iter().map(|p| format!("param.{p}")));
+    let wrt = ia_core::Wrt::labels(&states, &spec.param_names());
 
     let top = serde_json::from_str::<Keys>(text)
         .expect("top-level keys")

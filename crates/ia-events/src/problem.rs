@@ -622,16 +622,7 @@ impl<'a> Problem<'a> {
         transition: &str,
         firings: usize,
     ) -> Result<Self, HybridError> {
-        let names = self.system.transition_names();
-        let index =
-            names
-                .iter()
-                .position(|n| n == transition)
-                .ok_or_else(|| HybridError::UnknownName {
-                    kind: "transition".to_string(),
-                    name: transition.to_string(),
-                    valid: names.clone(),
-                })?;
+        let index = self.system.transition_index(transition)?;
         if firings == 0 {
             return Err(HybridError::invalid(
                 "firings",

@@ -166,13 +166,7 @@ pub fn by_name(
                 describe(&k)
             ))
         })?;
-        let i = names.iter().position(|n| *n == name).ok_or_else(|| {
-            library(HybridError::UnknownName {
-                kind: kind.into(),
-                name: name.clone(),
-                valid: names.to_vec(),
-            })
-        })?;
+        let i = ia_core::name_index(kind, names, &name).map_err(library)?;
         out[i] = v.extract::<f64>().map_err(|_| {
             invalid(format!(
                 "'{what}.{name}' must be a number, got {}",

@@ -46,7 +46,7 @@
 
 use crate::error::ScenarioError;
 use crate::read::{count, invalid, missing, number};
-use ia_core::{short_num, HybridError, HybridSystem};
+use ia_core::{name_index, short_num, HybridError, HybridSystem};
 use ia_fit::{Datum, FitOptions};
 use serde_json::Value;
 
@@ -103,14 +103,7 @@ impl FitSpec {
                             "'fit.free' must list names like \"param.g\", got {n}"
                         ))
                     })?;
-                    if !wrt.iter().any(|w| w == name) {
-                        return Err(HybridError::UnknownName {
-                            kind: "free variable in fit.free".into(),
-                            name: name.into(),
-                            valid: wrt.to_vec(),
-                        }
-                        .into());
-                    }
+                    name_index("free variable in fit.free", wrt, name)?;
                     Ok(name.to_string())
                 })
                 .collect::<Result<_, ScenarioError>>()?,
@@ -129,14 +122,11 @@ impl FitSpec {
                 ))
             })?;
             for (name, pair) in b {
-                if !free.contains(name) {
-                    return Err(HybridError::UnknownName {
-                        kind: "bounded variable in fit.bounds (bounds apply to fit.free)".into(),
-                        name: name.clone(),
-                        valid: free.clone(),
-                    }
-                    .into());
-                }
+                name_index(
+                    "bounded variable in fit.bounds (bounds apply to fit.free)",
+                    &free,
+                    name,
+                )?;
                 let key = format!("fit.bounds.{name}");
                 let side = |v: &Value| match v {
                     Value::Null => Ok(None),
@@ -189,14 +179,7 @@ impl FitSpec {
                 ))
             })?;
             for (state, v) in values {
-                if !states.iter().any(|s| s == state) {
-                    return Err(HybridError::UnknownName {
-                        kind: format!("state in {key}.state"),
-                        name: state.clone(),
-                        valid: states.to_vec(),
-                    }
-                    .into());
-                }
+                name_index(&format!("state in {key}.state"), states, state)?;
                 data.push(Datum::new(
                     time,
                     state,

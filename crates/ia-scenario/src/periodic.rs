@@ -5,7 +5,7 @@ use crate::error::ScenarioError;
 use crate::keys::{PERIODIC_KEYS, SCENARIO_KEYS};
 use crate::read::{check_keys, count, invalid, missing, number, parse_json, type_name};
 use crate::scenario::Scenario;
-use ia_core::{HybridError, HybridSystem};
+use ia_core::{name_index, HybridError, HybridSystem};
 use serde_json::Value;
 
 /// A checked scenario of `impact-adjoint periodic`: the run settings, the
@@ -92,14 +92,7 @@ impl PeriodicScenario {
         }
         let mut scenario = Scenario::from_value(&Value::Object(rest))?;
         let names = scenario.system.transition_names();
-        let Some(index) = names.iter().position(|n| *n == section) else {
-            return Err(HybridError::UnknownName {
-                kind: "section transition".into(),
-                name: section,
-                valid: names,
-            }
-            .into());
-        };
+        let index = name_index("section transition", &names, &section)?;
         let to = &scenario.system.modes()[scenario.system.transitions()[index].to].name;
         if obj.contains_key("initial_mode") && scenario.initial_mode != *to {
             return Err(invalid(format!(

@@ -91,13 +91,7 @@ fn ordered(
     kind: &str,
 ) -> Result<Vec<f64>, HybridError> {
     for key in values.keys() {
-        if !names.contains(key) {
-            return Err(HybridError::UnknownName {
-                kind: kind.into(),
-                name: key.clone(),
-                valid: names.to_vec(),
-            });
-        }
+        ia_core::name_index(kind, names, key)?;
     }
     names
         .iter()
