@@ -5,7 +5,10 @@
 //! per run with a [`SolverChoice`] value) and the hybrid integrator that
 //! detects, locates and applies events ([`simulate`], [`run`]).
 //!
-//! The integrator's event rules are documented in [`integrator`]; an
+//! The run vocabulary and the one statement of the event rules are in
+//! [`vocabulary`]; the engines (the Runge-Kutta driver and the exact
+//! event-driven solver, [`exact`]) run beside each other and keep their
+//! records through one recorder. An
 //! [`ExtraState`] carries extra components (forward sensitivities) through
 //! the same steps and events, and an [`Observer`] sees every step, event and
 //! observation (the adjoint's tape): the two roles of the sensitivity layer
@@ -19,20 +22,21 @@
 
 #![deny(missing_docs)]
 
-pub mod exact;
+mod closed_form;
+mod engine;
 pub mod geometry;
-pub mod integrator;
 pub mod ode_solvers_adapter;
 mod problem;
+mod recorder;
+mod reuse;
 pub mod stepper;
 pub mod tableau;
+pub mod vocabulary;
 pub mod workspace;
 
+pub use engine::exact;
+pub use engine::{run, run_in, simulate, simulate_in};
 pub use geometry::{EventAt, EventGeometry, GeometryWorkspace};
-pub use integrator::{
-    run, run_in, simulate, simulate_in, EventJump, ExtraState, NoExtraState, NoObserver, Observer,
-    RunContext,
-};
 pub use ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 pub use problem::{
     EventOptions, EventRecording, Problem, Progress, ProgressHook, SolverChoice, StopAfter,
@@ -41,4 +45,5 @@ pub use problem::{
 };
 pub use stepper::{OdeRhs, RkStepper, StepControl, StepCounters, StepFailure, Stepper};
 pub use tableau::{ButcherTableau, DenseOutput, ErrorEstimate, ExtraStages, DOP853, DOPRI5, RK4};
+pub use vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observer, RunContext};
 pub use workspace::{SpareVecs, Workspace};
