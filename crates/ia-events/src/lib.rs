@@ -23,7 +23,9 @@
 #![deny(missing_docs)]
 
 mod closed_form;
+mod dispatch;
 mod engine;
+pub mod explicit_rk;
 pub mod geometry;
 pub mod ode_solvers_adapter;
 mod problem;
@@ -34,8 +36,9 @@ pub mod tableau;
 pub mod vocabulary;
 pub mod workspace;
 
+pub use dispatch::{run, run_in, simulate, simulate_in};
 pub use engine::exact;
-pub use engine::{run, run_in, simulate, simulate_in};
+pub use explicit_rk::{RkStepper, StepControl};
 pub use geometry::{EventAt, EventGeometry, GeometryWorkspace};
 pub use ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 pub use problem::{
@@ -43,7 +46,7 @@ pub use problem::{
     DEFAULT_MAX_STEPS, EXACT_HAS_NO_STEPS, MAX_FIXED_STEPS, MAX_TIME_TOLERANCE_FRACTION,
     PROGRESS_EVERY_STEPS,
 };
-pub use stepper::{OdeRhs, RkStepper, StepControl, StepCounters, StepFailure, Stepper};
+pub use stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
 pub use tableau::{ButcherTableau, DenseOutput, ErrorEstimate, ExtraStages, DOP853, DOPRI5, RK4};
 pub use vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observer, RunContext};
 pub use workspace::{SpareVecs, Workspace};

@@ -1,8 +1,9 @@
 //! What a run needs: the system, initial values, span, observation times, the
 //! solver choice and the event options.
 
+use crate::explicit_rk::{RkStepper, StepControl};
 use crate::ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
-use crate::stepper::{RkStepper, StepControl, Stepper};
+use crate::stepper::Stepper;
 use crate::tableau::{ButcherTableau, DOP853, DOPRI5, RK4};
 use ia_core::{short_num, HybridError, HybridSystem};
 use serde::{Deserialize, Serialize};

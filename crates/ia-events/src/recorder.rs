@@ -399,3 +399,87 @@ impl<'p> Recorder<'p> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{simulate, EventOptions, Problem, SolverChoice};
+    use ia_core::{HybridError, Trajectory};
+    use rstest::rstest;
+
+    /// The partial trajectory a run of the thermostat (a decoupled linear
+    /// flow with threshold guards, which both engines run) returns when it
+    /// fails after `max_events` switches, with observations before it.
+    fn failed(solver: SolverChoice, max_events: usize) -> Trajectory {
+        let model = ia_models::by_name("thermostat").unwrap();
+        let (system, spec) = (model.system(), model.spec());
+        let problem = Problem::new(
+            &system,
+            spec.default_state(),
+            spec.default_params(),
+            spec.t_end,
+        )
+        .with_mode(&spec.initial_mode)
+        .unwrap()
+        .with_solver(solver)
+        .with_observations(vec![0.5, 2.0, 4.0])
+        .with_event_options(EventOptions {
+            max_events,
+            ..EventOptions::default()
+        });
+        match simulate(&problem) {
+            Err(HybridError::Zeno { trajectory, .. }) => *trajectory,
+            other => panic!("expected a failed run, got {other:?}"),
+        }
+    }
+
+    /// Reference: the exact solver's closed form (event times exact to
+    /// rounding); DOPRI5 at `1e-12` agrees with it to `1e-9`. A failed run
+    /// (more than `max_events` events) returns the same partial trajectory
+    /// from either engine: the same events, segments and observations, and
+    /// the same end (the state after the last reset, in the mode it
+    /// switched to). Before the one recorder, the Runge-Kutta engine ended
+    /// in the mode before the last event.
+    #[rstest]
+    #[case::after_two(1)]
+    #[case::after_three(2)]
+    #[case::after_seven(6)]
+    fn a_failed_run_returns_the_same_partial_trajectory_from_every_engine(
+        #[case] max_events: usize,
+    ) {
+        let exact = failed(SolverChoice::Exact, max_events);
+        let stepped = failed(SolverChoice::dopri5(1e-12), max_events);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * (1.0 + a.abs());
+        let close_all = |a: &[f64], b: &[f64]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| close(*a, *b))
+        };
+        assert_eq!(exact.events.len(), max_events + 1);
+        assert_eq!(stepped.events.len(), exact.events.len());
+        for (a, b) in exact.events.iter().zip(&stepped.events) {
+            assert_eq!(
+                (a.index, a.transition, a.from_mode, a.to_mode, a.cascade_of),
+                (b.index, b.transition, b.from_mode, b.to_mode, b.cascade_of)
+            );
+            assert!(close(a.time, b.time), "{} vs {}", a.time, b.time);
+        }
+        assert!(close_all(&exact.event_states, &stepped.event_states));
+        assert_eq!(exact.segments.len(), stepped.segments.len());
+        for (a, b) in exact.segments.iter().zip(&stepped.segments) {
+            assert_eq!(a.mode, b.mode);
+            assert!(close(a.start_time, b.start_time) && close(a.end_time, b.end_time));
+        }
+        assert_eq!(exact.observations.len(), stepped.observations.len());
+        for (a, b) in exact.observations.iter().zip(&stepped.observations) {
+            assert_eq!((a.time, a.mode), (b.time, b.mode));
+            assert!(close_all(&a.state, &b.state));
+        }
+        assert_eq!(exact.final_mode, stepped.final_mode);
+        assert_eq!(exact.final_mode, exact.events.last().unwrap().to_mode);
+        assert!(close(exact.final_time, stepped.final_time));
+        assert!(close_all(&exact.final_state, &stepped.final_state));
+        assert_eq!(
+            exact.final_state,
+            exact.state_after(exact.events.len() - 1),
+            "the state after the last reset"
+        );
+    }
+}

@@ -169,6 +169,19 @@
 //!     the derivatives are the same to the last bit. A loss may read only
 //!     recorded events (reading another is an error naming it).
 //!
+//!     One recorder keeps the records for every engine, in one order: at an
+//!     event the reset is applied and its state checked (a non-finite one
+//!     is an error ending at the state before it), the event is recorded
+//!     (closing the segment that ends there), the carried components and
+//!     the observer are told, then the Zeno rule (rule 8) and
+//!     `Problem::stop_after` are applied; a Zeno error ends at the state
+//!     after the reset, in the mode it switched to. So a run that fails
+//!     returns the same partial trajectory whichever engine ran it. The last
+//!     segment is closed at the end of the run unless it is empty after an
+//!     event (a terminal transition, or `stop_after`). An observation is the
+//!     state at its time; one within rounding of the current time (closer
+//!     than `8 eps max(|t|, |t_end|)`) is the current state.
+//!
 
 use crate::closed_form::ExactSpan;
 use crate::geometry::{EventAt, EventGeometry};
@@ -195,7 +208,7 @@ pub struct EventJump<'a> {
     pub terminal: bool,
     /// For an event of a cascade (its guard pushed past zero by an earlier
     /// reset at the same instant), the index of the located event that
-    /// started it: see [`EventRecord::cascade_of`].
+    /// started it: see [`EventRecord::cascade_of`](ia_core::EventRecord::cascade_of).
     pub cascade_of: Option<usize>,
     /// The event's geometry (flows on both sides, the guard's partials and
     /// rate, the time shift), formed once by the engine when the extra

@@ -153,4 +153,34 @@ mod tests {
             assert!(simulate_in(&failing, &mut workspace).is_err());
         }
     }
+
+    /// Reference: [`simulate`] in a fresh workspace. The exact solver runs
+    /// in the workspace it is given: a second run builds its records in the
+    /// vectors of the first, given back with [`Workspace::recycle`] (it
+    /// used to ignore the workspace and allocate them anew), and gives the
+    /// fresh run's trajectory to the bit.
+    #[test]
+    fn the_exact_solver_runs_in_the_workspace_it_is_given() {
+        let model = ia_models::by_name("thermostat").unwrap();
+        let (system, spec) = (model.system(), model.spec());
+        let problem = Problem::new(
+            &system,
+            spec.default_state(),
+            spec.default_params(),
+            spec.t_end,
+        )
+        .with_mode(&spec.initial_mode)
+        .unwrap()
+        .with_solver(SolverChoice::Exact)
+        .with_observations(vec![1.0, 5.0]);
+        let mut workspace = Workspace::new();
+        let first = simulate_in(&problem, &mut workspace).unwrap();
+        assert!(!first.events.is_empty());
+        let (events, observations) = (first.events.as_ptr(), first.observations.as_ptr());
+        workspace.recycle(first);
+        let second = simulate_in(&problem, &mut workspace).unwrap();
+        assert_eq!(second.events.as_ptr(), events, "the events' vector reused");
+        assert_eq!(second.observations.as_ptr(), observations);
+        assert_eq!(second, simulate(&problem).unwrap());
+    }
 }

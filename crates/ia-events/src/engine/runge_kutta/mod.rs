@@ -286,11 +286,17 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     }
 
     /// Records every observation due at `t` (the current time); returns `t`.
+    /// An observation within rounding of `t` (closer than
+    /// `8 eps max(|t|, |t_end|)`, shorter than any step the stepper takes
+    /// on the way to `t_end`) is due too: the state there is the current
+    /// one to rounding, and a step to it would leave the stepper a step
+    /// size it cannot grow back from (rule 10 of the event rules).
     fn record_observations_at(&mut self, t: f64) -> f64 {
+        let rounding = 8.0 * f64::EPSILON * t.abs().max(self.problem.t_end.abs());
         while self
             .recorder
             .next_observation_time()
-            .is_some_and(|time| time <= t)
+            .is_some_and(|time| time - t <= rounding)
         {
             let run = self.rhs.context();
             let (mode, n) = (self.rhs.mode, self.rhs.n);

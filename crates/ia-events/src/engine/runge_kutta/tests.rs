@@ -342,3 +342,28 @@ fn a_crossing_inside_one_step_is_found() {
         .with_solver(SolverChoice::Rk4 { dt: 0.2 });
     assert!(crate::simulate(&problem).unwrap().events.is_empty());
 }
+
+/// Reference: the observation's definition (the state at its time). An
+/// observation within rounding of the start (`5e-324`, the least positive
+/// double, on `ball1d`) is the start state, like an observation at `t0`;
+/// it used to end the run in `step_size_underflow`. The run after it is
+/// the run without it, to the bit.
+#[rstest::rstest]
+#[case::dopri5(SolverChoice::dopri5(1e-10))]
+#[case::rk4(SolverChoice::Rk4 { dt: 1e-3 })]
+#[case::dop853(SolverChoice::Dop853 { rtol: 1e-10, atol: 1e-10, max_step: None })]
+fn an_observation_within_rounding_of_the_start_is_the_start_state(#[case] solver: SolverChoice) {
+    let model = ia_models::by_name("ball1d").unwrap();
+    let (system, spec) = (model.system(), model.spec());
+    let plain =
+        Problem::new(&system, spec.default_state(), spec.default_params(), 1.0).with_solver(solver);
+    let observed = plain.clone().with_observations(vec![5e-324, 0.5]);
+    let with = simulate(&observed).unwrap();
+    let without = simulate(&plain.with_observations(vec![0.5])).unwrap();
+    assert_eq!(with.observations.len(), 2);
+    assert_eq!(with.observations[0].time, 5e-324);
+    assert_eq!(with.observations[0].state, spec.default_state());
+    assert_eq!(with.observations[1], without.observations[0]);
+    assert_eq!(with.events, without.events);
+    assert_eq!(with.final_state, without.final_state);
+}
