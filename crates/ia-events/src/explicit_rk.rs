@@ -70,6 +70,14 @@ const SAFETY: f64 = 0.9;
 const MIN_FACTOR: f64 = 0.2;
 const MAX_FACTOR: f64 = 10.0;
 
+/// The least step from `t` towards `t_limit` an [`RkStepper`] takes (short
+/// of landing on the limit): rounding of the times,
+/// `8 eps max(|t|, |t_limit|)`, and at least `8 eps` of the least normal
+/// number.
+pub(crate) fn min_step(t: f64, t_limit: f64) -> f64 {
+    8.0 * f64::EPSILON * t.abs().max(t_limit.abs()).max(f64::MIN_POSITIVE)
+}
+
 /// The step-size factor `SAFETY err^(-1/q)` for the error norm `err`
 /// (finite and positive) of a method of order `q`, clamped to
 /// `[MIN_FACTOR, max]`: the error estimate of an embedded pair of orders
@@ -399,7 +407,7 @@ impl RkStepper {
     }
 
     fn min_step(&self, t_limit: f64) -> f64 {
-        8.0 * f64::EPSILON * self.t.abs().max(t_limit.abs()).max(f64::MIN_POSITIVE)
+        min_step(self.t, t_limit)
     }
 
     fn accept(&mut self, h: f64) {

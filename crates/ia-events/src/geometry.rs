@@ -10,7 +10,7 @@
 //! w    = f+ - r_x f- - r_t           (the time shift of the jump)
 //! ```
 //!
-//! The integrator forms `f-`, the guard's partials and `gdot` at every event
+//! The Runge-Kutta engine forms `f-`, the guard's partials and `gdot` at every event
 //! (it checks transversality with them) and, when a sensitivity consumer
 //! asks for it ([`crate::ExtraState::wants_event_geometry`],
 //! [`crate::Observer::wants_event_geometry`]), `f+` and `w` after the reset;

@@ -1,14 +1,16 @@
-//! # ia-events: steppers and the hybrid integrator
+//! # ia-events: steppers and the engines of hybrid runs
 //!
 //! The pluggable solver layer ([`Stepper`]: fixed-step RK4, adaptive
-//! Dormand-Prince 5(4), and an adapter for the `ode_solvers` crate, chosen
-//! per run with a [`SolverChoice`] value) and the hybrid integrator that
-//! detects, locates and applies events ([`simulate`], [`run`]).
+//! Dormand-Prince 5(4) and 8(5,3) ([`RkStepper`]), and an adapter for the `ode_solvers` crate, chosen
+//! per run with a [`SolverChoice`] value) and the engines that run a hybrid
+//! system through its events ([`simulate`], [`run`]): the Runge-Kutta
+//! engine, which detects, locates and applies events on the steps, and the
+//! exact event-driven solver ([`exact`]).
 //!
 //! The run vocabulary and the one statement of the event rules are in
-//! [`vocabulary`]; the engines (the Runge-Kutta driver and the exact
-//! event-driven solver, [`exact`]) run beside each other and keep their
-//! records through one recorder. An
+//! [`vocabulary`]; the two engines run beside each other, each in its own
+//! module, and keep their records through one recorder, so a run gives the
+//! same records, observations and errors whichever ran it. An
 //! [`ExtraState`] carries extra components (forward sensitivities) through
 //! the same steps and events, and an [`Observer`] sees every step, event and
 //! observation (the adjoint's tape): the two roles of the sensitivity layer

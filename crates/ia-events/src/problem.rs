@@ -652,8 +652,9 @@ impl<'a> Problem<'a> {
     /// its rate points to (a ball starting on the floor moving up starts
     /// fine; one moving down is still refused), and one beyond zero heading
     /// back to its side is disarmed, as after a mode switch: it fires at
-    /// its first crossing once it is back (docs/method.md, section 3, rule
-    /// 4). A start beyond zero and not heading back is still refused.
+    /// its first crossing once it is back (rules 4 and 9 of the event
+    /// rules, [`crate::vocabulary`]). A start beyond zero and not heading
+    /// back is still refused.
     ///
     /// ```
     /// # use ia_core::*;

@@ -64,7 +64,7 @@ pub struct StepCounters {
 
 /// A one-step integrator with dense output over its last step.
 ///
-/// The hybrid integrator drives it: [`Stepper::start`] at the beginning of
+/// The Runge-Kutta engine drives it: [`Stepper::start`] at the beginning of
 /// every segment (after every reset), [`Stepper::step`] up to a time limit
 /// (the next observation or the end), [`Stepper::interpolate`] to locate
 /// events, and [`Stepper::truncate`] to end the last step on an event.

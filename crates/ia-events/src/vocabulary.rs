@@ -179,8 +179,9 @@
 //!     returns the same partial trajectory whichever engine ran it. The last
 //!     segment is closed at the end of the run unless it is empty after an
 //!     event (a terminal transition, or `stop_after`). An observation is the
-//!     state at its time; one within rounding of the current time (closer
-//!     than `8 eps max(|t|, |t_end|)`) is the current state.
+//!     state at its time; one within rounding of the current time `t`
+//!     (closer than `8 eps max(|t|, |time|)`, the least step a Runge-Kutta
+//!     stepper takes) is the current state.
 //!
 
 use crate::closed_form::ExactSpan;

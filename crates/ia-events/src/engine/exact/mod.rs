@@ -582,7 +582,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
                 let (before, after) = (self.x_after[state] - level, self.x[state] - level);
                 // Beyond zero and not due, a guard is disarmed (a mode
                 // switch left it there heading back): a reset that leaves
-                // it beyond does not fire it, as in the integrator.
+                // it beyond does not fire it, as in the Runge-Kutta engine.
                 let disarmed = !self.due[j] && before != 0.0 && direction.violated_at_start(before);
                 let due = !disarmed && pushed_over(direction, before, after);
                 if due && !self.due[j] {

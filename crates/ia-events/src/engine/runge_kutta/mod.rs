@@ -12,6 +12,7 @@ mod tests;
 
 pub(crate) use guards::RkBuffers;
 
+use crate::explicit_rk::min_step;
 use crate::geometry::{EventAt, GeometryWorkspace};
 use crate::problem::Problem;
 use crate::recorder::{RecordBuffers, Recorder};
@@ -108,6 +109,13 @@ fn merged_stats(stepper: &dyn Stepper, extra_rhs: usize, counts: SolverStats) ->
         rejected_steps: counters.rejected_steps,
         ..counts
     }
+}
+
+/// Whether `time` is at or before `t`, or after it by no more than the
+/// least step a [`crate::RkStepper`] takes between them (rounding of the
+/// times).
+fn within_rounding(t: f64, time: f64) -> bool {
+    time - t <= min_step(t, time)
 }
 
 /// What [`Run::detect`] found inside a step.
@@ -287,16 +295,16 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
 
     /// Records every observation due at `t` (the current time); returns `t`.
     /// An observation within rounding of `t` (closer than
-    /// `8 eps max(|t|, |t_end|)`, shorter than any step the stepper takes
-    /// on the way to `t_end`) is due too: the state there is the current
-    /// one to rounding, and a step to it would leave the stepper a step
-    /// size it cannot grow back from (rule 10 of the event rules).
+    /// `8 eps max(|t|, |time|)`, and than `8 eps` of the least normal
+    /// number: the least step the stepper takes, [`within_rounding`]) is
+    /// due too: the state there is the current one to rounding, and a step
+    /// to it would leave the stepper a step size it cannot grow back from
+    /// (rule 10 of the event rules).
     fn record_observations_at(&mut self, t: f64) -> f64 {
-        let rounding = 8.0 * f64::EPSILON * t.abs().max(self.problem.t_end.abs());
         while self
             .recorder
             .next_observation_time()
-            .is_some_and(|time| time - t <= rounding)
+            .is_some_and(|time| within_rounding(t, time))
         {
             let run = self.rhs.context();
             let (mode, n) = (self.rhs.mode, self.rhs.n);

@@ -1,4 +1,4 @@
-//! The integrator on a ball dropped from rest (h0 = 1) under g = 9.81,
+//! The Runge-Kutta engine on a ball dropped from rest (h0 = 1) under g = 9.81,
 //! bouncing with restitution e = 0.8. References derived by hand: impacts
 //! at `t1 = sqrt(2 h0 / g)` and `t2 = t1 (1 + 2 e)`, impact speed
 //! `w = g t1`, rebound speed `e w`.
