@@ -10,7 +10,7 @@
 //! w    = f+ - r_x f- - r_t           (the time shift of the jump)
 //! ```
 //!
-//! The integrator forms `f-`, the guard's partials and `gdot` at every event
+//! The Runge-Kutta engine forms `f-`, the guard's partials and `gdot` at every event
 //! (it checks transversality with them) and, when a sensitivity consumer
 //! asks for it ([`crate::ExtraState::wants_event_geometry`],
 //! [`crate::Observer::wants_event_geometry`]), `f+` and `w` after the reset;
@@ -21,12 +21,11 @@
 //! reset's own fast paths where it has them and its dense partials (formed
 //! once per event) where not.
 
-use crate::integrator::EventJump;
 use ia_core::{GuardPartials, HybridSystem, ResetPartials, Support, Tangent, Trajectory};
 use nalgebra::DVector;
 
-/// The event a geometry is formed for: from the integrator's jump
-/// ([`EventJump`]) or a recorded event ([`EventAt::recorded`]).
+/// The event a geometry is formed for: from an engine's jump
+/// ([`EventJump`](crate::EventJump)) or a recorded event ([`EventAt::recorded`]).
 #[derive(Clone, Copy, Debug)]
 pub struct EventAt<'a> {
     /// Transition index in the system.
@@ -50,18 +49,6 @@ impl<'a> EventAt<'a> {
             time: e.time,
             state_before: trajectory.state_before(k),
             state_after: trajectory.state_after(k),
-            cascade_of: e.cascade_of,
-        }
-    }
-}
-
-impl<'a> From<&EventJump<'a>> for EventAt<'a> {
-    fn from(e: &EventJump<'a>) -> Self {
-        Self {
-            transition: e.transition,
-            time: e.time,
-            state_before: e.state_before,
-            state_after: e.state_after,
             cascade_of: e.cascade_of,
         }
     }
@@ -208,6 +195,19 @@ impl GeometryWorkspace {
             reset_product: Vec::new(),
             reset: None,
             reset_at: ResetKey::default(),
+        }
+    }
+
+    /// The buffers kept in `slot` (with nothing remembered of an earlier
+    /// run) when they are for `n` states and `n_params` parameters, new
+    /// ones otherwise: how a workspace's buffers serve the next run.
+    pub(crate) fn reuse(slot: &mut Option<Self>, n: usize, n_params: usize) -> Self {
+        match slot.take() {
+            Some(mut g) if g.dims() == (n, n_params) => {
+                g.forget();
+                g
+            }
+            _ => Self::new(n, n_params),
         }
     }
 

@@ -1,11 +1,16 @@
-//! # ia-events: steppers and the hybrid integrator
+//! # ia-events: steppers and the engines of hybrid runs
 //!
 //! The pluggable solver layer ([`Stepper`]: fixed-step RK4, adaptive
-//! Dormand-Prince 5(4), and an adapter for the `ode_solvers` crate, chosen
-//! per run with a [`SolverChoice`] value) and the hybrid integrator that
-//! detects, locates and applies events ([`simulate`], [`run`]).
+//! Dormand-Prince 5(4) and 8(5,3) ([`RkStepper`]), and an adapter for the `ode_solvers` crate, chosen
+//! per run with a [`SolverChoice`] value) and the engines that run a hybrid
+//! system through its events ([`simulate`], [`run`]): the Runge-Kutta
+//! engine, which detects, locates and applies events on the steps, and the
+//! exact event-driven solver ([`exact`]).
 //!
-//! The integrator's event rules are documented in [`integrator`]; an
+//! The run vocabulary and the one statement of the event rules are in
+//! [`vocabulary`]; the two engines run beside each other, each in its own
+//! module, and keep their records through one recorder, so a run gives the
+//! same records, observations and errors whichever ran it. An
 //! [`ExtraState`] carries extra components (forward sensitivities) through
 //! the same steps and events, and an [`Observer`] sees every step, event and
 //! observation (the adjoint's tape): the two roles of the sensitivity layer
@@ -19,26 +24,31 @@
 
 #![deny(missing_docs)]
 
-pub mod exact;
+mod closed_form;
+mod dispatch;
+mod engine;
+pub mod explicit_rk;
 pub mod geometry;
-pub mod integrator;
 pub mod ode_solvers_adapter;
 mod problem;
+mod recorder;
+mod reuse;
 pub mod stepper;
 pub mod tableau;
+pub mod vocabulary;
 pub mod workspace;
 
+pub use dispatch::{run, run_in, simulate, simulate_in};
+pub use engine::exact;
+pub use explicit_rk::{RkStepper, StepControl};
 pub use geometry::{EventAt, EventGeometry, GeometryWorkspace};
-pub use integrator::{
-    run, run_in, simulate, simulate_in, EventJump, ExtraState, NoExtraState, NoObserver, Observer,
-    RunContext,
-};
 pub use ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 pub use problem::{
     EventOptions, EventRecording, Problem, Progress, ProgressHook, SolverChoice, StopAfter,
     DEFAULT_MAX_STEPS, EXACT_HAS_NO_STEPS, MAX_FIXED_STEPS, MAX_TIME_TOLERANCE_FRACTION,
     PROGRESS_EVERY_STEPS,
 };
-pub use stepper::{OdeRhs, RkStepper, StepControl, StepCounters, StepFailure, Stepper};
+pub use stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
 pub use tableau::{ButcherTableau, DenseOutput, ErrorEstimate, ExtraStages, DOP853, DOPRI5, RK4};
+pub use vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observer, RunContext};
 pub use workspace::{SpareVecs, Workspace};

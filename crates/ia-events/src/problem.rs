@@ -1,8 +1,9 @@
 //! What a run needs: the system, initial values, span, observation times, the
 //! solver choice and the event options.
 
+use crate::explicit_rk::{RkStepper, StepControl};
 use crate::ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
-use crate::stepper::{RkStepper, StepControl, Stepper};
+use crate::stepper::Stepper;
 use crate::tableau::{ButcherTableau, DOP853, DOPRI5, RK4};
 use ia_core::{short_num, HybridError, HybridSystem};
 use serde::{Deserialize, Serialize};
@@ -642,8 +643,9 @@ impl<'a> Problem<'a> {
     /// its rate points to (a ball starting on the floor moving up starts
     /// fine; one moving down is still refused), and one beyond zero heading
     /// back to its side is disarmed, as after a mode switch: it fires at
-    /// its first crossing once it is back (docs/method.md, section 3, rule
-    /// 4). A start beyond zero and not heading back is still refused.
+    /// its first crossing once it is back (rules 4 and 9 of the event
+    /// rules, [`crate::vocabulary`]). A start beyond zero and not heading
+    /// back is still refused.
     ///
     /// ```
     /// # use ia_core::*;

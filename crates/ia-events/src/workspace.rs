@@ -1,9 +1,10 @@
 //! What a run needs besides its problem, kept between runs.
 //!
-//! A [`Workspace`] holds the stepper, the integrator's buffers and the
-//! vectors of trajectories handed back with [`Workspace::recycle`]. A solve
+//! A [`Workspace`] holds the stepper, the engines' buffers and the vectors
+//! of trajectories handed back with [`Workspace::recycle`]. A solve
 //! repeated in one workspace (a fit, an ensemble on one thread, a benchmark)
-//! then allocates only what the previous results did not give back:
+//! then allocates only what the previous results did not give back, with
+//! either engine:
 //!
 //! ```
 //! use ia_events::{run_in, NoExtraState, NoObserver, Problem, SolverChoice, Workspace};
@@ -25,141 +26,14 @@
 //! assert_eq!(heights[2], ia_events::simulate(&fresh).unwrap().final_state[0]);
 //! ```
 
+pub use crate::reuse::{keep_larger, refill, SpareVecs};
+
+use crate::engine::runge_kutta::RkBuffers;
 use crate::geometry::GeometryWorkspace;
-use crate::integrator::{GuardTable, StateBuffers};
 use crate::problem::SolverChoice;
+use crate::recorder::RecordBuffers;
 use crate::stepper::Stepper;
-use ia_core::{EventRecord, GuardPartials, HybridError, Observation, Segment, Trajectory};
-
-/// Spent `Vec<f64>` buffers, kept to be filled again: a record copied
-/// through [`SpareVecs::copy_of`] allocates only when none is left (or the
-/// one left is too short).
-#[derive(Debug, Default)]
-pub struct SpareVecs(Vec<Vec<f64>>);
-
-impl SpareVecs {
-    /// A vector holding a copy of `x`, built in a spare buffer when there is
-    /// one.
-    ///
-    /// ```
-    /// # use ia_events::SpareVecs;
-    /// let mut spare = SpareVecs::default();
-    /// spare.give(vec![7.0; 4]);
-    /// assert_eq!(spare.copy_of(&[1.0, 2.0]), [1.0, 2.0]);
-    /// ```
-    pub fn copy_of(&mut self, x: &[f64]) -> Vec<f64> {
-        match self.0.pop() {
-            Some(mut v) => {
-                v.clear();
-                v.extend_from_slice(x);
-                v
-            }
-            None => x.to_vec(),
-        }
-    }
-
-    /// A vector of `len` zeros, built in a spare buffer when there is one.
-    pub fn zeros(&mut self, len: usize) -> Vec<f64> {
-        let mut v = self.0.pop().unwrap_or_default();
-        v.clear();
-        v.resize(len, 0.0);
-        v
-    }
-
-    /// Keeps `v` to be filled again (an empty one holds nothing worth
-    /// keeping).
-    pub fn give(&mut self, v: Vec<f64>) {
-        if v.capacity() > 0 {
-            self.0.push(v);
-        }
-    }
-}
-
-/// The integrator's per-run buffers (see [`crate::integrator`]'s `Run`),
-/// taken by a run and given back when it ends.
-#[derive(Debug, Default)]
-pub(crate) struct Buffers {
-    pub(crate) guards: GuardTable,
-    pub(crate) states: StateBuffers,
-    pub(crate) guard_partials: Option<GuardPartials>,
-    pub(crate) geometry: Option<GeometryWorkspace>,
-    /// The record lists of recycled trajectories, emptied.
-    pub(crate) segments: Vec<Segment>,
-    pub(crate) events: Vec<EventRecord>,
-    pub(crate) event_states: Vec<f64>,
-    pub(crate) observations: Vec<Observation>,
-    pub(crate) spare: SpareVecs,
-}
-
-/// `v` emptied and refilled with `len` copies of `value` (no allocation when
-/// its capacity suffices): how a kept buffer is made ready for a new run.
-///
-/// ```
-/// # use ia_events::workspace::refill;
-/// let v = refill(vec![1.0, 2.0, 3.0], 2, 0.0);
-/// assert_eq!(v, [0.0, 0.0]);
-/// ```
-pub fn refill<T: Clone>(mut v: Vec<T>, len: usize, value: T) -> Vec<T> {
-    v.clear();
-    v.resize(len, value);
-    v
-}
-
-/// `v` emptied, with room for `capacity` entries (no allocation when its
-/// capacity suffices).
-pub(crate) fn with_capacity<T>(mut v: Vec<T>, capacity: usize) -> Vec<T> {
-    v.clear();
-    v.reserve(capacity);
-    v
-}
-
-impl Buffers {
-    /// Takes back the vectors of `trajectory`: its records' into the spare
-    /// vectors, its emptied lists when larger than the kept ones.
-    pub(crate) fn recycle(&mut self, trajectory: Trajectory) {
-        let Trajectory {
-            initial_state,
-            final_state,
-            segments,
-            mut events,
-            event_states,
-            mut observations,
-            ..
-        } = trajectory;
-        self.spare.give(initial_state);
-        self.spare.give(final_state);
-        events.clear();
-        for observation in observations.drain(..) {
-            self.spare.give(observation.state);
-        }
-        keep_larger(&mut self.segments, segments);
-        keep_larger(&mut self.events, events);
-        keep_larger(&mut self.event_states, event_states);
-        keep_larger(&mut self.observations, observations);
-    }
-
-    /// The guard partials for `n` states and `n_params` parameters, the
-    /// kept ones when they have that shape.
-    pub(crate) fn take_guard_partials(&mut self, n: usize, n_params: usize) -> GuardPartials {
-        match self.guard_partials.take() {
-            Some(g) if g.x.len() == n && g.p.len() == n_params => g,
-            _ => GuardPartials::zeros(n, n_params),
-        }
-    }
-
-    /// The event-geometry buffers for `n` states and `n_params` parameters,
-    /// the kept ones (with nothing remembered of an earlier run) when they
-    /// have that shape.
-    pub(crate) fn take_geometry(&mut self, n: usize, n_params: usize) -> GeometryWorkspace {
-        match self.geometry.take() {
-            Some(mut g) if g.dims() == (n, n_params) => {
-                g.forget();
-                g
-            }
-            _ => GeometryWorkspace::new(n, n_params),
-        }
-    }
-}
+use ia_core::{HybridError, Trajectory};
 
 /// The stepper, buffers and spent records of runs, kept between them (see
 /// the [module documentation](self)). One workspace serves one run at a
@@ -167,7 +41,12 @@ impl Buffers {
 #[derive(Default)]
 pub struct Workspace {
     stepper: Option<(SolverChoice, Box<dyn Stepper + Send>)>,
-    pub(crate) buffers: Buffers,
+    /// The Runge-Kutta engine's buffers.
+    rk: RkBuffers,
+    /// The event geometry's buffers, for either engine.
+    geometry: Option<GeometryWorkspace>,
+    /// The record lists and spare vectors, for either engine.
+    records: RecordBuffers,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -187,15 +66,27 @@ impl Workspace {
     /// Takes back the vectors of `trajectory` (a finished run's, from this
     /// workspace or not) for the next runs' records.
     pub fn recycle(&mut self, trajectory: Trajectory) {
-        self.buffers.recycle(trajectory);
+        self.records.recycle(trajectory);
     }
 
-    /// A stepper for `choice`, ready for a new run: the kept one rewound
-    /// when it is of that choice and can be rewound, a new one otherwise.
+    /// A stepper for `choice`, ready for a new run (the kept one rewound
+    /// when it is of that choice and can be rewound, a new one otherwise),
+    /// and the Runge-Kutta engine's buffers.
+    #[allow(clippy::type_complexity)]
     pub(crate) fn stepper_and_buffers(
         &mut self,
         choice: &SolverChoice,
-    ) -> Result<(&mut dyn Stepper, &mut Buffers), HybridError> {
+    ) -> Result<
+        (
+            &mut dyn Stepper,
+            (
+                &mut RkBuffers,
+                &mut RecordBuffers,
+                &mut Option<GeometryWorkspace>,
+            ),
+        ),
+        HybridError,
+    > {
         let reusable = match &mut self.stepper {
             Some((kept, stepper)) => kept == choice && stepper.rewind(),
             None => false,
@@ -204,23 +95,13 @@ impl Workspace {
             self.stepper = Some((choice.clone(), choice.stepper()?));
         }
         let (_, stepper) = self.stepper.as_mut().expect("set above");
-        Ok((stepper.as_mut(), &mut self.buffers))
+        let buffers = (&mut self.rk, &mut self.records, &mut self.geometry);
+        Ok((stepper.as_mut(), buffers))
     }
-}
 
-/// Keeps the emptied `offered` in `slot` when it holds more than the one
-/// there: how a workspace takes back the list of a result.
-///
-/// ```
-/// # use ia_events::workspace::keep_larger;
-/// let mut slot: Vec<u8> = Vec::with_capacity(2);
-/// keep_larger(&mut slot, Vec::with_capacity(8));
-/// assert!(slot.is_empty() && slot.capacity() >= 8);
-/// ```
-pub fn keep_larger<T>(slot: &mut Vec<T>, mut offered: Vec<T>) {
-    offered.clear();
-    if offered.capacity() > slot.capacity() {
-        *slot = offered;
+    /// The exact solver's buffers: the records' and the event geometry's.
+    pub(crate) fn exact_buffers(&mut self) -> (&mut RecordBuffers, &mut Option<GeometryWorkspace>) {
+        (&mut self.records, &mut self.geometry)
     }
 }
 
@@ -271,5 +152,35 @@ mod tests {
             });
             assert!(simulate_in(&failing, &mut workspace).is_err());
         }
+    }
+
+    /// Reference: [`simulate`] in a fresh workspace. The exact solver runs
+    /// in the workspace it is given: a second run builds its records in the
+    /// vectors of the first, given back with [`Workspace::recycle`] (it
+    /// used to ignore the workspace and allocate them anew), and gives the
+    /// fresh run's trajectory to the bit.
+    #[test]
+    fn the_exact_solver_runs_in_the_workspace_it_is_given() {
+        let model = ia_models::by_name("thermostat").unwrap();
+        let (system, spec) = (model.system(), model.spec());
+        let problem = Problem::new(
+            &system,
+            spec.default_state(),
+            spec.default_params(),
+            spec.t_end,
+        )
+        .with_mode(&spec.initial_mode)
+        .unwrap()
+        .with_solver(SolverChoice::Exact)
+        .with_observations(vec![1.0, 5.0]);
+        let mut workspace = Workspace::new();
+        let first = simulate_in(&problem, &mut workspace).unwrap();
+        assert!(!first.events.is_empty());
+        let (events, observations) = (first.events.as_ptr(), first.observations.as_ptr());
+        workspace.recycle(first);
+        let second = simulate_in(&problem, &mut workspace).unwrap();
+        assert_eq!(second.events.as_ptr(), events, "the events' vector reused");
+        assert_eq!(second.observations.as_ptr(), observations);
+        assert_eq!(second, simulate(&problem).unwrap());
     }
 }

@@ -16,7 +16,7 @@
 //! Reset of `spike<i>`: `V<i> <- Vr`, and every neuron `j` with a synapse
 //! from `i` is kicked, `V<j> <- V<j> + w<j>_<i>`. A kick that lifts a
 //! neuron to its threshold or past it makes it fire at the same instant (a
-//! cascade; see the event rules of `ia_events::integrator`).
+//! cascade; see the event rules of `ia_events::vocabulary`).
 //!
 //! | state | default | | parameter | default |
 //! |---|---|---|---|---|

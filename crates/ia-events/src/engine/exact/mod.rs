@@ -1,0 +1,620 @@
+//! The exact event-driven solver, for systems whose flows are decoupled
+//! and linear and whose guards are thresholds on one state entry: spiking
+//! networks of leaky integrate-and-fire neurons, thermostats, relaxation
+//! oscillators.
+//!
+//! # Method
+//!
+//! In a mode whose flow declares [`Flow::decoupled_linear`](ia_core::Flow::decoupled_linear),
+//! `x_i' = a_i x_i + b_i`, every component has the closed form
+//!
+//! ```text
+//! x_i(t + s) = x_i + (a_i x_i + b_i) phi(a_i, s),   phi(a, s) = (e^{a s} - 1) / a   (s where a = 0),
+//! ```
+//!
+//! and a guard that declares a [`Threshold`](ia_core::Threshold), `g = x_k - c`, crosses at the
+//! delay `s` where `x_k(t + s) = c`:
+//!
+//! ```text
+//! s = ln(1 + a (c - x_k) / (a x_k + b)) / a      ((c - x_k) / b where a = 0),
+//! ```
+//!
+//! when that is positive and finite and the rate `a c + b` at the crossing
+//! points in the guard's direction (the component is monotone in time, so
+//! there is at most one crossing of a level). The run keeps every guard's
+//! predicted crossing time in a priority queue. An event pops the earliest,
+//! brings every component to that instant with one `phi` per distinct
+//! `a_i` (one multiply-add per component), applies the reset, and predicts
+//! again only the guards on the entries the reset changed: the cost of an
+//! event is O(n) multiply-adds plus O(changed guards log guards), where a
+//! Runge-Kutta step of the whole system costs O(n) rate evaluations per
+//! stage and several steps an event.
+//!
+//! The event rules are every engine's ([`crate::vocabulary`]; what this
+//! solver needs of them is said there). After a reset only the guards on
+//! the entries it changed are checked for a cascade (those it declares,
+//! [`Reset::writes`](ia_core::Reset::writes), or found by comparing the
+//! states). The records, observations, the Zeno rule, `max_events`,
+//! [`Problem::stop_after`] and the progress hook are the shared
+//! recorder's (the hook is told every [`PROGRESS_EVERY_STEPS`] events).
+//! The times are exact up to rounding, with no time tolerance; the solver
+//! takes no steps (`stats.steps` is 0).
+//!
+//! Components carried along with the state (an [`ExtraState`], such as
+//! `ia-adjoint`'s forward sensitivities) are carried over each stretch in
+//! closed form too ([`ExtraState::advance_exact`], with the factors of
+//! [`ExactSpan`]) and mapped across each event by their own jump, so a
+//! forward Jacobian through this solver is exact to rounding as well.
+//! Each stretch is shown to the observer
+//! ([`Observer::stretch_taken`]), and each
+//! event's geometry is formed when the carried components or the observer
+//! read it, so `ia-adjoint`'s reverse pass transposes the closed form
+//! stretch by stretch (the transpose of [`ExactSpan`]'s map) and each event
+//! as after a Runge-Kutta run.
+//!
+//! ```
+//! use ia_events::{exact, simulate, Problem, SolverChoice};
+//! use ia_models::Model;
+//!
+//! let net = ia_models::LifNetwork::new(10).unwrap();
+//! let (system, spec) = (net.system(), net.spec());
+//! let problem = Problem::new(&system, spec.default_state(), spec.default_params(), spec.t_end)
+//!     .with_solver(SolverChoice::dopri5(1e-12));
+//! let run = exact::simulate(&problem).unwrap();
+//! let stepped = simulate(&problem).unwrap();
+//! assert_eq!(run.events.len(), stepped.events.len());
+//! for (a, b) in run.events.iter().zip(&stepped.events) {
+//!     assert_eq!(a.transition, b.transition);
+//!     assert!((a.time - b.time).abs() < 1e-9);
+//! }
+//! ```
+
+mod queue;
+mod structure;
+
+pub use crate::closed_form::{advance_state, chi, decay, phi, ExactSpan};
+
+use crate::closed_form::advance_component;
+use crate::geometry::{EventAt, GeometryWorkspace};
+use crate::problem::Problem;
+#[cfg(doc)]
+use crate::problem::PROGRESS_EVERY_STEPS;
+use crate::recorder::{RecordBuffers, Recorder};
+use crate::vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observer, RunContext};
+use ia_core::{Direction, EventRecord, HybridError, HybridSystem, Trajectory};
+use queue::CrossingQueue;
+use std::cmp::Ordering;
+use structure::{crossing_delay, pushed_over, Structure};
+
+/// Why a system cannot be run by the exact solver, or `Ok` when it can:
+/// every mode's flow must declare [`Flow::decoupled_linear`](ia_core::Flow::decoupled_linear)
+/// and every guard a [`Threshold`](ia_core::Guard::threshold), at the
+/// parameters `params`.
+///
+/// ```
+/// let ball = ia_models::by_name("ball2d-flat").unwrap();
+/// let (system, spec) = (ball.system(), ball.spec());
+/// let err = ia_events::exact::check(&system, &spec.default_params()).unwrap_err();
+/// assert!(err.to_string().contains("decoupled linear"), "{err}");
+/// ```
+pub fn check(system: &HybridSystem, params: &[f64]) -> Result<(), HybridError> {
+    Structure::of(system, params).map(|_| ())
+}
+
+/// The run in progress.
+struct Run<'p, E, O> {
+    problem: &'p Problem<'p>,
+    extra: &'p mut E,
+    observer: &'p mut O,
+    /// The extra components ([`ExtraState`]) after the state, before and
+    /// after an event's jump.
+    carried: Vec<f64>,
+    carried_after: Vec<f64>,
+    /// The factors of [`ExactSpan`], per component, when components are
+    /// carried.
+    span_rate: Vec<f64>,
+    span_decay: Vec<f64>,
+    span_phi: Vec<f64>,
+    span_chi: Vec<f64>,
+    structure: Structure,
+    mode: usize,
+    t: f64,
+    x: Vec<f64>,
+    x_after: Vec<f64>,
+    /// Per component, the index of its `a` in `rates` (the distinct `a` of
+    /// the mode), and those rates' `phi` for the delay being taken.
+    rate_of: Vec<usize>,
+    rates: Vec<f64>,
+    phis: Vec<f64>,
+    /// The rates' `chi` ([`ExactSpan`]), when components are carried.
+    chis: Vec<f64>,
+    queue: CrossingQueue,
+    /// Transitions due at once (a cascade), by index, and a list holding
+    /// at least those.
+    due: Vec<bool>,
+    due_list: Vec<usize>,
+    changed: Vec<usize>,
+    /// The records, observations, Zeno watch, `stop_after` and progress.
+    recorder: Recorder<'p>,
+    /// Each event's geometry, formed when the carried components or the
+    /// observer read it.
+    geometry: Option<GeometryWorkspace>,
+}
+
+/// Runs `problem` with the exact solver (see the [module
+/// documentation](self)); the problem's solver choice is not used.
+pub fn simulate(problem: &Problem<'_>) -> Result<Trajectory, HybridError> {
+    run(problem, &mut NoExtraState, &mut NoObserver)
+}
+
+/// [`simulate`] carrying `extra` along with the state (it must carry itself
+/// over each stretch between events, [`ExtraState::advance_exact`]) and
+/// showing the run to `observer` (which sees no steps, there are none, but
+/// each stretch carried in closed form, [`Observer::stretch_taken`]).
+pub fn run<E: ExtraState, O: Observer>(
+    problem: &Problem<'_>,
+    extra: &mut E,
+    observer: &mut O,
+) -> Result<Trajectory, HybridError> {
+    let records = &mut RecordBuffers::default();
+    run_in(problem, (records, &mut None), extra, observer)
+}
+
+/// [`run`] in a workspace's buffers: its records' and its event
+/// geometry's.
+pub(crate) fn run_in<E: ExtraState, O: Observer>(
+    problem: &Problem<'_>,
+    buffers: (&mut RecordBuffers, &mut Option<GeometryWorkspace>),
+    extra: &mut E,
+    observer: &mut O,
+) -> Result<Trajectory, HybridError> {
+    problem.validate()?;
+    let structure = Structure::of(problem.system, &problem.params)?;
+    let (records, geometry) = buffers;
+    let mut run = Run::new(problem, structure, extra, observer, records, geometry);
+    let result = match run.start() {
+        Ok(()) => run.go(),
+        Err(e) => Err(e),
+    };
+    run.release(records, geometry);
+    result
+}
+
+impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
+    fn new(
+        problem: &'p Problem<'p>,
+        structure: Structure,
+        extra: &'p mut E,
+        observer: &'p mut O,
+        records: &mut RecordBuffers,
+        geometry: &mut Option<GeometryWorkspace>,
+    ) -> Self {
+        let system = problem.system;
+        let n = system.state_dim();
+        let transitions = system.transitions().len();
+        let dim = extra.dim();
+        let per_component = if dim > 0 { n } else { 0 };
+        let mut carried = vec![0.0; dim];
+        extra.initial(
+            RunContext {
+                system,
+                params: &problem.params,
+            },
+            &mut carried,
+        );
+        let mut run = Self {
+            problem,
+            extra,
+            observer,
+            carried,
+            carried_after: vec![0.0; dim],
+            span_rate: vec![0.0; per_component],
+            span_decay: vec![0.0; per_component],
+            span_phi: vec![0.0; per_component],
+            span_chi: vec![0.0; per_component],
+            structure,
+            mode: problem.initial_mode,
+            t: problem.t0,
+            x: problem.initial_state.clone(),
+            x_after: vec![0.0; n],
+            rate_of: vec![0; n],
+            rates: Vec::new(),
+            phis: Vec::new(),
+            chis: Vec::new(),
+            queue: CrossingQueue::new(transitions),
+            due: vec![false; transitions],
+            due_list: Vec::new(),
+            changed: Vec::new(),
+            recorder: Recorder::new(problem, records),
+            geometry: None,
+        };
+        if run.extra.wants_event_geometry() || run.observer.wants_event_geometry() {
+            run.geometry = Some(GeometryWorkspace::reuse(geometry, n, system.param_dim()));
+        }
+        run
+    }
+
+    /// Gives the buffers back to `records` and `geometry`.
+    fn release(self, records: &mut RecordBuffers, geometry: &mut Option<GeometryWorkspace>) {
+        if self.geometry.is_some() {
+            *geometry = self.geometry;
+        }
+        self.recorder.release(records);
+    }
+
+    /// Checks the guards at the start (rule 9 of the event rules) and
+    /// predicts their crossings.
+    fn start(&mut self) -> Result<(), HybridError> {
+        let (system, problem) = (self.problem.system, self.problem);
+        for &k in &self.structure.leaving[self.mode] {
+            let tr = &system.transitions()[k];
+            let g = self.guard_value(k);
+            // Rule 9: with a start band a guard within it sits
+            // on zero and takes the side its rate points to (`g_x = 1`), and
+            // one beyond zero heading back is disarmed. A guard heading away
+            // is never predicted to cross: its entry is monotone.
+            let direction = tr.guard.direction();
+            let band = problem.start_band;
+            let heading = if band > 0.0 && g.abs() <= band {
+                self.guard_rate(k)
+            } else {
+                g
+            };
+            let disarmed = band > 0.0
+                && g.abs() > band
+                && direction.violated_at_start(g)
+                && direction.heads_back(self.guard_rate(k));
+            if direction.violated_at_start(heading) && !disarmed {
+                return Err(HybridError::GuardViolatedAtStart {
+                    transition: tr.name.clone(),
+                    value: g,
+                    direction: format!("{:?}", tr.guard.direction()).to_lowercase(),
+                });
+            }
+        }
+        self.enter_mode();
+        Ok(())
+    }
+
+    /// The rate of transition `k`'s guard in the current mode: that of its
+    /// threshold's entry, `a x + b` (`g_x` is 1 there).
+    fn guard_rate(&self, k: usize) -> f64 {
+        let i = self.structure.thresholds[k].state;
+        self.structure.a[self.mode][i] * self.x[i] + self.structure.b[self.mode][i]
+    }
+
+    fn guard_value(&self, k: usize) -> f64 {
+        let threshold = self.structure.thresholds[k];
+        self.x[threshold.state] - threshold.level
+    }
+
+    /// Groups the components by their `a` in the current mode and predicts
+    /// every guard leaving it.
+    fn enter_mode(&mut self) {
+        let a = &self.structure.a[self.mode];
+        self.rates.clear();
+        self.rates.extend_from_slice(a);
+        self.rates.sort_by(f64::total_cmp);
+        self.rates
+            .dedup_by(|p, q| p.total_cmp(q) == Ordering::Equal);
+        for (slot, ai) in self.rate_of.iter_mut().zip(a) {
+            *slot = self
+                .rates
+                .binary_search_by(|r| r.total_cmp(ai))
+                .expect("every rate is listed");
+        }
+        self.phis.resize(self.rates.len(), 0.0);
+        self.chis.resize(self.rates.len(), 0.0);
+        self.queue.clear();
+        for k in 0..self.structure.leaving[self.mode].len() {
+            let k = self.structure.leaving[self.mode][k];
+            self.predict(k);
+        }
+    }
+
+    /// Replaces transition `k`'s predicted crossing by one from the
+    /// current state.
+    fn predict(&mut self, k: usize) {
+        let threshold = self.structure.thresholds[k];
+        let i = threshold.state;
+        let direction = self.problem.system.transitions()[k].guard.direction();
+        let (a, b) = (
+            self.structure.a[self.mode][i],
+            self.structure.b[self.mode][i],
+        );
+        let delay = crossing_delay(self.x[i], a, b, threshold.level, direction);
+        self.queue.set(k, delay.map(|s| self.t + s));
+    }
+
+    fn context(&self) -> RunContext<'p> {
+        RunContext {
+            system: self.problem.system,
+            params: &self.problem.params,
+        }
+    }
+
+    /// Brings every component from `self.t` to `t`, and the carried ones
+    /// with them.
+    fn advance(&mut self, t: f64) -> Result<(), HybridError> {
+        let s = t - self.t;
+        if s > 0.0 {
+            self.observer
+                .stretch_taken(self.context(), self.mode, self.t, s, &self.x);
+            for (phi_r, &a) in self.phis.iter_mut().zip(&self.rates) {
+                *phi_r = phi(a, s);
+            }
+            // The carried components read the state at the stretch's start.
+            if !self.carried.is_empty() {
+                self.carry(s)?;
+            }
+            let (a, b) = (&self.structure.a[self.mode], &self.structure.b[self.mode]);
+            if let [phi] = self.phis[..] {
+                // One rate for all (a network with a shared time constant).
+                for ((x, &ai), &bi) in self.x.iter_mut().zip(a).zip(b) {
+                    advance_component(x, ai, bi, phi);
+                }
+            } else {
+                for (((x, &ai), &bi), &r) in self.x.iter_mut().zip(a).zip(b).zip(&self.rate_of) {
+                    advance_component(x, ai, bi, self.phis[r]);
+                }
+            }
+        }
+        self.t = t;
+        Ok(())
+    }
+
+    /// Carries the extra components over `s` from the current state, with
+    /// `self.phis` already formed for `s`.
+    fn carry(&mut self, s: f64) -> Result<(), HybridError> {
+        let (a, b) = (&self.structure.a[self.mode], &self.structure.b[self.mode]);
+        for (chi_r, &r) in self.chis.iter_mut().zip(&self.rates) {
+            *chi_r = chi(r, s);
+        }
+        for i in 0..self.x.len() {
+            let r = self.rate_of[i];
+            self.span_rate[i] = a[i] * self.x[i] + b[i];
+            self.span_decay[i] = decay(a[i], self.phis[r]);
+            self.span_phi[i] = self.phis[r];
+            self.span_chi[i] = self.chis[r];
+        }
+        let span = ExactSpan {
+            s,
+            rate: &self.span_rate,
+            decay: &self.span_decay,
+            phi: &self.span_phi,
+            chi: &self.span_chi,
+        };
+        let run = self.context();
+        if self
+            .extra
+            .advance_exact(run, self.mode, self.t, &self.x, &span, &mut self.carried)
+        {
+            Ok(())
+        } else {
+            Err(HybridError::Unsupported(
+                "the exact solver cannot carry these extra components between events (ExtraState::advance_exact)".into(),
+            ))
+        }
+    }
+
+    /// The state and the carried components, as an [`Observer`] reads them.
+    fn full_state(&self) -> Vec<f64> {
+        self.x.iter().chain(&self.carried).copied().collect()
+    }
+
+    /// Records the observations due up to `t` (included), each at its own
+    /// time.
+    fn observe_until(&mut self, t: f64) -> Result<(), HybridError> {
+        while let Some(time) = self.recorder.next_observation_time() {
+            if time > t {
+                break;
+            }
+            self.advance(time)?;
+            let full = self.full_state();
+            let run = self.context();
+            self.recorder
+                .observe(self.observer, run, self.mode, &full, self.x.len());
+        }
+        Ok(())
+    }
+
+    fn go(&mut self) -> Result<Trajectory, HybridError> {
+        let t_end = self.problem.t_end;
+        loop {
+            let next = self.queue.first().filter(|&(time, _)| time < t_end);
+            let Some((time, transition)) = next else {
+                self.observe_until(t_end)?;
+                self.advance(t_end)?;
+                return Ok(self.finish());
+            };
+            self.observe_until(time)?;
+            self.queue.set(transition, None);
+            self.advance(time)?;
+            if self.fire_cascade(transition)? {
+                return Ok(self.finish());
+            }
+            let events = self.recorder.stats().events;
+            self.recorder.progress(self.t, events);
+        }
+    }
+
+    /// Fires `k` at `self.t`, then every transition it makes due, first
+    /// declared first. Returns whether the run ended (a terminal
+    /// transition, or [`Problem::stop_after`]).
+    fn fire_cascade(&mut self, mut k: usize) -> Result<bool, HybridError> {
+        let root = self.recorder.next_event_index();
+        let mut cascade_of = None;
+        loop {
+            if self.fire(k, cascade_of)? {
+                return Ok(true);
+            }
+            let due = &self.due;
+            self.due_list.retain(|&j| due[j]);
+            match self.due_list.iter().copied().min() {
+                Some(next) => {
+                    self.due[next] = false;
+                    k = next;
+                    cascade_of = Some(root);
+                }
+                None => return Ok(false),
+            }
+        }
+    }
+
+    /// Applies transition `k` at `self.t`.
+    fn fire(&mut self, k: usize, cascade_of: Option<usize>) -> Result<bool, HybridError> {
+        let system = self.problem.system;
+        let tr = &system.transitions()[k];
+        let (t, from) = (self.t, self.mode);
+        let guard_rate = self.guard_rate(k);
+        tr.reset
+            .apply(t, &self.x, &self.problem.params, &mut self.x_after);
+        self.changed.clear();
+        match tr.reset.writes() {
+            Some(writes) => self.changed.extend(
+                writes
+                    .iter()
+                    .copied()
+                    .filter(|&j| self.x[j].to_bits() != self.x_after[j].to_bits()),
+            ),
+            None => {
+                let moved = self.x.iter().zip(&self.x_after).enumerate();
+                let moved = moved.filter(|(_, (a, b))| a.to_bits() != b.to_bits());
+                self.changed.extend(moved.map(|(j, _)| j));
+            }
+        }
+        // Only what the reset changed can have become non-finite.
+        if let Some(&j) = self.changed.iter().find(|&&j| !self.x_after[j].is_finite()) {
+            return Err(HybridError::NonFinite {
+                what: format!(
+                    "state after the reset of '{}' (= {})",
+                    tr.name, self.x_after[j]
+                ),
+                time: t,
+                trajectory: Some(Box::new(self.snapshot())),
+            });
+        }
+        // Recorded first, then shown to the carried components and the
+        // observer, then the Zeno rule and `stop_after` (the recorder's
+        // order, every engine's).
+        let index = self.recorder.next_event_index();
+        let record = EventRecord {
+            index,
+            time: t,
+            transition: k,
+            from_mode: from,
+            to_mode: tr.to,
+            guard_rate,
+            terminal: tr.terminal,
+            cascade_of,
+        };
+        self.recorder.record_event(record, &self.x, &self.x_after);
+        let event = EventAt {
+            transition: k,
+            time: t,
+            state_before: &self.x,
+            state_after: &self.x_after,
+            cascade_of,
+        };
+        let geometry = self
+            .geometry
+            .as_mut()
+            .map(|g| g.compute(system, &self.problem.params, event));
+        let jump = EventJump {
+            index,
+            transition: k,
+            time: t,
+            from_mode: from,
+            to_mode: tr.to,
+            state_before: &self.x,
+            state_after: &self.x_after,
+            terminal: tr.terminal,
+            cascade_of,
+            geometry,
+        };
+        let run = RunContext {
+            system,
+            params: &self.problem.params,
+        };
+        if !self.carried.is_empty() {
+            self.extra
+                .jump(run, &jump, &self.carried, &mut self.carried_after)?;
+            std::mem::swap(&mut self.carried, &mut self.carried_after);
+        }
+        self.observer.event(run, &jump)?;
+        // The guards' values before the reset, for the ones it moves.
+        std::mem::swap(&mut self.x, &mut self.x_after);
+        self.mode = tr.to;
+        let stops = self
+            .recorder
+            .after_event(t, k, cascade_of, &self.x, self.mode, |counts| counts)?;
+        if tr.terminal || stops {
+            return Ok(true);
+        }
+        if tr.to != from {
+            self.due.fill(false);
+            self.due_list.clear();
+            self.enter_mode();
+            for j in 0..self.structure.leaving[self.mode].len() {
+                let j = self.structure.leaving[self.mode][j];
+                let direction = system.transitions()[j].guard.direction();
+                let g = self.guard_value(j);
+                // Beyond zero and heading back, a guard is disarmed: it has
+                // not crossed, and its component, monotone over the
+                // stretch, cannot come back to cross in its direction.
+                self.due[j] = if g == 0.0 {
+                    self.heads_into(j, direction)
+                } else {
+                    direction.violated_at_start(g) && !direction.heads_back(self.guard_rate(j))
+                };
+                if self.due[j] {
+                    self.due_list.push(j);
+                }
+            }
+            return Ok(false);
+        }
+        for c in 0..self.changed.len() {
+            let state = self.changed[c];
+            for g in 0..self.structure.guards_on[self.mode][state].len() {
+                let j = self.structure.guards_on[self.mode][state][g];
+                let direction = system.transitions()[j].guard.direction();
+                let level = self.structure.thresholds[j].level;
+                let (before, after) = (self.x_after[state] - level, self.x[state] - level);
+                // Beyond zero and not due, a guard is disarmed (a mode
+                // switch left it there heading back): a reset that leaves
+                // it beyond does not fire it, as in the Runge-Kutta engine.
+                let disarmed = !self.due[j] && before != 0.0 && direction.violated_at_start(before);
+                let due = !disarmed && pushed_over(direction, before, after);
+                if due && !self.due[j] {
+                    self.due_list.push(j);
+                }
+                self.due[j] = due;
+                self.predict(j);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether guard `j`, on zero, heads into its crossing direction.
+    fn heads_into(&self, j: usize, direction: Direction) -> bool {
+        let rate = self.guard_rate(j);
+        match direction {
+            Direction::Rising => rate > 0.0,
+            Direction::Falling => rate < 0.0,
+            Direction::Either => rate != 0.0,
+        }
+    }
+
+    /// The run so far, for an error.
+    fn snapshot(&self) -> Trajectory {
+        let stats = self.recorder.stats();
+        self.recorder.snapshot(self.t, &self.x, self.mode, stats)
+    }
+
+    fn finish(&mut self) -> Trajectory {
+        let full = self.full_state();
+        self.observer.finished(self.context(), self.t, &full);
+        let stats = self.recorder.stats();
+        self.recorder.finish(self.t, &self.x, self.mode, stats)
+    }
+}

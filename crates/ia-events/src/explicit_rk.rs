@@ -1,0 +1,962 @@
+//! The explicit Runge-Kutta stepper: [`RkStepper`] implements fixed-step
+//! RK4 (cubic Hermite dense output), adaptive Dormand-Prince 5(4) (its
+//! fourth-order continuous extension) and DOP853 (its seventh-order one),
+//! or a method built by hand from a [`ButcherTableau`].
+
+use crate::stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
+use crate::tableau::{
+    weighted_sum, ButcherTableau, DenseOutput, ErrorEstimate, DOP853, DOPRI5, RK4,
+};
+use ia_core::HybridError;
+
+/// How an [`RkStepper`] chooses its steps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StepControl {
+    /// Fixed step `dt` (the last step before a limit or an event is shorter).
+    Fixed {
+        /// Step size.
+        dt: f64,
+    },
+    /// Embedded error estimate: accept when the scaled error norm is at most one.
+    Adaptive {
+        /// Relative tolerance.
+        rtol: f64,
+        /// Absolute tolerance.
+        atol: f64,
+        /// Largest step.
+        max_step: f64,
+        /// First step; chosen by Hairer's rule when `None`.
+        initial_step: Option<f64>,
+    },
+}
+
+/// Explicit Runge-Kutta stepper: RK4 with fixed steps, or Dormand-Prince 5(4)
+/// or 8(5,3) with error control (or a method built by hand). All buffers are allocated once by [`Stepper::start`]
+/// on the first segment; steps allocate nothing.
+#[derive(Clone, Debug)]
+pub struct RkStepper {
+    tableau: &'static ButcherTableau,
+    control: StepControl,
+    dim: usize,
+    t_prev: f64,
+    t: f64,
+    h_next: f64,
+    /// The size of the last accepted step.
+    h_taken: f64,
+    y_prev: Vec<f64>,
+    y: Vec<f64>,
+    /// Stages of the last step, `dim` each; the last block holds `F(t, y)` at
+    /// the step's end (first stage of the next step, and dense output).
+    k: Vec<f64>,
+    stage: Vec<f64>,
+    y_new: Vec<f64>,
+    /// Coefficients of the continuous extension of the last step,
+    /// [`DENSE_WIDTH`] per component, for the leading `dense_ready`
+    /// components (0 after every step: prepared on the first interpolation).
+    dense: Vec<f64>,
+    dense_ready: usize,
+    /// For how many leading components the extra stages of a continuous
+    /// extension that has them ([`DenseOutput::Dop853`]) are evaluated for
+    /// the last step (0: none yet).
+    extra_stages_ready: usize,
+    counters: StepCounters,
+}
+
+/// Coefficients of the continuous extension per component (DOP853's eight;
+/// the others use the first four or five).
+const DENSE_WIDTH: usize = 8;
+
+const SAFETY: f64 = 0.9;
+const MIN_FACTOR: f64 = 0.2;
+const MAX_FACTOR: f64 = 10.0;
+
+/// The least step from `t` towards `t_limit` an [`RkStepper`] takes (short
+/// of landing on the limit): rounding of the times,
+/// `8 eps max(|t|, |t_limit|)`, and at least `8 eps` of the least normal
+/// number.
+pub(crate) fn min_step(t: f64, t_limit: f64) -> f64 {
+    8.0 * f64::EPSILON * t.abs().max(t_limit.abs()).max(f64::MIN_POSITIVE)
+}
+
+/// The step-size factor `SAFETY err^(-1/q)` for the error norm `err`
+/// (finite and positive) of a method of order `q`, clamped to
+/// `[MIN_FACTOR, max]`: the error estimate of an embedded pair of orders
+/// `q (q - 1)` scales as `h^q`. (Newton's method for the root from a
+/// guess read off the exponent bits ran as many instructions as `powf`.)
+fn step_factor(err: f64, q: u32, max: f64) -> f64 {
+    (SAFETY * err.powf(-1.0 / f64::from(q))).clamp(MIN_FACTOR, max)
+}
+
+impl RkStepper {
+    /// Classical RK4 with fixed step `dt`.
+    pub fn rk4(dt: f64) -> Self {
+        Self::new(&RK4, StepControl::Fixed { dt }).expect("RK4 is a valid fixed-step method")
+    }
+
+    /// Dormand-Prince 5(4) with tolerances `rtol`, `atol`.
+    pub fn dopri5(rtol: f64, atol: f64) -> Self {
+        Self::new(
+            &DOPRI5,
+            StepControl::Adaptive {
+                rtol,
+                atol,
+                max_step: f64::INFINITY,
+                initial_step: None,
+            },
+        )
+        .expect("DOPRI5 has an error estimate")
+    }
+
+    /// Dormand-Prince 8(5,3) ([`DOP853`]) with tolerances `rtol`, `atol`.
+    ///
+    /// At tight tolerances on a smooth solution its steps are several times
+    /// longer than DOPRI5's; here `y' = -y` to `t = 10` at `1e-10`:
+    ///
+    /// ```
+    /// use ia_events::{OdeRhs, RkStepper, Stepper};
+    /// struct Decay;
+    /// impl OdeRhs for Decay {
+    ///     fn dim(&self) -> usize { 1 }
+    ///     fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) { dydt[0] = -y[0]; }
+    /// }
+    /// let steps = |mut stepper: RkStepper| {
+    ///     stepper.start(&mut Decay, 0.0, &[1.0]).unwrap();
+    ///     let mut steps = 0;
+    ///     while stepper.time() < 10.0 {
+    ///         stepper.step(&mut Decay, 10.0).unwrap();
+    ///         steps += 1;
+    ///     }
+    ///     assert!((stepper.state()[0] - (-10f64).exp()).abs() < 1e-10);
+    ///     steps
+    /// };
+    /// let (high, low) = (steps(RkStepper::dop853(1e-10, 1e-10)), steps(RkStepper::dopri5(1e-10, 1e-10)));
+    /// assert!(3 * high < low, "{high} steps against {low}");
+    /// ```
+    pub fn dop853(rtol: f64, atol: f64) -> Self {
+        Self::new(
+            &DOP853,
+            StepControl::Adaptive {
+                rtol,
+                atol,
+                max_step: f64::INFINITY,
+                initial_step: None,
+            },
+        )
+        .expect("DOP853 has an error estimate")
+    }
+
+    /// A stepper of the given method and control. The method is checked
+    /// ([`ButcherTableau::validate`]), and adaptive control needs its error
+    /// weights: a method that cannot run as asked is refused here, with the
+    /// reason, never run wrong.
+    pub fn new(
+        tableau: &'static ButcherTableau,
+        control: StepControl,
+    ) -> Result<Self, HybridError> {
+        tableau.validate().map_err(HybridError::Unsupported)?;
+        if matches!(control, StepControl::Adaptive { .. }) && tableau.error.is_none() {
+            return Err(HybridError::Unsupported(format!(
+                "Runge-Kutta method '{}' has no error estimate, so it runs with fixed steps only",
+                tableau.name
+            )));
+        }
+        Ok(Self {
+            tableau,
+            control,
+            dim: 0,
+            t_prev: 0.0,
+            t: 0.0,
+            h_next: 0.0,
+            h_taken: 0.0,
+            y_prev: Vec::new(),
+            y: Vec::new(),
+            k: Vec::new(),
+            stage: Vec::new(),
+            y_new: Vec::new(),
+            dense: Vec::new(),
+            dense_ready: 0,
+            extra_stages_ready: 0,
+            counters: StepCounters::default(),
+        })
+    }
+
+    fn stages(&self) -> usize {
+        self.tableau.solution_stages()
+    }
+
+    /// One Runge-Kutta step of size `h` from `(t, y)` into `y_new`, with the
+    /// end rate in the last stage block. `k[0]` must hold `F(t, y)`.
+    fn attempt(&mut self, rhs: &mut dyn OdeRhs, h: f64) {
+        let n = self.dim;
+        let s = self.stages();
+        self.tableau.stages(
+            &mut |t, y, out| rhs.eval(t, y, out),
+            self.t,
+            h,
+            &self.y,
+            1,
+            &mut self.k[..s * n],
+            &mut self.stage,
+        );
+        self.tableau
+            .solution(h, &self.y, &self.k[..s * n], &mut self.y_new);
+        let (_, end) = self.k.split_at_mut(s * n);
+        rhs.eval(self.t + h, &self.y_new, end);
+        self.counters.rhs_evaluations += s;
+    }
+
+    /// Scaled RMS norm of the embedded error estimate over the controlled
+    /// components (methods with error weights; [`RkStepper::new`] refuses
+    /// adaptive control of the others).
+    fn error_norm(&mut self, h: f64, rtol: f64, atol: f64, controlled: usize) -> f64 {
+        let count = controlled.max(1) as f64;
+        match self.tableau.error {
+            Some(ErrorEstimate::Embedded(weights)) => {
+                (self.scaled_square_sum(h, weights, rtol, atol, controlled) / count).sqrt()
+            }
+            Some(ErrorEstimate::Corrected { fifth, third }) => {
+                let fifth = self.scaled_square_sum(1.0, fifth, rtol, atol, controlled);
+                let third = self.scaled_square_sum(1.0, third, rtol, atol, controlled);
+                let denominator = fifth + 0.01 * third;
+                let denominator = if denominator > 0.0 { denominator } else { 1.0 };
+                h.abs() * fifth / (count * denominator).sqrt()
+            }
+            None => 0.0,
+        }
+    }
+
+    /// `sum_i (h sum_j e_j K_j,i / sc_i)^2` over the controlled components,
+    /// `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`.
+    fn scaled_square_sum(
+        &mut self,
+        h: f64,
+        weights: &[f64],
+        rtol: f64,
+        atol: f64,
+        controlled: usize,
+    ) -> f64 {
+        // The estimate `sum_j e_j K_j` into the stage buffer, free between
+        // steps.
+        let estimate = &mut self.stage[..controlled];
+        weighted_sum(1.0, None, weights, &self.k, self.dim, estimate);
+        estimate
+            .iter()
+            .zip(self.y.iter().zip(&self.y_new))
+            .map(|(&e, (&y, &y_new))| {
+                let r = h * e / (atol + rtol * y.abs().max(y_new.abs()));
+                r * r
+            })
+            .sum()
+    }
+
+    /// Hairer's starting step (Solving ODEs I, II.4).
+    fn initial_step(&mut self, rhs: &mut dyn OdeRhs, rtol: f64, atol: f64, span: f64) -> f64 {
+        let controlled = rhs.controlled_dim().max(1).min(self.dim);
+        let order = self.tableau.order as f64;
+        let norm = |v: &[f64], y: &[f64]| {
+            let s: f64 = v
+                .iter()
+                .zip(y)
+                .take(controlled)
+                .map(|(a, b)| (a / (atol + rtol * b.abs())).powi(2))
+                .sum();
+            (s / controlled as f64).sqrt()
+        };
+        let d0 = norm(&self.y, &self.y);
+        let d1 = norm(&self.k[..self.dim], &self.y);
+        let mut h0 = if d0 < 1e-5 || d1 < 1e-5 {
+            1e-6
+        } else {
+            0.01 * d0 / d1
+        };
+        h0 = h0.min(span.abs());
+        for (st, (&y, &f)) in self.stage.iter_mut().zip(self.y.iter().zip(&self.k)) {
+            *st = y + h0 * f;
+        }
+        rhs.eval(self.t + h0, &self.stage, &mut self.y_new);
+        self.counters.rhs_evaluations += 1;
+        for (yn, &f) in self.y_new.iter_mut().zip(&self.k) {
+            *yn -= f;
+        }
+        let d2 = norm(&self.y_new, &self.y) / h0;
+        let h1 = if d1.max(d2) <= 1e-15 {
+            (h0 * 1e-3).max(1e-6)
+        } else {
+            (0.01 / d1.max(d2)).powf(1.0 / order)
+        };
+        (100.0 * h0).min(h1)
+    }
+
+    /// The continuous extension of the last step at `t`, for the leading
+    /// `out.len()` components: Dormand-Prince's fourth-order one for
+    /// DOPRI5, the seventh-order one for DOP853 (whose three extra stages
+    /// are evaluated through `rhs` on the first call after a step), cubic
+    /// Hermite for RK4.
+    pub fn dense_output(&mut self, rhs: &mut dyn OdeRhs, t: f64, out: &mut [f64]) {
+        let m = out.len();
+        let h = self.t - self.t_prev;
+        if h == 0.0 {
+            out.copy_from_slice(&self.y[..m]);
+            return;
+        }
+        self.prepare_extra_stages(rhs, m);
+        if self.dense_ready < m {
+            self.prepare_dense(m);
+        }
+        let theta = (t - self.t_prev) / h;
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.dense_at(&self.dense[DENSE_WIDTH * i..DENSE_WIDTH * (i + 1)], theta);
+        }
+    }
+
+    /// Evaluates the extra stages of the last step's continuous extension
+    /// for at least the leading `m` components, when the method has them and
+    /// they are not evaluated that far yet: for the closed leading block
+    /// alone ([`OdeRhs::closed_dim`]) when it holds the `m`, so that placing
+    /// an event on the state never evaluates the sensitivities carried after
+    /// it.
+    fn prepare_extra_stages(&mut self, rhs: &mut dyn OdeRhs, m: usize) {
+        let DenseOutput::Dop853(extra) = self.tableau.dense else {
+            return;
+        };
+        if self.extra_stages_ready >= m || self.t == self.t_prev {
+            return;
+        }
+        let n = self.dim;
+        let closed = rhs.closed_dim().min(n);
+        let width = if m <= closed { closed } else { n };
+        let first = self.stages() + 1;
+        let h = self.h_taken;
+        for (i, (row, &c)) in extra.a.iter().zip(extra.c).enumerate() {
+            let (done, rest) = self.k.split_at_mut((first + i) * n);
+            let stage = &mut self.stage[..width];
+            weighted_sum(h, Some(&self.y_prev), row, done, n, stage);
+            let t = self.t_prev + c * h;
+            if width == n {
+                rhs.eval(t, stage, &mut rest[..n]);
+            } else {
+                rhs.eval_closed(t, stage, &mut rest[..width]);
+            }
+        }
+        self.counters.rhs_evaluations += extra.a.len();
+        self.extra_stages_ready = width;
+    }
+
+    /// The continuous extension with coefficients `r` at the fraction
+    /// `theta` of the last step.
+    #[inline]
+    fn dense_at(&self, r: &[f64], theta: f64) -> f64 {
+        let theta1 = 1.0 - theta;
+        match self.tableau.dense {
+            // DOPRI5's extension is DOP853's with r[5..8] zero (the same
+            // value to the bit: the zero terms add nothing).
+            DenseOutput::DormandPrince(_) | DenseOutput::Dop853(_) => {
+                let tail = r[4] + theta * (r[5] + theta1 * (r[6] + theta * r[7]));
+                r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * tail)))
+            }
+            DenseOutput::Hermite => {
+                // Cubic Hermite through both ends and their derivatives.
+                let h00 = (1.0 + 2.0 * theta) * theta1 * theta1;
+                let h10 = theta * theta1 * theta1;
+                let h01 = theta * theta * (3.0 - 2.0 * theta);
+                let h11 = -theta * theta * theta1;
+                h00 * r[0] + h10 * r[1] + h01 * r[2] + h11 * r[3]
+            }
+        }
+    }
+
+    /// The continuous extension's coefficients of the leading `m` components:
+    /// Dormand-Prince's (Hairer, Norsett, Wanner, dense output of DOPRI5), or
+    /// the Hermite data `y0, h f0, y1, h f1` for RK4.
+    fn prepare_dense(&mut self, m: usize) {
+        for i in 0..m {
+            let r = self.dense_coefficients(i);
+            self.dense[DENSE_WIDTH * i..DENSE_WIDTH * (i + 1)].copy_from_slice(&r);
+        }
+        self.dense_ready = m;
+    }
+
+    /// The continuous extension's coefficients of component `i` of the last
+    /// step.
+    #[inline]
+    fn dense_coefficients(&self, i: usize) -> [f64; DENSE_WIDTH] {
+        let n = self.dim;
+        let h = self.t - self.t_prev;
+        let s = self.stages();
+        let y0 = self.y_prev[i];
+        let f0 = self.k[i];
+        let f1 = self.k[s * n + i];
+        if let DenseOutput::Hermite = self.tableau.dense {
+            return [y0, h * f0, self.y[i], h * f1, 0.0, 0.0, 0.0, 0.0];
+        }
+        // The cubic part both Dormand-Prince extensions share, then one
+        // coefficient per row of weights on the rate blocks.
+        let diff = self.y[i] - y0;
+        let bspl = h * f0 - diff;
+        let mut r = [y0, diff, bspl, diff - h * f1 - bspl, 0.0, 0.0, 0.0, 0.0];
+        for (slot, weights) in r[4..].iter_mut().zip(self.tableau.dense.weight_rows()) {
+            let mut sum = 0.0;
+            for (j, &d) in weights.iter().enumerate() {
+                if d != 0.0 {
+                    sum += d * self.k[j * n + i];
+                }
+            }
+            *slot = h * sum;
+        }
+        r
+    }
+
+    fn min_step(&self, t_limit: f64) -> f64 {
+        min_step(self.t, t_limit)
+    }
+
+    fn accept(&mut self, h: f64) {
+        self.h_taken = h;
+        self.dense_ready = 0;
+        self.extra_stages_ready = 0;
+        // The start becomes the previous state and the new state the
+        // current one; the buffers rotate, nothing is copied.
+        std::mem::swap(&mut self.y_prev, &mut self.y);
+        std::mem::swap(&mut self.y, &mut self.y_new);
+        self.t_prev = self.t;
+        self.t += h;
+    }
+
+    /// Moves the end rate of the last step into the first stage slot, so that
+    /// the next step starts from it (first-same-as-last).
+    fn carry_end_rate(&mut self) {
+        let n = self.dim;
+        let s = self.stages();
+        self.k.copy_within(s * n..(s + 1) * n, 0);
+    }
+}
+
+impl Stepper for RkStepper {
+    fn name(&self) -> &str {
+        self.tableau.name
+    }
+
+    fn start(&mut self, rhs: &mut dyn OdeRhs, t: f64, y: &[f64]) -> Result<(), StepFailure> {
+        let n = y.len();
+        if n != self.dim {
+            // Resized in place: a rewound stepper keeps its buffers for runs
+            // of another dimension (with and without sensitivities).
+            self.dim = n;
+            let k = self.tableau.rate_blocks() * n;
+            for (buffer, len) in [
+                (&mut self.y_prev, n),
+                (&mut self.y, n),
+                (&mut self.k, k),
+                (&mut self.stage, n),
+                (&mut self.y_new, n),
+                (&mut self.dense, DENSE_WIDTH * n),
+            ] {
+                buffer.clear();
+                buffer.resize(len, 0.0);
+            }
+        }
+        self.y.copy_from_slice(y);
+        self.y_prev.copy_from_slice(y);
+        self.t = t;
+        self.t_prev = t;
+        self.dense_ready = 0;
+        self.extra_stages_ready = 0;
+        let (first, _) = self.k.split_at_mut(n);
+        rhs.eval(t, y, first);
+        self.counters.rhs_evaluations += 1;
+        if !first.iter().all(|v| v.is_finite()) {
+            return Err(StepFailure::NonFinite { time: t });
+        }
+        // The end-rate block doubles as the derivative at the start for a
+        // zero-length "last step", so dense output is defined right away.
+        let s = self.stages();
+        self.k.copy_within(0..n, s * n);
+        Ok(())
+    }
+
+    fn step(&mut self, rhs: &mut dyn OdeRhs, t_limit: f64) -> Result<(), StepFailure> {
+        if self.t != self.t_prev {
+            self.carry_end_rate();
+        }
+        let remaining = t_limit - self.t;
+        let min_step = self.min_step(t_limit);
+        match self.control {
+            StepControl::Fixed { dt } => {
+                let h = dt.min(remaining);
+                if h < min_step && h < remaining {
+                    return Err(StepFailure::Underflow {
+                        time: self.t,
+                        step: h,
+                        min_step,
+                    });
+                }
+                self.attempt(rhs, h);
+                if !self.y_new.iter().all(|v| v.is_finite()) {
+                    return Err(StepFailure::NonFinite { time: self.t + h });
+                }
+                let landing = h >= remaining;
+                self.accept(h);
+                if landing {
+                    self.t = t_limit;
+                }
+                Ok(())
+            }
+            StepControl::Adaptive {
+                rtol,
+                atol,
+                max_step,
+                initial_step,
+            } => {
+                if self.h_next <= 0.0 {
+                    self.h_next = match initial_step {
+                        Some(h) => h,
+                        None => self.initial_step(rhs, rtol, atol, remaining),
+                    };
+                }
+                let controlled = rhs.controlled_dim().min(self.dim);
+                let mut rejected_last = false;
+                loop {
+                    let proposal = self.h_next.min(max_step);
+                    let landing = proposal >= remaining;
+                    let h = if landing { remaining } else { proposal };
+                    if h < min_step && !landing {
+                        return Err(StepFailure::Underflow {
+                            time: self.t,
+                            step: h,
+                            min_step,
+                        });
+                    }
+                    self.attempt(rhs, h);
+                    let err = self.error_norm(h, rtol, atol, controlled);
+                    let finite = err.is_finite() && self.y_new.iter().all(|v| v.is_finite());
+                    if finite && err <= 1.0 {
+                        let mut factor = if err == 0.0 {
+                            MAX_FACTOR
+                        } else {
+                            step_factor(err, self.tableau.order, MAX_FACTOR)
+                        };
+                        if rejected_last {
+                            factor = factor.min(1.0);
+                        }
+                        // A step shortened to land on the limit says little
+                        // about the step size the solution allows.
+                        if !landing {
+                            self.h_next = h * factor;
+                        } else {
+                            self.h_next = self.h_next.max(h * factor);
+                        }
+                        self.accept(h);
+                        if landing {
+                            self.t = t_limit;
+                        }
+                        return Ok(());
+                    }
+                    self.counters.rejected_steps += 1;
+                    rejected_last = true;
+                    self.h_next = if finite {
+                        h * step_factor(err, self.tableau.order, 1.0)
+                    } else {
+                        h * MIN_FACTOR
+                    };
+                    if self.h_next < min_step {
+                        if !finite {
+                            return Err(StepFailure::NonFinite { time: self.t });
+                        }
+                        return Err(StepFailure::Underflow {
+                            time: self.t,
+                            step: self.h_next,
+                            min_step,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn truncate(&mut self, rhs: &mut dyn OdeRhs, t_new: f64) -> Result<(), StepFailure> {
+        std::mem::swap(&mut self.y_prev, &mut self.y);
+        self.t = self.t_prev;
+        let h = t_new - self.t;
+        self.attempt(rhs, h);
+        if !self.y_new.iter().all(|v| v.is_finite()) {
+            return Err(StepFailure::NonFinite { time: t_new });
+        }
+        self.accept(h);
+        self.t = t_new;
+        Ok(())
+    }
+
+    fn time(&self) -> f64 {
+        self.t
+    }
+
+    fn state(&self) -> &[f64] {
+        &self.y
+    }
+
+    fn step_size(&self) -> f64 {
+        self.h_taken
+    }
+
+    fn previous_time(&self) -> f64 {
+        self.t_prev
+    }
+
+    fn previous_state(&self) -> &[f64] {
+        &self.y_prev
+    }
+
+    fn interpolate(&mut self, rhs: &mut dyn OdeRhs, t: f64, out: &mut [f64]) {
+        self.dense_output(rhs, t, out);
+    }
+
+    fn interpolate_entries(
+        &mut self,
+        rhs: &mut dyn OdeRhs,
+        t: f64,
+        entries: &[usize],
+        out: &mut [f64],
+    ) {
+        let h = self.t - self.t_prev;
+        if h == 0.0 {
+            for &i in entries {
+                out[i] = self.y[i];
+            }
+            return;
+        }
+        // A few entries: their coefficients formed on the spot, not the
+        // whole state's; but where they fill at least half of the leading
+        // entries up to the last of them (a one-state system), those are
+        // formed once for the step, as the whole state's are, since the
+        // location asks for them again and again.
+        let reach = entries.iter().max().map_or(0, |&i| i + 1);
+        self.prepare_extra_stages(rhs, reach);
+        if self.dense_ready < reach && 2 * entries.len() >= reach {
+            self.prepare_dense(reach);
+        }
+        let theta = (t - self.t_prev) / h;
+        for &i in entries {
+            out[i] = if i < self.dense_ready {
+                self.dense_at(&self.dense[DENSE_WIDTH * i..DENSE_WIDTH * (i + 1)], theta)
+            } else {
+                self.dense_at(&self.dense_coefficients(i), theta)
+            };
+        }
+    }
+    fn counters(&self) -> StepCounters {
+        self.counters
+    }
+    fn rewind(&mut self) -> bool {
+        self.t_prev = 0.0;
+        self.t = 0.0;
+        self.h_next = 0.0;
+        self.h_taken = 0.0;
+        self.dense_ready = 0;
+        self.extra_stages_ready = 0;
+        self.counters = StepCounters::default();
+        true
+    }
+
+    fn step_rates(&self) -> Option<(&[f64], &[f64])> {
+        // After a step, the first stage block holds the rate at its start
+        // and the end-rate block the rate at its end (first-same-as-last).
+        let (n, s) = (self.dim, self.stages());
+        (self.t != self.t_prev).then(|| (&self.k[..n], &self.k[s * n..(s + 1) * n]))
+    }
+
+    fn tableau(&self) -> Option<&'static ButcherTableau> {
+        Some(self.tableau)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    /// y' = y, y(0) = 1: exact solution e^t.
+    struct Growth;
+    impl OdeRhs for Growth {
+        fn dim(&self) -> usize {
+            1
+        }
+        fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+            dydt[0] = y[0];
+        }
+    }
+
+    fn integrate(stepper: &mut dyn Stepper, t_end: f64) -> f64 {
+        stepper.start(&mut Growth, 0.0, &[1.0]).unwrap();
+        while stepper.time() < t_end {
+            stepper.step(&mut Growth, t_end).unwrap();
+        }
+        stepper.state()[0]
+    }
+
+    #[test]
+    fn rk4_converges_at_fourth_order() {
+        let errors: Vec<f64> = [0.1, 0.05, 0.025]
+            .iter()
+            .map(|&dt| (integrate(&mut RkStepper::rk4(dt), 1.0) - 1f64.exp()).abs())
+            .collect();
+        for pair in errors.windows(2) {
+            let order = (pair[0] / pair[1]).log2();
+            assert!((3.8..4.2).contains(&order), "order {order}");
+        }
+    }
+
+    #[rstest]
+    fn adaptive_methods_meet_their_tolerance(
+        #[values(1e-6, 1e-10)] tol: f64,
+        #[values(RkStepper::dopri5, RkStepper::dop853)] method: fn(f64, f64) -> RkStepper,
+    ) {
+        // Reference: e^1.
+        let err = (integrate(&mut method(tol, tol), 1.0) - 1f64.exp()).abs();
+        assert!(err < 20.0 * tol * 1f64.exp(), "error {err}");
+    }
+
+    /// y'' = -y from (1, 0) over ten periods: (cos t, -sin t).
+    struct Oscillator;
+    impl OdeRhs for Oscillator {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+            dydt[0] = y[1];
+            dydt[1] = -y[0];
+        }
+    }
+
+    #[test]
+    fn dop853_takes_fewer_longer_steps_at_tight_tolerances() {
+        // Reference: cos and sin at t = 20 pi. DOP853's purpose: at
+        // 1e-11 it needs fewer rate evaluations than DOPRI5 for the same
+        // accuracy, and its work grows as tol^(-1/8), not tol^(-1/5).
+        let t_end = 20.0 * std::f64::consts::PI;
+        let run = |mut stepper: RkStepper, tol: f64| {
+            stepper.start(&mut Oscillator, 0.0, &[1.0, 0.0]).unwrap();
+            while stepper.time() < t_end {
+                stepper.step(&mut Oscillator, t_end).unwrap();
+            }
+            let y = stepper.state();
+            let err = (y[0] - t_end.cos()).abs().max((y[1] + t_end.sin()).abs());
+            assert!(err < 100.0 * tol * t_end, "tolerance {tol}: error {err}");
+            stepper.counters().rhs_evaluations as f64
+        };
+        let (dop853, dopri5) = (
+            run(RkStepper::dop853(1e-11, 1e-11), 1e-11),
+            run(RkStepper::dopri5(1e-11, 1e-11), 1e-11),
+        );
+        assert!(dop853 < 0.6 * dopri5, "{dop853} vs {dopri5} evaluations");
+        let growth = dop853 / run(RkStepper::dop853(1e-7, 1e-7), 1e-7);
+        // 10^(4/8) = 3.2 for an eighth-order method; 10^(4/5) = 6.3 for a
+        // fifth-order one.
+        assert!((2.2..4.5).contains(&growth), "work ratio {growth}");
+    }
+
+    #[rstest]
+    #[case(RkStepper::rk4(0.01), 1e-9)]
+    #[case(RkStepper::dopri5(1e-12, 1e-12), 1e-11)]
+    #[case(RkStepper::dop853(1e-12, 1e-12), 1e-11)]
+    fn dense_output_follows_the_solution(#[case] mut stepper: RkStepper, #[case] tol: f64) {
+        stepper.start(&mut Growth, 0.0, &[1.0]).unwrap();
+        stepper.step(&mut Growth, 1.0).unwrap();
+        let (a, b) = (stepper.previous_time(), stepper.time());
+        let mut out = [0.0];
+        for frac in [0.1, 0.37, 0.5, 0.9] {
+            let t = a + frac * (b - a);
+            stepper.dense_output(&mut Growth, t, &mut out);
+            assert!((out[0] - t.exp()).abs() < tol * t.exp(), "t={t}");
+        }
+    }
+
+    /// `x' = -x` with its sensitivity to `x0` carried after it,
+    /// `s' = -s`; says its leading component is closed when `closed` is set,
+    /// and counts which evaluation the stepper asked for.
+    struct DecayWithSensitivity {
+        closed: bool,
+        full_evals: usize,
+        closed_evals: usize,
+    }
+    impl DecayWithSensitivity {
+        fn new(closed: bool) -> Self {
+            Self {
+                closed,
+                full_evals: 0,
+                closed_evals: 0,
+            }
+        }
+    }
+    impl OdeRhs for DecayWithSensitivity {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn closed_dim(&self) -> usize {
+            if self.closed {
+                1
+            } else {
+                2
+            }
+        }
+        fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+            self.full_evals += 1;
+            dydt[0] = -y[0];
+            dydt[1] = -y[1];
+        }
+        fn eval_closed(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+            assert_eq!((y.len(), dydt.len()), (1, 1), "only the closed block");
+            self.closed_evals += 1;
+            dydt[0] = -y[0];
+        }
+    }
+
+    #[test]
+    fn interpolating_the_closed_block_evaluates_only_it() {
+        // Reference: the same step through a right-hand side without a
+        // closed block, whose extra stages cover both components; the
+        // state's dense output must be the same to the bit, and the
+        // sensitivity's too once it is asked for.
+        let run = |rhs: &mut DecayWithSensitivity| {
+            let mut stepper = RkStepper::dop853(1e-10, 1e-10);
+            stepper.start(rhs, 0.0, &[1.0, 1.0]).unwrap();
+            stepper.step(rhs, 1.0).unwrap();
+            let t = stepper.previous_time() + 0.37 * stepper.step_size();
+            let evals_before = rhs.full_evals;
+            let mut state = [0.0];
+            stepper.interpolate(rhs, t, &mut state);
+            let state_evals = rhs.full_evals - evals_before;
+            let mut both = [0.0; 2];
+            stepper.interpolate(rhs, t, &mut both);
+            (state[0], both, state_evals)
+        };
+        let mut closed = DecayWithSensitivity::new(true);
+        let mut whole = DecayWithSensitivity::new(false);
+        let (state, both, full_evals_for_state) = run(&mut closed);
+        let (state_ref, both_ref, _) = run(&mut whole);
+        assert_eq!(state.to_bits(), state_ref.to_bits());
+        assert_eq!(both.map(f64::to_bits), both_ref.map(f64::to_bits));
+        assert_eq!(both[0].to_bits(), state.to_bits());
+        assert_eq!(full_evals_for_state, 0);
+        assert_eq!(closed.closed_evals, 3, "DOP853's three extra stages");
+        assert_eq!(whole.closed_evals, 0);
+    }
+
+    #[rstest]
+    #[case::dopri5(&DOPRI5, 5.0, 0.1)]
+    #[case::dop853(&DOP853, 8.0, 0.4)]
+    fn dense_output_error_shrinks_at_its_order(
+        #[case] method: &'static ButcherTableau,
+        #[case] local_order: f64,
+        #[case] dt: f64,
+    ) {
+        // Reference: e^t inside one fixed step of y' = y from 1. The
+        // continuous extension of order q errs by O(h^(q+1)) inside a step
+        // (DOPRI5's is of order 4, DOP853's of order 7): halving the step
+        // divides the error by about 2^(q+1).
+        let error = |dt: f64| {
+            let mut stepper = RkStepper::new(method, StepControl::Fixed { dt }).unwrap();
+            stepper.start(&mut Growth, 0.0, &[1.0]).unwrap();
+            stepper.step(&mut Growth, 1.0).unwrap();
+            let t = 0.37 * dt;
+            let mut out = [0.0];
+            stepper.dense_output(&mut Growth, t, &mut out);
+            (out[0] - t.exp()).abs()
+        };
+        let order = (error(dt) / error(dt / 2.0)).log2();
+        assert!(
+            (local_order - 0.4..local_order + 0.4).contains(&order),
+            "{}: order {order}",
+            method.name
+        );
+    }
+
+    #[test]
+    fn truncate_replaces_the_last_step() {
+        let mut s = RkStepper::dopri5(1e-12, 1e-12);
+        s.start(&mut Growth, 0.0, &[1.0]).unwrap();
+        s.step(&mut Growth, 1.0).unwrap();
+        let mid = 0.5 * s.time();
+        s.truncate(&mut Growth, mid).unwrap();
+        assert_eq!(s.time(), mid);
+        assert!((s.state()[0] - mid.exp()).abs() < 1e-12);
+    }
+
+    /// The explicit midpoint method, second order, built by hand as a user
+    /// would: no error estimate, Hermite dense output.
+    static MIDPOINT: ButcherTableau = ButcherTableau {
+        name: "midpoint",
+        a: &[&[], &[0.5]],
+        b: &[0.0, 1.0],
+        c: &[0.0, 0.5],
+        order: 2,
+        error: None,
+        dense: DenseOutput::Hermite,
+    };
+
+    #[test]
+    fn a_hand_built_method_runs_at_its_order_with_fixed_steps() {
+        // Reference: e^1, and the method's second order (error ratio 4 when
+        // the step halves).
+        let run = |dt: f64| {
+            let mut stepper = RkStepper::new(&MIDPOINT, StepControl::Fixed { dt }).unwrap();
+            (integrate(&mut stepper, 1.0) - 1f64.exp()).abs()
+        };
+        let order = (run(0.01) / run(0.005)).log2();
+        assert!((1.9..2.1).contains(&order), "order {order}");
+    }
+
+    /// Bogacki-Shampine 3(2), built by hand with its error weights
+    /// `b - b_hat` over the three stages and the end rate.
+    static BOGACKI_SHAMPINE: ButcherTableau = ButcherTableau {
+        name: "bs3",
+        a: &[&[], &[0.5], &[0.0, 0.75]],
+        b: &[2.0 / 9.0, 1.0 / 3.0, 4.0 / 9.0],
+        c: &[0.0, 0.5, 0.75],
+        order: 3,
+        error: Some(ErrorEstimate::Embedded(&[
+            2.0 / 9.0 - 7.0 / 24.0,
+            1.0 / 3.0 - 1.0 / 4.0,
+            4.0 / 9.0 - 1.0 / 3.0,
+            -1.0 / 8.0,
+        ])),
+        dense: DenseOutput::Hermite,
+    };
+
+    #[test]
+    fn a_hand_built_adaptive_method_meets_its_tolerance_at_its_order() {
+        // Reference: e^1, and the third order: a thousandth of the
+        // tolerance takes about 1000^(1/3) = 10 times the work. (Both hold
+        // with the controller's exponent of a fifth-order pair too, which
+        // every adaptive method had before; the exponent is now -1/order,
+        // the same number for DOPRI5, and this checks it breaks nothing.)
+        let run = |tol: f64| {
+            let control = StepControl::Adaptive {
+                rtol: tol,
+                atol: tol,
+                max_step: f64::INFINITY,
+                initial_step: None,
+            };
+            let mut stepper = RkStepper::new(&BOGACKI_SHAMPINE, control).unwrap();
+            let error = (integrate(&mut stepper, 1.0) - 1f64.exp()).abs();
+            assert!(
+                error < 20.0 * tol * 1f64.exp(),
+                "tolerance {tol}: error {error}"
+            );
+            stepper.counters().rhs_evaluations
+        };
+        let ratio = run(1e-10) as f64 / run(1e-7) as f64;
+        assert!((7.0..14.0).contains(&ratio), "work ratio {ratio}");
+    }
+
+    #[test]
+    fn adaptive_control_of_a_method_without_error_weights_is_refused() {
+        let control = StepControl::Adaptive {
+            rtol: 1e-8,
+            atol: 1e-8,
+            max_step: f64::INFINITY,
+            initial_step: None,
+        };
+        let err = RkStepper::new(&MIDPOINT, control).unwrap_err();
+        assert!(err.to_string().contains("no error estimate"), "{err}");
+    }
+}
