@@ -29,7 +29,7 @@
 //! [`ia_core::Autodiff`] of a generic implementation.
 
 use crate::rules::{ParamRule, Rule, FLOOR_RESTITUTION, GRAVITY};
-use crate::Table;
+use crate::table::Table;
 use ia_core::{
     Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, Reset, ResetPartials, ToMode,
 };

@@ -33,7 +33,7 @@
 //! Partials by [`ia_core::Autodiff`].
 
 use crate::rules::{ParamRule, Rule, GRAVITY, RESTITUTION};
-use crate::Table;
+use crate::table::Table;
 use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
 const TABLE: Table = Table {

@@ -28,7 +28,7 @@
 //! Partials by [`ia_core::Autodiff`].
 
 use crate::rules::{ParamRule, Rule, RESET_BELOW_THRESHOLD};
-use crate::Table;
+use crate::table::Table;
 use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
 const TABLE: Table = Table {

@@ -58,7 +58,7 @@
 //! ```
 
 use crate::rules::{ParamRule, Relation, Rule, RESET_BELOW_THRESHOLD};
-use crate::{ModelSpec, Quantity, TransitionSpec};
+use crate::spec::{ModelSpec, Quantity, TransitionSpec};
 use ia_core::{
     Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, HybridError, HybridSystem,
     Reset, ResetPartials, Support, Tangent, ToMode,
@@ -201,7 +201,7 @@ fn default_connections(size: usize) -> Vec<(usize, usize)> {
     out
 }
 
-impl crate::Model for LifNetwork {
+impl crate::model::Model for LifNetwork {
     fn name(&self) -> &'static str {
         "lif-network"
     }
@@ -292,7 +292,7 @@ impl crate::Model for LifNetwork {
                 },
             );
         }
-        crate::finish(builder, "lif-network")
+        crate::table::finish(builder, "lif-network")
     }
 }
 

@@ -45,7 +45,7 @@
 //! ```
 
 use crate::rules::{ParamRule, Rule};
-use crate::{ModelSpec, Quantity, TransitionSpec};
+use crate::spec::{ModelSpec, Quantity, TransitionSpec};
 use ia_core::{
     Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridError, HybridSystem, ResetFn, Scalar,
     Support, ToMode,
@@ -97,7 +97,7 @@ impl ParticleChain {
     }
 }
 
-impl crate::Model for ParticleChain {
+impl crate::model::Model for ParticleChain {
     fn name(&self) -> &'static str {
         "particle-chain"
     }
@@ -207,7 +207,7 @@ impl crate::Model for ParticleChain {
             Autodiff(WallGap { n, right: true }),
             Autodiff(WallBounce { n, ball: n - 1 }),
         );
-        crate::finish(builder, "particle-chain")
+        crate::table::finish(builder, "particle-chain")
     }
 }
 

@@ -37,7 +37,7 @@
 //! Partials by [`ia_core::Autodiff`].
 
 use crate::rules::{ParamRule, Rule, GRAVITY};
-use crate::Table;
+use crate::table::Table;
 use ia_core::{Autodiff, Direction, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 
 /// Default spoke half-angle, `pi / 8`.

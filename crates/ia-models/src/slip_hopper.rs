@@ -69,7 +69,7 @@
 //! Partials by [`ia_core::Autodiff`].
 
 use crate::rules::{ParamRule, Rule, GRAVITY};
-use crate::Table;
+use crate::table::Table;
 use ia_core::{
     short_num, Autodiff, Direction, FlowFn, FromMode, GuardFn, Identity, ResetFn, Scalar, ToMode,
 };

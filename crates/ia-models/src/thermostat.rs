@@ -35,7 +35,7 @@
 //! more), the guards' by [`ia_core::Autodiff`].
 
 use crate::rules::{ParamRule, Relation, Rule};
-use crate::Table;
+use crate::table::Table;
 use ia_core::{
     Autodiff, Direction, Flow, FlowPartials, FromMode, GuardFn, Identity, Scalar, Tangent, ToMode,
 };
