@@ -18,9 +18,20 @@ LIF = ia.Model.ready("lif")
 # A model written as equations whose flow reads a name that does not exist.
 BAD_EQUATIONS = {"states": {"y": 1.0}, "params": {}, "modes": {"f": {"flow": {"y": "z"}}}, "transitions": []}
 
+# A model written as equations whose rate is not finite at the start.
+DIVIDE_BY_STATE = {"states": {"x": 0.0}, "params": {"k": 2.0}, "modes": {"m": {"flow": {"x": "-k / x"}}}}
+
 # (exception class, the Python call, the same scenario for the command line
 # and its subcommand)
 SAME_AS_CLI = [
+    (
+        # The message names the expression behind the value in both fronts
+        # (the model's hint; Python runs of equations had none before).
+        ia.NonFiniteError,
+        lambda: ia.Model.from_equations(DIVIDE_BY_STATE).simulate(t_end=1.0),
+        {"model": DIVIDE_BY_STATE, "t_end": 1.0},
+        ["simulate"],
+    ),
     (
         ia.InvalidScenarioError,
         lambda: BALL1D.simulate(t_end=1, solver={"method": "rk4", "dtt": 1e-3}),
