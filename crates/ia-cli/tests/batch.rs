@@ -3,31 +3,13 @@
 //! `gradient ... --compact` on the same scenario): the batch line must be
 //! the same text, and a failed line's kind the single command's kind.
 
+mod common;
+
+use common::{run_stdin, run_stdin_bytes};
+
 use rstest::rstest;
 use serde_json::Value;
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_impact-adjoint");
-
-fn run_stdin(args: &[&str], stdin: &str) -> Output {
-    run_stdin_bytes(args, stdin.as_bytes())
-}
-
-fn run_stdin_bytes(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {BIN}: {e}"));
-    // A run refused before it reads its input (a bad `--jobs`) may exit
-    // while this is written: the broken pipe is then no failure of the
-    // test, whose output and status are what it checks.
-    let _ = child.stdin.take().expect("stdin is piped").write_all(stdin);
-    child.wait_with_output().expect("wait")
-}
+use std::process::Output;
 
 fn stdout(out: &Output) -> String {
     assert_eq!(

@@ -4,29 +4,12 @@
 //! form (crates/ia-equations/tests/data/ball1d.json) must give the same
 //! trajectory, Jacobians and loss gradient.
 
+mod common;
+
+use common::run_stdin;
+
 use rstest::rstest;
 use serde_json::{json, Value};
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_impact-adjoint");
-
-fn run_stdin(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run the binary");
-    child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    child.wait_with_output().expect("wait")
-}
 
 fn ball1d_equations() -> Value {
     let path = concat!(
