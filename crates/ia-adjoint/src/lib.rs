@@ -113,7 +113,7 @@ pub use gradient::{gradient, gradient_in, gradient_with};
 #[cfg(any(test, feature = "testing"))]
 pub use jacobian::jacobian_without_saltation;
 pub use jacobian::{jacobian, jacobian_in, jacobian_wrt, jacobian_wrt_in};
-pub use loss::{FinalComponent, Loss, LossSeeds, LossTerms, Term};
+pub use loss::{FinalComponent, Loss, LossSeeds, LossTerms, Term, TERM_FORMS};
 pub use results::{Gradient, Method, Sensitivities};
 pub use saltation::{event_saltations, Saltation, SaltationWorkspace};
 pub use tape::{AdjointOptions, AUTOMATIC_CHECKPOINT_FLOATS};

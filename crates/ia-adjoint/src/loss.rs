@@ -5,7 +5,10 @@
 //!
 //! * `final.<state>`: the state entry at the end of the run;
 //! * `observation.<index>.<state>`: the state entry at observation `index`;
-//! * `event.<index>.time`: the time of event `index`.
+//! * `event.<index>.time`: the time of event `index`;
+//! * `first.<transition>.time`: the time transition `<transition>` first
+//!   fires (a spiking neuron's first spike, a ball's first impact on one
+//!   wall).
 //!
 //! Indices count from 0; a negative index counts from the end (`-1` is the
 //! last). A term contributes `weight * value`, or `weight * (value - target)^2`
@@ -32,8 +35,11 @@
 //! assert_eq!(err.kind(), "unknown_name");
 //! ```
 
-use ia_core::{name_index, HybridError, HybridSystem, Trajectory};
+use ia_core::{name_index, FirstFiring, HybridError, HybridSystem, Trajectory};
 use serde::{Deserialize, Serialize};
+
+/// The forms a [`Term`]'s `of` takes, as messages list them.
+pub const TERM_FORMS: &str = "final.<state>, observation.<index>.<state>, event.<index>.time (index from 0, negative from the end) or first.<transition>.time";
 
 /// A scalar loss of a run: returns its value and writes its partial
 /// derivatives with respect to what it reads into `seeds` (which arrive
@@ -167,8 +173,8 @@ pub(crate) fn check_seeds(seeds: &LossSeeds, trajectory: &Trajectory) -> Result<
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Term {
-    /// What the term reads: `final.<state>`, `observation.<index>.<state>`
-    /// or `event.<index>.time`.
+    /// What the term reads: `final.<state>`, `observation.<index>.<state>`,
+    /// `event.<index>.time` or `first.<transition>.time`.
     pub of: String,
     /// The weight `w`.
     pub weight: f64,
@@ -200,6 +206,7 @@ enum Read {
     Final { state: usize },
     Observation { index: i64, state: usize },
     EventTime { index: i64 },
+    FirstFiring { transition: usize },
 }
 
 /// A loss that sums [`Term`]s: implements [`Loss`], so [`crate::gradient`]
@@ -236,13 +243,21 @@ impl LossTerms {
     pub fn new(terms: Vec<Term>, system: &HybridSystem) -> Result<Self, HybridError> {
         let states = system.state_names();
         let state = |k: usize, name: &str| name_index(&format!("loss[{k}].of state"), states, name);
+        let transitions: Vec<String> = system
+            .transitions()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        let transition = |k: usize, name: &str| {
+            name_index(&format!("loss[{k}].of transition"), &transitions, name)
+        };
         let mut reads = Vec::with_capacity(terms.len());
         for (k, term) in terms.iter().enumerate() {
             let form = || {
                 HybridError::invalid(
                     format!("loss[{k}].of"),
                     format!("'{}'", term.of),
-                    "must be final.<state>, observation.<index>.<state> or event.<index>.time (index from 0, negative from the end)",
+                    format!("must be {TERM_FORMS}"),
                 )
             };
             let parts: Vec<&str> = term.of.split('.').collect();
@@ -256,6 +271,9 @@ impl LossTerms {
                     state: state(k, s)?,
                 },
                 ["event", i, "time"] => Read::EventTime { index: index(i)? },
+                ["first", name, "time"] => Read::FirstFiring {
+                    transition: transition(k, name)?,
+                },
                 _ => return Err(form()),
             };
             if !term.weight.is_finite() {
@@ -304,6 +322,23 @@ impl Loss for LossTerms {
         for (k, (term, read)) in self.terms.iter().zip(&self.reads).enumerate() {
             let (index, len, what, fix) = match *read {
                 Read::Final { .. } => continue,
+                Read::FirstFiring { transition } => {
+                    let why = match trajectory.first_firing(transition) {
+                        FirstFiring::At(_) => continue,
+                        FirstFiring::Never => {
+                            "the transition does not fire in the run, so it has no first time; read it from a run in which it fires (a longer t_end, other parameters)".to_string()
+                        }
+                        FirstFiring::NotRecorded => format!(
+                            "the transition does not fire among the last {} events recorded, and the run's earlier events were not kept; record them (\"record\": {{\"events\": \"all\"}})",
+                            trajectory.events.len()
+                        ),
+                    };
+                    return Err(HybridError::invalid(
+                        format!("loss[{k}].of"),
+                        format!("'{}'", term.of),
+                        why,
+                    ));
+                }
                 Read::EventTime { index }
                     if resolve(index, trajectory.stats.events).is_some()
                         && resolve_event(index, trajectory).is_none() =>
@@ -374,6 +409,13 @@ impl Loss for LossTerms {
                         seeds.event_times.get_mut(i),
                     ),
                     None => (None, None),
+                },
+                Read::FirstFiring { transition } => match trajectory.first_firing(transition) {
+                    FirstFiring::At(i) => (
+                        Some(trajectory.events[i].time),
+                        seeds.event_times.get_mut(i),
+                    ),
+                    FirstFiring::Never | FirstFiring::NotRecorded => (None, None),
                 },
             };
             let Some(value) = value else {

@@ -136,7 +136,8 @@
 //!
 //! * `of` (required) is `final.<state>` (the state entry at `t_end`),
 //!   `observation.<index>.<state>` (the entry at observation `index` of
-//!   `observe`) or `event.<index>.time` (the time of event `index`).
+//!   `observe`), `event.<index>.time` (the time of event `index`) or
+//!   `first.<transition>.time` (the time the named transition first fires).
 //!   Indices count from 0; a negative index counts from the end (`-1` is the
 //!   last).
 //! * `weight` (required) is a finite number `w`; `target` (optional) a finite

@@ -68,7 +68,7 @@ mod traits;
 pub use autodiff::{Autodiff, FlowFn, GuardFn, ResetFn, Scalar};
 pub use error::{short_num, HybridError};
 pub use names::{name_index, Wrt};
-pub use record::{EventRecord, Observation, Segment, SolverStats, Trajectory};
+pub use record::{EventRecord, FirstFiring, Observation, Segment, SolverStats, Trajectory};
 pub use system::{FromMode, HybridSystem, HybridSystemBuilder, Mode, ToMode, Transition};
 pub use traits::{
     Direction, Flow, FlowPartials, Guard, GuardPartials, Identity, Reset, ResetPartials, Support,

@@ -137,4 +137,28 @@ impl Trajectory {
     pub fn first_recorded_event(&self) -> usize {
         self.stats.events - self.events.len()
     }
+
+    /// Where in [`Trajectory::events`] transition `transition` first fired:
+    /// [`FirstFiring::At`] that position, [`FirstFiring::Never`] when it did
+    /// not fire in the run, or [`FirstFiring::NotRecorded`] when it does not
+    /// fire among the recorded events and earlier events were not kept.
+    pub fn first_firing(&self, transition: usize) -> FirstFiring {
+        match self.events.iter().position(|e| e.transition == transition) {
+            Some(k) if self.first_recorded_event() == 0 => FirstFiring::At(k),
+            None if self.first_recorded_event() == 0 => FirstFiring::Never,
+            _ => FirstFiring::NotRecorded,
+        }
+    }
+}
+
+/// The answer of [`Trajectory::first_firing`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FirstFiring {
+    /// The transition first fired at this position of [`Trajectory::events`].
+    At(usize),
+    /// The transition did not fire in the run.
+    Never,
+    /// The record does not hold the run's first events, so which of them
+    /// was the transition's first firing is unknown.
+    NotRecorded,
 }

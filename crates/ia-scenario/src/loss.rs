@@ -29,7 +29,8 @@ pub fn read_loss(value: &Value) -> Result<Vec<Term>, ScenarioError> {
             Some(Value::String(s)) => s.clone(),
             Some(other) => {
                 return Err(invalid(format!(
-                    "'{context}.of' must be a string (final.<state>, observation.<index>.<state> or event.<index>.time), got {}",
+                    "'{context}.of' must be a string ({}), got {}",
+                    ia_adjoint::TERM_FORMS,
                     type_name(other)
                 )))
             }

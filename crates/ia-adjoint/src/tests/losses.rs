@@ -6,6 +6,7 @@ use crate::gradient::gradient;
 use crate::jacobian::jacobian;
 use crate::loss::*;
 use crate::results::Method;
+use ia_events::{Problem, SolverChoice};
 
 fn terms(list: Vec<Term>) -> LossTerms {
     LossTerms::new(list, &ball()).unwrap()
@@ -126,4 +127,73 @@ fn terms_round_trip_through_serde() {
     assert_eq!(list[1], Term::new("event.-1.time", 0.5).with_target(0.25));
     let loss = LossTerms::new(list, &ball()).unwrap();
     assert_eq!(serde_json::to_string(&loss).unwrap(), json);
+}
+
+#[test]
+fn a_first_firing_term_reads_the_transitions_first_event() {
+    let system = ball();
+    let run = problem(&system);
+    let first = gradient(&run, &terms(vec![Term::new("first.bounce.time", 1.0)])).unwrap();
+    let indexed = gradient(&run, &terms(vec![Term::new("event.0.time", 1.0)])).unwrap();
+    // The closed form t1 = sqrt(2 H0 / G), dt1/dh0 = 1 / (g t1); the first
+    // bounce is event 0, so both terms read the same number.
+    let t1 = crate::fixtures::t1();
+    assert!((first.value - t1).abs() < 1e-9, "{}", first.value);
+    assert!((first.derivative("initial.h").unwrap() - 1.0 / (G * t1)).abs() < 1e-9);
+    assert_eq!(first.concatenated(), indexed.concatenated());
+}
+
+#[test]
+fn a_first_firing_term_of_a_later_transition_skips_the_earlier_events() {
+    // Over three bounces the first bounce is still event 0: the term reads
+    // t1 (closed form), not the last event as `event.-1.time` does.
+    let system = ball();
+    let run = Problem::new(&system, vec![H0, 0.0], vec![G, E], 3.0)
+        .with_solver(SolverChoice::dopri5(1e-12));
+    let first = gradient(&run, &terms(vec![Term::new("first.bounce.time", 1.0)])).unwrap();
+    let last = gradient(&run, &terms(vec![Term::new("event.-1.time", 1.0)])).unwrap();
+    let t1 = crate::fixtures::t1();
+    assert!((first.value - t1).abs() < 1e-9, "{}", first.value);
+    assert!(
+        last.value > first.value + 0.5,
+        "{} {}",
+        last.value,
+        first.value
+    );
+}
+
+#[test]
+fn a_transition_that_does_not_fire_has_no_first_time() {
+    let system = ball();
+    let short = Problem::new(&system, vec![H0, 0.0], vec![G, E], 0.1)
+        .with_solver(SolverChoice::dopri5(1e-12));
+    let loss = terms(vec![Term::new("first.bounce.time", 1.0)]);
+    let err = gradient(&short, &loss).unwrap_err();
+    assert_eq!(err.kind(), "invalid_option", "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("loss[0].of") && text.contains("does not fire"),
+        "{text}"
+    );
+
+    let err = LossTerms::new(vec![Term::new("first.roll.time", 1.0)], &system).unwrap_err();
+    assert_eq!(err.kind(), "unknown_name");
+    assert!(err.to_string().contains("bounce"), "{err}");
+}
+
+#[test]
+fn a_first_firing_the_record_dropped_is_an_error() {
+    // Three bounces, only the last one kept: the first bounce is not in
+    // the record, so its time cannot be read.
+    let system = ball();
+    let run = Problem::new(&system, vec![H0, 0.0], vec![G, E], 3.0)
+        .with_solver(SolverChoice::dopri5(1e-12))
+        .with_event_options(ia_events::EventOptions {
+            record: ia_events::EventRecording::Last(1),
+            ..Default::default()
+        });
+    let loss = terms(vec![Term::new("first.bounce.time", 1.0)]);
+    let err = gradient(&run, &loss).unwrap_err();
+    assert_eq!(err.kind(), "invalid_option", "{err}");
+    assert!(err.to_string().contains("\"events\": \"all\""), "{err}");
 }
