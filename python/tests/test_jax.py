@@ -282,23 +282,6 @@ def test_compiled_code_outliving_its_solver_raises():
         compiled(x0, params)
 
 
-def test_32_bit_jax_is_refused():
-    """Without JAX's 64-bit mode the outputs would be rounded to float32:
-    solver() refuses, saying what to do."""
-    import subprocess
-    import sys
-
-    code = (
-        "import impact_adjoint as ia, impact_adjoint.jax as iajax\n"
-        "try:\n"
-        "    iajax.solver(ia.Model.ready('ball1d'), 1.0, max_events=2)\n"
-        "except ia.InvalidOptionError as e:\n"
-        "    print(e)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert 'jax.config.update("jax_enable_x64", True)' in out.stdout, out.stdout + out.stderr
-
-
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
 def test_batches_run_in_a_forked_child():
     """The batch pool is made once per process: a child forked after the

@@ -477,6 +477,24 @@ impl JaxSolver {
         self.id
     }
 
+    /// The position of `name` among the model's states (`kind` "state") or
+    /// parameters (`kind` "parameter"): how a dict by name becomes the
+    /// model's order. An unknown name is the library's `unknown_name`
+    /// error, listing the valid ones.
+    fn position(&self, kind: &str, name: &str) -> PyResult<usize> {
+        let system = &self.core.scenario.system;
+        let names = match kind {
+            "state" => system.state_names(),
+            "parameter" => system.param_names(),
+            other => {
+                return Err(invalid(format!(
+                    "unknown kind of name '{other}' (valid: state, parameter)"
+                )))
+            }
+        };
+        ia_core::name_index(kind, names, name).map_err(library)
+    }
+
     /// `(n, n_params, K, n_obs)`: the sizes of the inputs and outputs.
     #[getter]
     fn sizes(&self) -> (usize, usize, usize, usize) {
