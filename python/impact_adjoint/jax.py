@@ -14,20 +14,25 @@ JAX arrays:
 takes the model's default); a gradient has the structure of its input (a
 dict of the names given, for a dict).
 
-``f`` is a ``jax.custom_vjp``: its backward pass is one adjoint pass of the
-library (the gradient of ``L = g_x . x(T) + sum_k g_t[k] t_k + sum_i g_y[i] .
-x(t_i)`` for the cotangents ``g``), exact through every event (the saltation
-term included). It runs under ``jax.jit``, ``jax.grad``,
-``jax.value_and_grad``, ``jax.vjp``, ``jax.jacrev`` and ``jax.vmap`` (a batch
-goes to the library in one call, its runs spread over the cores). Under a
-transformation the forward run and the backward pass are XLA custom calls
-(``jax.ffi.ffi_call``) of handlers in the extension module, registered for
-the CPU when this module is imported: jitted code calls the library from
-XLA's thread, without Python. The handlers speak the XLA FFI C API 0.3
-(that of jax 0.10): a jaxlib that does not support it refuses them when
-this module is imported (an ``ImportError`` naming both versions), and a
-call frame of another layout is an error naming the struct, never a
-misread.
+``f`` is a ``jax.custom_jvp`` whose tangent map is a primitive of this
+module: linear in the tangents, computed by the library's forward
+sensitivities (``jax.jvp``, ``jax.jacfwd``, ``jax.linearize``: every
+tangent column of one point in one forward pass), its transpose one
+adjoint pass of the library (``jax.grad``, ``jax.value_and_grad``,
+``jax.vjp``, ``jax.jacrev``: the gradient of ``L = g_x . x(T) + sum_k
+g_t[k] t_k + sum_i g_y[i] . x(t_i)`` for the cotangents ``g``), both exact
+through every event (the saltation term included). Second order
+(``jax.hessian``, the gradient of a gradient) raises
+:class:`impact_adjoint.UnsupportedError`. It runs under ``jax.jit`` and
+``jax.vmap`` (a batch goes to the library in one call, its runs spread
+over the cores). Under a transformation the run, the tangent pass and
+the adjoint pass are XLA custom calls (``jax.ffi.ffi_call``) of handlers
+in the extension module, registered for the CPU when this module is
+imported: jitted code calls the library from XLA's thread, without
+Python. The handlers speak the XLA FFI C API 0.3 (that of jax 0.10): a
+jaxlib that does not support it refuses them when this module is
+imported (an ``ImportError`` naming both versions), and a call frame of
+another layout is an error naming the struct, never a misread.
 
 Precision: the library computes in float64 whatever the inputs' type.
 float32 inputs (JAX's default without ``jax_enable_x64``) are widened to
@@ -51,9 +56,7 @@ as long as ``f`` and its pending backward passes: jitted code called after
 ``f`` is gone (a compiled executable kept alone) raises instead of
 running.
 
-Padded event times are constants: their gradient is zero. Forward mode (``jax.jvp``,
-``jax.jacfwd``) raises :class:`impact_adjoint.UnsupportedError`: use
-``model.jacobian(method="forward")`` for forward sensitivities.
+Padded event times are constants: their derivatives are zero.
 
 Example (a ball on flat ground, three impacts before ``t_end = 2``)::
 
@@ -72,6 +75,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
 
 from ._core import JaxSolver, ffi_api_version, ffi_targets
 from ._errors import (
@@ -98,17 +103,33 @@ class Outputs(NamedTuple):
     observed: jax.Array
 
 
-_FORWARD_MODE = (
-    "forward-mode differentiation (jax.jvp, jax.jacfwd, jax.linearize) of an "
-    "impact_adjoint.jax solver is not supported: its derivative is one adjoint "
-    "pass, reverse mode (jax.grad, jax.value_and_grad, jax.vjp, jax.jacrev); "
-    "for forward sensitivities use model.jacobian(x0, params, t_end, method=\"forward\")"
+_SECOND_ORDER = (
+    "second-order differentiation (jax.hessian, the gradient of a gradient, "
+    "jax.jacfwd of jax.jacrev, ...) of an impact_adjoint.jax solver is not "
+    "supported: its first derivatives are exact in both modes (jax.grad, "
+    "jax.vjp, jax.jacrev: the adjoint; jax.jvp, jax.jacfwd, jax.linearize: "
+    "the forward sensitivities), its second derivatives are not computed"
 )
+
+
+def _not_differentiable(function):
+    """``function`` (a pass of the library giving first derivatives) as a
+    JAX function whose differentiation raises
+    :class:`impact_adjoint.UnsupportedError` instead of JAX's "cannot be
+    differentiated" or a wrong number."""
+    wrapped = jax.custom_jvp(function)
+
+    def refuse(primals, tangents):
+        raise UnsupportedError(_SECOND_ORDER)
+
+    wrapped.defjvp(refuse)
+    return wrapped
 
 
 _TARGETS = ffi_targets()
 _OUTPUTS_TARGET = _TARGETS["outputs"][0]
 _GRADIENT_TARGET = _TARGETS["gradient"][0]
+_TANGENT_TARGET = _TARGETS["tangent"][0]
 
 
 def _register():
@@ -129,6 +150,109 @@ def _register():
 
 
 _register()
+
+
+# --- The tangent-linear pass as a JAX primitive: linear in the tangents,
+# its transpose the adjoint pass, its batching one custom call whose
+# batch axes broadcast (so that jax.jacfwd, tangents mapped and the point
+# not, is one forward pass with every column). ---
+
+_tangent_p = Primitive("impact_adjoint_tangent")
+_tangent_p.multiple_results = True
+
+
+def _tangent_lead(x0, params, x0_tangent, params_tangent):
+    """The batch axes of the outputs: those of the arguments broadcast."""
+    return np.broadcast_shapes(
+        x0.shape[:-1], params.shape[:-1], x0_tangent.shape[:-1], params_tangent.shape[:-1]
+    )
+
+
+def _tangent_abstract(x0, params, x0_tangent, params_tangent, *, core, sizes, adjoint):
+    n, _, k, n_obs = sizes
+    lead = _tangent_lead(x0, params, x0_tangent, params_tangent)
+    return [
+        jax.core.ShapedArray(lead + shape, x0.dtype)
+        for shape in [(n,), (k,), (n_obs, n)]
+    ]
+
+
+def _tangent_impl(x0, params, x0_tangent, params_tangent, *, core, sizes, adjoint):
+    """One custom call: the tangents with a column axis of 1 (batch axes of
+    size 1 broadcast in the handler)."""
+    n, _, k, n_obs = sizes
+    lead = _tangent_lead(x0, params, x0_tangent, params_tangent)
+    rank = len(lead)
+    widen = lambda a: jnp.reshape(a, (1,) * (rank + 1 - a.ndim) + a.shape)
+    shapes = [
+        jax.ShapeDtypeStruct(lead + (1,) + shape, x0.dtype) for shape in [(n,), (k,), (n_obs, n)]
+    ]
+    final, times, observed = jax.ffi.ffi_call(_TANGENT_TARGET, shapes)(
+        widen(x0),
+        widen(params),
+        widen(x0_tangent)[..., None, :],
+        widen(params_tangent)[..., None, :],
+        solver=np.uint64(core.ffi_id),
+    )
+    return [final[..., 0, :], times[..., 0, :], observed[..., 0, :, :]]
+
+
+def _tangent_batch(args, dims, **params):
+    """Every mapped axis to the front, an axis of 1 for an argument not
+    mapped: the handler broadcasts them."""
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    moved = [
+        jnp.expand_dims(a, 0) if d is None else jnp.moveaxis(a, d, 0)
+        for a, d in zip(args, dims)
+    ]
+    out = _tangent_p.bind(*moved, **params)
+    return [jnp.broadcast_to(o, (size,) + o.shape[1:]) for o in out], [0, 0, 0]
+
+
+def _tangent_transpose(cotangents, x0, params, x0_tangent, params_tangent, *, core, sizes, adjoint):
+    """The adjoint pass: the cotangents of the tangents from those of the
+    outputs (one adjoint pass per batch entry), summed over the batch
+    axes a tangent was broadcast along."""
+    n, n_params, k, n_obs = sizes
+    tx_aval = x0_tangent.aval if ad.is_undefined_primal(x0_tangent) else x0_tangent
+    tp_aval = params_tangent.aval if ad.is_undefined_primal(params_tangent) else params_tangent
+    lead = np.broadcast_shapes(x0.shape[:-1], params.shape[:-1], tx_aval.shape[:-1], tp_aval.shape[:-1])
+    g_final, g_times, g_observed = (
+        jnp.zeros(lead + shape, x0.dtype) if type(ct) is ad.Zero else jnp.broadcast_to(ct, lead + shape)
+        for ct, shape in zip(cotangents, [(n,), (k,), (n_obs, n)])
+    )
+    gx, gp = adjoint(
+        jnp.broadcast_to(x0, lead + (n,)),
+        jnp.broadcast_to(params, lead + (n_params,)),
+        g_final,
+        g_times,
+        g_observed,
+    )
+
+    def reduce_to(g, shape):
+        extra = g.ndim - len(shape)
+        g = jnp.sum(g, axis=tuple(range(extra))) if extra else g
+        axes = tuple(i for i, (a, b) in enumerate(zip(g.shape, shape)) if b == 1 and a != 1)
+        return jnp.sum(g, axis=axes, keepdims=True) if axes else g
+
+    return [
+        None,
+        None,
+        reduce_to(gx, tx_aval.shape) if ad.is_undefined_primal(x0_tangent) else None,
+        reduce_to(gp, tp_aval.shape) if ad.is_undefined_primal(params_tangent) else None,
+    ]
+
+
+def _tangent_jvp(primals, tangents, **params):
+    raise UnsupportedError(_SECOND_ORDER)
+
+
+_tangent_p.def_impl(_tangent_impl)
+_tangent_p.def_abstract_eval(_tangent_abstract)
+mlir.register_lowering(_tangent_p, mlir.lower_fun(_tangent_impl, multiple_results=True))
+batching.primitive_batchers[_tangent_p] = _tangent_batch
+ad.primitive_transposes[_tangent_p] = _tangent_transpose
+ad.primitive_jvps[_tangent_p] = _tangent_jvp
 
 
 # The solvers made inside a traced function whose calls were staged into
@@ -216,7 +340,8 @@ def _function(model, t_end, core, made_inside):
     calls = {}
 
     def custom_calls(float_type):
-        """The two custom calls for results of ``float_type``."""
+        """The two custom calls for results of ``float_type``: the run and
+        the adjoint pass (the tangent-linear pass is ``_tangent_p``)."""
         if float_type not in calls:
             count_type = jax.dtypes.canonicalize_dtype(jnp.int64)
             shapes = Outputs(
@@ -253,25 +378,33 @@ def _function(model, t_end, core, made_inside):
             jnp.asarray(observed[0], dtype=float_type),
         )
 
-    @jax.custom_vjp
+    @jax.custom_jvp
     def run(x0, params):
-        outputs_call, _ = custom_calls(x0.dtype)
+        outputs_call = custom_calls(x0.dtype)[0]
         return Outputs(*outputs_call(x0, params, solver=solver_id))
 
-    def run_fwd(x0, params):
-        return run(x0, params), (x0, params)
-
-    def run_bwd(residuals, cotangents):
-        x0, params = residuals
-        g_final, g_times, _count, g_observed = cotangents
-        _, gradient_call = custom_calls(x0.dtype)
+    @_not_differentiable
+    def adjoint_pass(x0, params, g_final, g_times, g_observed):
+        """The cotangents of the inputs: one adjoint pass of the library."""
+        gradient_call = custom_calls(x0.dtype)[1]
         # The id read from ``core`` here: the closure keeps the solver
         # alive until the backward pass of an eager jax.grad, even when
         # ``f`` itself is gone by then.
         solver = np.uint64(core.ffi_id)
         return tuple(gradient_call(x0, params, g_final, g_times, g_observed, solver=solver))
 
-    run.defvjp(run_fwd, run_bwd)
+    @run.defjvp
+    def run_jvp(primals, tangents):
+        # The tangent map is linear in the tangents, its transpose the
+        # adjoint pass: forward mode runs the forward sensitivities,
+        # reverse mode (its transpose) the adjoint.
+        x0, params = primals
+        out = run(x0, params)
+        final, times, observed = _tangent_p.bind(
+            x0, params, *tangents, core=core, sizes=(n, n_params, k, n_obs), adjoint=adjoint_pass
+        )
+        count = np.zeros(np.shape(out.event_count), dtype=jax.dtypes.float0)
+        return out, Outputs(final, times, count, observed)
 
     def f(x0, params):
         x0 = _vector(x0, n, "x0", "state", model.state_names, state_defaults, core)
@@ -286,12 +419,7 @@ def _function(model, t_end, core, made_inside):
             # A plain call (no transformation): the library directly, so that
             # a failure raises its own exception class, not JAX's wrapper.
             return outputs_now(x0, params, float_type)
-        try:
-            return run(x0, params)
-        except TypeError as error:
-            if "forward-mode" in str(error) or "jvp" in str(error):
-                raise UnsupportedError(_FORWARD_MODE) from None
-            raise
+        return run(x0, params)
 
     f.__doc__ = (
         f"Runs {model.name} from t = 0 to {t_end}: x0 ({n}: {', '.join(model.state_names)}), "

@@ -26,7 +26,9 @@
 //! which JAX raises as its runtime error; a panic is caught and returned
 //! the same way, never unwound into XLA.
 
-use crate::jax::{registered, CotangentsIn, OutputsOut, Sizes, SolverCore};
+use crate::jax::{
+    registered, CotangentsIn, OutputsOut, Sizes, SolverCore, TangentsIn, TangentsOut,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use std::borrow::Cow;
@@ -39,6 +41,8 @@ use std::ptr::NonNull;
 pub const OUTPUTS_TARGET: &str = "impact_adjoint_jax_outputs";
 /// The custom-call target of [`SolverCore::cotangent_gradient`].
 pub const GRADIENT_TARGET: &str = "impact_adjoint_jax_gradient";
+/// The custom-call target of [`SolverCore::tangents`].
+pub const TANGENT_TARGET: &str = "impact_adjoint_jax_tangent";
 /// The major version of the XLA FFI C API these handlers are written
 /// against (reported to XLA when it registers them).
 pub const API_MAJOR: i32 = 0;
@@ -209,16 +213,24 @@ pub extern "C" fn gradient_handler(frame: *mut CallFrame) -> *mut XlaError {
     unsafe { handle(frame, run_gradient) }
 }
 
-/// The handlers as `{"outputs": (target name, PyCapsule), "gradient": ...}`,
+/// The handler of [`TANGENT_TARGET`] (`XLA_FFI_Handler`).
+pub extern "C" fn tangent_handler(frame: *mut CallFrame) -> *mut XlaError {
+    // SAFETY: as in `outputs_handler`.
+    unsafe { handle(frame, run_tangents) }
+}
+
+/// The handlers as `{"outputs": (target name, PyCapsule), "gradient": ...,
+/// "tangent": ...}`,
 /// for `jax.ffi.register_ffi_target(name, capsule, platform="cpu")` (API
 /// version 1 of that call: the typed FFI) and `jax.ffi.ffi_call(name, ...)`.
 #[pyfunction]
 pub fn ffi_targets(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let targets = PyDict::new(py);
     type Handler = extern "C" fn(*mut CallFrame) -> *mut XlaError;
-    let handlers: [(&str, &str, Handler); 2] = [
+    let handlers: [(&str, &str, Handler); 3] = [
         ("outputs", OUTPUTS_TARGET, outputs_handler),
         ("gradient", GRADIENT_TARGET, gradient_handler),
+        ("tangent", TANGENT_TARGET, tangent_handler),
     ];
     for (role, name, handler) in handlers {
         let pointer = NonNull::new(handler as *mut c_void).expect("a function's address");
@@ -814,6 +826,160 @@ fn run_gradient(frame: &CallFrame) -> Result<(), Failure> {
         .map_err(library_failure)?;
     gx.store(to_f32);
     gp.store(to_f32);
+    Ok(())
+}
+
+/// The leading (batch) axes of a buffer whose last `tail` axes are its
+/// own.
+fn lead_of<'a>(what: &str, view: &View<'a>, tail: usize) -> Result<&'a [i64], Failure> {
+    view.dims
+        .len()
+        .checked_sub(tail)
+        .map(|r| &view.dims[..r])
+        .ok_or_else(|| {
+            Failure::invalid(format!(
+                "impact_adjoint.jax: {what} must have at least {tail} axes, got {:?}",
+                view.dims
+            ))
+        })
+}
+
+/// The batch axes of the leads broadcast together (`jax.vmap` with
+/// `vmap_method="expand_dims"`: an argument not mapped has axes of size 1),
+/// and for each entry of that batch, row-major, the row of each buffer.
+fn broadcast_items<const K: usize>(
+    leads: [&[i64]; K],
+) -> Result<(Vec<i64>, Vec<[usize; K]>), Failure> {
+    let rank = leads[0].len();
+    if leads.iter().any(|l| l.len() != rank) {
+        return Err(Failure::invalid(format!(
+            "impact_adjoint.jax: the batch axes of the tangent call's arguments differ in number: {leads:?}"
+        )));
+    }
+    let mut shape = vec![1_i64; rank];
+    for lead in leads {
+        for (size, &d) in shape.iter_mut().zip(lead) {
+            if d != 1 && *size != 1 && d != *size {
+                return Err(Failure::invalid(format!(
+                    "impact_adjoint.jax: the batch axes of the tangent call's arguments do not broadcast: {leads:?}"
+                )));
+            }
+            if d != 1 {
+                *size = d;
+            }
+        }
+    }
+    let total: usize = shape
+        .iter()
+        .map(|&d| usize::try_from(d).unwrap_or(0))
+        .product();
+    let mut items = Vec::with_capacity(total);
+    let mut index = vec![0_i64; rank];
+    for _ in 0..total {
+        let mut rows = [0_usize; K];
+        for (row, lead) in rows.iter_mut().zip(leads) {
+            *row = lead.iter().zip(&index).fold(0, |acc, (&d, &i)| {
+                acc * d as usize + if d == 1 { 0 } else { i as usize }
+            });
+        }
+        items.push(rows);
+        for axis in (0..rank).rev() {
+            index[axis] += 1;
+            if index[axis] < shape[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+    Ok((shape, items))
+}
+
+/// [`TANGENT_TARGET`] at execution: arguments `x0 (..., n)`, `params
+/// (..., n_params)`, their `m` tangent columns `(..., m, n)` and `(..., m,
+/// n_params)`, whose batch axes broadcast (size 1 where an argument is not
+/// mapped); results, on the broadcast batch axes, the tangents of the
+/// final states `(..., m, n)`, of the event times `(..., m, K)` and of the
+/// observed states `(..., m, n_obs, n)`. Entries at one point (`jax.jacfwd`:
+/// tangents mapped, the point not) share one forward pass.
+fn run_tangents(frame: &CallFrame) -> Result<(), Failure> {
+    check_counts(frame, 4, 3)?;
+    let core = solver(frame)?;
+    let Sizes {
+        n,
+        n_params,
+        k,
+        n_obs,
+    } = core.sizes();
+    let names = [
+        "the initial state",
+        "the parameters",
+        "the tangents of the initial state",
+        "the tangents of the parameters",
+    ];
+    let (b0, x0) = buffer(&frame.args, 0, names[0])?;
+    let (b1, p) = buffer(&frame.args, 1, names[1])?;
+    let (b2, tx) = buffer(&frame.args, 2, names[2])?;
+    let (b3, tp) = buffer(&frame.args, 3, names[3])?;
+    let float = float_type(names[0], b0)?;
+    let m = match lead_of(names[2], &tx, 1)?.last() {
+        Some(&m) if m >= 0 => m as usize,
+        _ => {
+            return Err(Failure::invalid(
+                "impact_adjoint.jax: the tangents of the initial state must have a column axis"
+                    .into(),
+            ))
+        }
+    };
+    let leads = [
+        lead_of(names[0], &x0, 1)?,
+        lead_of(names[1], &p, 1)?,
+        lead_of(names[2], &tx, 2)?,
+        lead_of(names[3], &tp, 2)?,
+    ];
+    let nx = check_shape(names[0], b0, x0.dims, float, leads[0], &[n])?;
+    let np = check_shape(names[1], b1, p.dims, float, leads[1], &[n_params])?;
+    let ntx = check_shape(names[2], b2, tx.dims, float, leads[2], &[m, n])?;
+    let ntp = check_shape(names[3], b3, tp.dims, float, leads[3], &[m, n_params])?;
+    let (lead, items) = broadcast_items(leads)?;
+    let (r0, df) = buffer(&frame.rets, 0, "the tangents of the final state")?;
+    let what = "the tangents of the final state";
+    let ndf = check_shape(what, r0, df.dims, float, &lead, &[m, n])?;
+    let (r1, dt) = buffer(&frame.rets, 1, "the tangents of the event times")?;
+    let what = "the tangents of the event times";
+    let ndt = check_shape(what, r1, dt.dims, float, &lead, &[m, k])?;
+    let (r2, dobs) = buffer(&frame.rets, 2, "the tangents of the observed states")?;
+    let what = "the tangents of the observed states";
+    let ndo = check_shape(what, r2, dobs.dims, float, &lead, &[m, n_obs, n])?;
+    let wide = float == DTYPE_F64;
+    // SAFETY: each buffer's dtype and shape were checked just above.
+    let (x0s, ps, txs, tps, mut df, mut dt, mut dobs) = unsafe {
+        (
+            input(&x0, nx, float),
+            input(&p, np, float),
+            input(&tx, ntx, float),
+            input(&tp, ntp, float),
+            Narrowed::<f64, f32>::new(&df, ndf, wide),
+            Narrowed::<f64, f32>::new(&dt, ndt, wide),
+            Narrowed::<f64, f32>::new(&dobs, ndo, wide),
+        )
+    };
+    let input_ = TangentsIn {
+        columns: m,
+        x0s: &x0s,
+        params: &ps,
+        x0_tangents: &txs,
+        param_tangents: &tps,
+        items: &items,
+    };
+    let out = TangentsOut {
+        final_state: df.values(),
+        event_times: dt.values(),
+        observed: dobs.values(),
+    };
+    core.tangents(&input_, out).map_err(library_failure)?;
+    df.store(to_f32);
+    dt.store(to_f32);
+    dobs.store(to_f32);
     Ok(())
 }
 

@@ -403,6 +403,179 @@ impl SolverCore {
     }
 }
 
+/// The inputs of Jacobian-vector products, row-major: rows of initial
+/// states (`n` each) and parameters (`n_params` each), rows of `m` tangent
+/// columns of each (`m x n`, `m x n_params`), and the items: which rows
+/// each output row is made of. Items of the same initial-state and
+/// parameter rows share one run (`jax.jacfwd`: every tangent column of
+/// one point in one forward pass).
+pub(crate) struct TangentsIn<'a> {
+    /// The number of tangent columns of a tangent row.
+    pub columns: usize,
+    /// The initial states, `rows x n`.
+    pub x0s: &'a [f64],
+    /// The parameters, `rows x n_params`.
+    pub params: &'a [f64],
+    /// The tangents of the initial states, `rows x m x n`.
+    pub x0_tangents: &'a [f64],
+    /// The tangents of the parameters, `rows x m x n_params`.
+    pub param_tangents: &'a [f64],
+    /// Per output row: the rows of `x0s`, `params`, `x0_tangents` and
+    /// `param_tangents` it takes.
+    pub items: &'a [[usize; 4]],
+}
+
+/// The tangents of the outputs, one row per item, row-major: final states
+/// `items x m x n`, event times `items x m x K` (zero past the run's
+/// events) and observed states `items x m x n_obs x n`.
+pub(crate) struct TangentsOut<'a> {
+    /// `items x m x n`.
+    pub final_state: &'a mut [f64],
+    /// `items x m x K`.
+    pub event_times: &'a mut [f64],
+    /// `items x m x n_obs x n`.
+    pub observed: &'a mut [f64],
+}
+
+impl SolverCore {
+    /// The Jacobian-vector products of the runs' outputs with the tangent
+    /// columns of each item: one forward-sensitivity pass per distinct
+    /// point (the library's forward Jacobian,
+    /// `model.jacobian(method="forward")`), contracted with every column of
+    /// every item at that point; one run on this thread, more on the pool,
+    /// as in [`SolverCore::outputs`].
+    pub(crate) fn tangents(
+        &self,
+        input: &TangentsIn<'_>,
+        out: TangentsOut<'_>,
+    ) -> Result<(), ScenarioError> {
+        let Sizes {
+            n,
+            n_params,
+            k,
+            n_obs,
+        } = self.sizes();
+        let m = input.columns;
+        let items = input.items.len();
+        let width = n + n_params;
+        check_len(
+            "tangents of the final states",
+            out.final_state.len(),
+            items * m * n,
+        )?;
+        check_len(
+            "tangents of the event times",
+            out.event_times.len(),
+            items * m * k,
+        )?;
+        check_len(
+            "tangents of the observed states",
+            out.observed.len(),
+            items * m * n_obs * n,
+        )?;
+        let within = |what: &str, row: usize, len: usize, stride: usize| {
+            check_len(what, len.max((row + 1) * stride), len)
+        };
+        // The distinct points, in order of first appearance.
+        let mut points: Vec<[usize; 2]> = Vec::new();
+        let mut point_of = Vec::with_capacity(items);
+        for &[x, p, tx, tp] in input.items {
+            within("initial states", x, input.x0s.len(), n)?;
+            within("parameters", p, input.params.len(), n_params)?;
+            within(
+                "tangents of the initial states",
+                tx,
+                input.x0_tangents.len(),
+                m * n,
+            )?;
+            within(
+                "tangents of the parameters",
+                tp,
+                input.param_tangents.len(),
+                m * n_params,
+            )?;
+            let index = match points.iter().position(|&q| q == [x, p]) {
+                Some(index) => index,
+                None => {
+                    points.push([x, p]);
+                    points.len() - 1
+                }
+            };
+            point_of.push(index);
+        }
+        let x0s: Vec<f64> = points
+            .iter()
+            .flat_map(|&[x, _]| input.x0s[x * n..(x + 1) * n].iter().copied())
+            .collect();
+        let params: Vec<f64> = points
+            .iter()
+            .flat_map(|&[_, p]| {
+                input.params[p * n_params..(p + 1) * n_params]
+                    .iter()
+                    .copied()
+            })
+            .collect();
+        let problems = self.problems(points.len(), &x0s, &params)?;
+        let method = ia_adjoint::Method::Forward;
+        let mut kept = (problems.len() == 1).then(|| self.kept_workspace());
+        let runs = match kept.as_deref_mut() {
+            Some(workspace) => vec![ia_adjoint::jacobian_in(&problems[0], method, workspace)],
+            None => pool()?.jacobian(&problems, method),
+        };
+        let mut sens = Vec::with_capacity(runs.len());
+        for (problem, run) in problems.iter().zip(runs) {
+            let s = run.map_err(|e| self.explain(problem, e))?;
+            self.check_observed(&s.trajectory)?;
+            sens.push(s);
+        }
+        let mut column = vec![0.0; width];
+        for (item, (&[_, _, tx, tp], &point)) in input.items.iter().zip(&point_of).enumerate() {
+            let sens = &sens[point];
+            let events = sens.event_time_gradients.nrows().min(k);
+            for c in 0..m {
+                let (tx, tp, row) = (tx * m + c, tp * m + c, item * m + c);
+                column[..n].copy_from_slice(&input.x0_tangents[tx * n..(tx + 1) * n]);
+                column[n..]
+                    .copy_from_slice(&input.param_tangents[tp * n_params..(tp + 1) * n_params]);
+                let apply = |matrix: &ia_adjoint::nalgebra::DMatrix<f64>, i: usize| {
+                    (0..width).map(|j| matrix[(i, j)] * column[j]).sum::<f64>()
+                };
+                for (i, slot) in out.final_state[row * n..(row + 1) * n]
+                    .iter_mut()
+                    .enumerate()
+                {
+                    *slot = apply(&sens.final_jacobian, i);
+                }
+                for (e, slot) in out.event_times[row * k..(row + 1) * k]
+                    .iter_mut()
+                    .enumerate()
+                {
+                    *slot = if e < events {
+                        apply(&sens.event_time_gradients, e)
+                    } else {
+                        0.0
+                    };
+                }
+                let observed = &mut out.observed[row * n_obs * n..(row + 1) * n_obs * n];
+                for (rows, jacobian) in observed
+                    .chunks_exact_mut(n)
+                    .zip(&sens.observation_jacobians)
+                {
+                    for (i, slot) in rows.iter_mut().enumerate() {
+                        *slot = apply(jacobian, i);
+                    }
+                }
+            }
+        }
+        if let Some(workspace) = kept.as_deref_mut() {
+            for s in sens {
+                workspace.recycle(s);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The rows of a `B x width` array, checked.
 fn rows<'a>(array: &'a PyReadonlyArray2<'_, f64>, width: usize, what: &str) -> PyResult<&'a [f64]> {
     let shape = array.shape();
