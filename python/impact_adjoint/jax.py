@@ -168,7 +168,7 @@ def _tangent_lead(x0, params, x0_tangent, params_tangent):
     )
 
 
-def _tangent_abstract(x0, params, x0_tangent, params_tangent, *, core, sizes, adjoint):
+def _tangent_abstract(x0, params, after, x0_tangent, params_tangent, *, core, sizes, adjoint):
     n, _, k, n_obs = sizes
     lead = _tangent_lead(x0, params, x0_tangent, params_tangent)
     return [
@@ -177,9 +177,11 @@ def _tangent_abstract(x0, params, x0_tangent, params_tangent, *, core, sizes, ad
     ]
 
 
-def _tangent_impl(x0, params, x0_tangent, params_tangent, *, core, sizes, adjoint):
+def _tangent_impl(x0, params, after, x0_tangent, params_tangent, *, core, sizes, adjoint):
     """One custom call: the tangents with a column axis of 1 (batch axes of
-    size 1 broadcast in the handler)."""
+    size 1 broadcast in the handler). ``after`` (an output of the run at
+    this point) is not read: it orders the adjoint pass after the run in
+    the transpose."""
     n, _, k, n_obs = sizes
     lead = _tangent_lead(x0, params, x0_tangent, params_tangent)
     rank = len(lead)
@@ -209,10 +211,14 @@ def _tangent_batch(args, dims, **params):
     return [jnp.broadcast_to(o, (size,) + o.shape[1:]) for o in out], [0, 0, 0]
 
 
-def _tangent_transpose(cotangents, x0, params, x0_tangent, params_tangent, *, core, sizes, adjoint):
+def _tangent_transpose(
+    cotangents, x0, params, after, x0_tangent, params_tangent, *, core, sizes, adjoint
+):
     """The adjoint pass: the cotangents of the tangents from those of the
     outputs (one adjoint pass per batch entry), summed over the batch
-    axes a tangent was broadcast along."""
+    axes a tangent was broadcast along. It depends on ``after`` (an
+    output of the taped run), so that XLA runs it after the run whose
+    tape it reads."""
     n, n_params, k, n_obs = sizes
     tx_aval = x0_tangent.aval if ad.is_undefined_primal(x0_tangent) else x0_tangent
     tp_aval = params_tangent.aval if ad.is_undefined_primal(params_tangent) else params_tangent
@@ -221,6 +227,7 @@ def _tangent_transpose(cotangents, x0, params, x0_tangent, params_tangent, *, co
         jnp.zeros(lead + shape, x0.dtype) if type(ct) is ad.Zero else jnp.broadcast_to(ct, lead + shape)
         for ct, shape in zip(cotangents, [(n,), (k,), (n_obs, n)])
     )
+    x0, params, _ = jax.lax.optimization_barrier((x0, params, after))
     gx, gp = adjoint(
         jnp.broadcast_to(x0, lead + (n,)),
         jnp.broadcast_to(params, lead + (n_params,)),
@@ -236,6 +243,7 @@ def _tangent_transpose(cotangents, x0, params, x0_tangent, params_tangent, *, co
         return jnp.sum(g, axis=axes, keepdims=True) if axes else g
 
     return [
+        None,
         None,
         None,
         reduce_to(gx, tx_aval.shape) if ad.is_undefined_primal(x0_tangent) else None,
@@ -384,6 +392,13 @@ def _function(model, t_end, core, made_inside):
         return Outputs(*outputs_call(x0, params, solver=solver_id))
 
     @_not_differentiable
+    def taped_run(x0, params):
+        """The run of a differentiated forward call: its tapes are kept
+        for the backward pass."""
+        outputs_call = custom_calls(x0.dtype)[0]
+        return Outputs(*outputs_call(x0, params, solver=solver_id, taped=np.uint64(1)))
+
+    @_not_differentiable
     def adjoint_pass(x0, params, g_final, g_times, g_observed):
         """The cotangents of the inputs: one adjoint pass of the library."""
         gradient_call = custom_calls(x0.dtype)[1]
@@ -399,9 +414,11 @@ def _function(model, t_end, core, made_inside):
         # adjoint pass: forward mode runs the forward sensitivities,
         # reverse mode (its transpose) the adjoint.
         x0, params = primals
-        out = run(x0, params)
+        # The differentiated forward call records its tapes, kept for the
+        # backward pass (jax.value_and_grad: one taped run, no replay).
+        out = taped_run(x0, params)
         final, times, observed = _tangent_p.bind(
-            x0, params, *tangents, core=core, sizes=(n, n_params, k, n_obs), adjoint=adjoint_pass
+            x0, params, out.final_state, *tangents, core=core, sizes=(n, n_params, k, n_obs), adjoint=adjoint_pass
         )
         count = np.zeros(np.shape(out.event_count), dtype=jax.dtypes.float0)
         return out, Outputs(final, times, count, observed)
@@ -421,6 +438,16 @@ def _function(model, t_end, core, made_inside):
             return outputs_now(x0, params, float_type)
         return run(x0, params)
 
+    def statistics():
+        """How many passes of each kind this solver has made: ``runs``
+        (plain runs), ``taped_runs`` (runs recording a tape: differentiated
+        forward calls, and backward passes that found no kept tape),
+        ``backward_passes`` (adjoint passes), ``replays`` (backward passes
+        that ran the model again) and ``tangent_passes``
+        (forward-sensitivity passes, one per point)."""
+        return core.statistics()
+
+    f.statistics = statistics
     f.__doc__ = (
         f"Runs {model.name} from t = 0 to {t_end}: x0 ({n}: {', '.join(model.state_names)}), "
         f"params ({n_params}: {', '.join(model.param_names)}) -> Outputs; "

@@ -137,3 +137,33 @@ def test_second_order_is_a_clear_error(second):
     g = lambda x: run(x, params).final_state[0]
     with pytest.raises(ia.UnsupportedError, match="second-order differentiation .* not supported"):
         second(g)(jnp.asarray(ball.default_state))
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_value_and_grad_is_one_taped_run(jit):
+    """Before: a plain run for the value, then a taped run for the
+    gradient. Now the forward call's tape is the backward pass's residual:
+    one taped run, one adjoint pass, no replay (the solver's statistics),
+    and the gradient of the library to the last bit."""
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=4)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    value_and_grad = jax.value_and_grad(lambda x, p: run(x, p).final_state[0], argnums=(0, 1))
+    if jit:
+        value_and_grad = jax.jit(value_and_grad)
+    value, (gx, gp) = value_and_grad(x0, params)
+    assert run.statistics() == {
+        "runs": 0, "taped_runs": 1, "backward_passes": 1, "replays": 0, "tangent_passes": 0
+    }, run.statistics()
+    lib = ball.gradient(x0, params, 2.0, loss=[{"of": "final.x", "weight": 1.0}])
+    assert float(value) == lib.final_state[0]
+    np.testing.assert_array_equal(np.concatenate([gx, gp]), lib.gradient)
+    # A batch: one taped run per item, each backward pass finds its tape.
+    xs = jnp.stack([x0, x0.at[1].set(1.2), x0.at[3].set(0.4)])
+    grads = jax.vmap(jax.grad(lambda x: run(x, params).final_state[0]))(xs)
+    stats = run.statistics()
+    assert (stats["taped_runs"], stats["backward_passes"], stats["replays"]) == (4, 4, 0), stats
+    np.testing.assert_array_equal(grads[0], gx)
+    # jacfwd: one forward pass for the 4 columns, at one point.
+    jax.jacfwd(lambda x: run(x, params).final_state)(x0)
+    assert run.statistics()["tangent_passes"] == 1

@@ -250,6 +250,7 @@ pub fn ffi_api_version() -> (i32, i32) {
 }
 
 /// An error to hand back to XLA: its code and message.
+#[derive(Debug)]
 struct Failure {
     code: i32,
     message: String,
@@ -412,8 +413,8 @@ unsafe fn metadata(extension: *mut MetadataExtension) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The solver named by the frame's attribute `solver`.
-fn solver(frame: &CallFrame) -> Result<std::sync::Arc<SolverCore>, Failure> {
+/// The uint64 scalar attribute `name` of the frame, if it has one.
+fn u64_attribute(frame: &CallFrame, name: &str) -> Result<Option<u64>, Failure> {
     let attrs = &frame.attrs;
     if attrs.struct_size < ATTRS_SIZE {
         return Err(Failure::invalid(format!(
@@ -424,7 +425,7 @@ fn solver(frame: &CallFrame) -> Result<std::sync::Arc<SolverCore>, Failure> {
     let count = usize::try_from(attrs.size).unwrap_or(0);
     for i in 0..count {
         // SAFETY: XLA's attribute arrays hold `size` entries each.
-        let (kind, name, value) = unsafe {
+        let (kind, span, value) = unsafe {
             (
                 *attrs.types.add(i),
                 &**attrs.names.add(i),
@@ -432,29 +433,41 @@ fn solver(frame: &CallFrame) -> Result<std::sync::Arc<SolverCore>, Failure> {
             )
         };
         // SAFETY: a byte span of the attribute's name, `len` bytes.
-        let name = unsafe { std::slice::from_raw_parts(name.ptr.cast::<u8>(), name.len) };
-        if name != b"solver" {
+        let found = unsafe { std::slice::from_raw_parts(span.ptr.cast::<u8>(), span.len) };
+        if found != name.as_bytes() {
             continue;
         }
         // SAFETY: a scalar attribute's value is an `XLA_FFI_Scalar`.
         let scalar = (kind == ATTR_SCALAR).then(|| unsafe { &*value.cast::<Scalar>() });
         let Some(scalar) = scalar.filter(|s| s.dtype == DTYPE_U64) else {
-            return Err(Failure::invalid(
-                "impact_adjoint.jax: the attribute 'solver' must be a uint64 scalar (a JaxSolver's ffi_id)".into(),
-            ));
+            let what = if name == "solver" {
+                "a JaxSolver's ffi_id"
+            } else {
+                "1 or 0"
+            };
+            return Err(Failure::invalid(format!(
+                "impact_adjoint.jax: the attribute '{name}' must be a uint64 scalar ({what})"
+            )));
         };
         // SAFETY: a U64 scalar points to one u64.
-        let id = unsafe { *scalar.value.cast::<u64>() };
-        return registered(id).ok_or_else(|| {
-            Failure::invalid(format!(
-                "impact_adjoint.jax: no solver with id {id}: the impact_adjoint.jax.solver it came from has been freed (keep the function returned by solver() alive while code calling it runs)"
-            ))
-        });
+        return Ok(Some(unsafe { *scalar.value.cast::<u64>() }));
     }
-    Err(Failure::invalid(
-        "impact_adjoint.jax: the custom call has no attribute 'solver' (the id of a JaxSolver)"
-            .into(),
-    ))
+    Ok(None)
+}
+
+/// The solver named by the frame's attribute `solver`.
+fn solver(frame: &CallFrame) -> Result<std::sync::Arc<SolverCore>, Failure> {
+    let Some(id) = u64_attribute(frame, "solver")? else {
+        return Err(Failure::invalid(
+            "impact_adjoint.jax: the custom call has no attribute 'solver' (the id of a JaxSolver)"
+                .into(),
+        ));
+    };
+    registered(id).ok_or_else(|| {
+        Failure::invalid(format!(
+            "impact_adjoint.jax: no solver with id {id}: the impact_adjoint.jax.solver it came from has been freed (keep the function returned by solver() alive while code calling it runs)"
+        ))
+    })
 }
 
 /// An argument or result buffer, its dtype and shape checked.
@@ -733,7 +746,11 @@ fn run_outputs(frame: &CallFrame) -> Result<(), Failure> {
         counts: counts.values(),
         observed: obs.values(),
     };
-    core.outputs(&x0s, &ps, out).map_err(library_failure)?;
+    // `taped = 1`: a differentiated forward call, whose tapes are kept for
+    // its backward pass.
+    let taped = u64_attribute(frame, "taped")?.unwrap_or(0) != 0;
+    core.outputs(&x0s, &ps, out, taped)
+        .map_err(library_failure)?;
     fin.store(to_f32);
     times.store(to_f32);
     counts.store(to_i32);

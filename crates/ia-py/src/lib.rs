@@ -18,6 +18,7 @@ mod ffi;
 mod jax;
 mod model;
 mod results;
+mod tapes;
 
 use pyo3::prelude::*;
 
