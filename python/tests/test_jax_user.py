@@ -131,6 +131,9 @@ mapped = jax.vmap(run, in_axes=(0, None))(jnp.stack([x0, x0]), p)
 g = jax.grad(loss, argnums=(0, 1))(x0, p)
 gj = jax.jit(jax.grad(loss, argnums=(0, 1)))(x0, p)
 gd = jax.grad(loss)({"vy": 0.0}, {})
+jf = jax.jacfwd(lambda x: run(x, p).final_state)(x0)
+jr = jax.jacrev(lambda x: run(x, p).final_state)(x0)
+assert jf.dtype == jr.dtype == jnp.float32 and np.allclose(jf[0], g[0], rtol=1e-6, atol=1e-7), (jf, g)
 for a in (eager.final_state, eager.event_times, jitted.final_state, jitted.observed, mapped.final_state, g[0], g[1], gj[0], gd["vy"]):
     assert a.dtype == jnp.float32, a.dtype
 assert eager.event_count.dtype == jnp.int32
