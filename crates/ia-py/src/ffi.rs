@@ -26,6 +26,7 @@
 //! which JAX raises as its runtime error; a panic is caught and returned
 //! the same way, never unwound into XLA.
 
+use crate::broadcast::broadcast_items;
 use crate::jax::{
     registered, CotangentsIn, OutputsOut, Sizes, SolverCore, TangentsIn, TangentsOut,
 };
@@ -861,56 +862,6 @@ fn lead_of<'a>(what: &str, view: &View<'a>, tail: usize) -> Result<&'a [i64], Fa
         })
 }
 
-/// The batch axes of the leads broadcast together (`jax.vmap` with
-/// `vmap_method="expand_dims"`: an argument not mapped has axes of size 1),
-/// and for each entry of that batch, row-major, the row of each buffer.
-fn broadcast_items<const K: usize>(
-    leads: [&[i64]; K],
-) -> Result<(Vec<i64>, Vec<[usize; K]>), Failure> {
-    let rank = leads[0].len();
-    if leads.iter().any(|l| l.len() != rank) {
-        return Err(Failure::invalid(format!(
-            "impact_adjoint.jax: the batch axes of the tangent call's arguments differ in number: {leads:?}"
-        )));
-    }
-    let mut shape = vec![1_i64; rank];
-    for lead in leads {
-        for (size, &d) in shape.iter_mut().zip(lead) {
-            if d != 1 && *size != 1 && d != *size {
-                return Err(Failure::invalid(format!(
-                    "impact_adjoint.jax: the batch axes of the tangent call's arguments do not broadcast: {leads:?}"
-                )));
-            }
-            if d != 1 {
-                *size = d;
-            }
-        }
-    }
-    let total: usize = shape
-        .iter()
-        .map(|&d| usize::try_from(d).unwrap_or(0))
-        .product();
-    let mut items = Vec::with_capacity(total);
-    let mut index = vec![0_i64; rank];
-    for _ in 0..total {
-        let mut rows = [0_usize; K];
-        for (row, lead) in rows.iter_mut().zip(leads) {
-            *row = lead.iter().zip(&index).fold(0, |acc, (&d, &i)| {
-                acc * d as usize + if d == 1 { 0 } else { i as usize }
-            });
-        }
-        items.push(rows);
-        for axis in (0..rank).rev() {
-            index[axis] += 1;
-            if index[axis] < shape[axis] {
-                break;
-            }
-            index[axis] = 0;
-        }
-    }
-    Ok((shape, items))
-}
-
 /// [`TANGENT_TARGET`] at execution: arguments `x0 (..., n)`, `params
 /// (..., n_params)`, their `m` tangent columns `(..., m, n)` and `(..., m,
 /// n_params)`, whose batch axes broadcast (size 1 where an argument is not
@@ -957,7 +908,7 @@ fn run_tangents(frame: &CallFrame) -> Result<(), Failure> {
     let np = check_shape(names[1], b1, p.dims, float, leads[1], &[n_params])?;
     let ntx = check_shape(names[2], b2, tx.dims, float, leads[2], &[m, n])?;
     let ntp = check_shape(names[3], b3, tp.dims, float, leads[3], &[m, n_params])?;
-    let (lead, items) = broadcast_items(leads)?;
+    let (lead, items) = broadcast_items(leads).map_err(Failure::invalid)?;
     let (r0, df) = buffer(&frame.rets, 0, "the tangents of the final state")?;
     let what = "the tangents of the final state";
     let ndf = check_shape(what, r0, df.dims, float, &lead, &[m, n])?;

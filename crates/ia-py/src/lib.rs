@@ -12,6 +12,7 @@
 //! tests it. The crate stays out of the Cargo workspace, so that
 //! `cargo test --workspace` needs no Python.
 
+mod broadcast;
 mod convert;
 mod errors;
 mod ffi;

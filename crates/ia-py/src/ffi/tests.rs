@@ -183,30 +183,3 @@ fn execution_errors_go_through_the_api_table() {
         "{message}"
     );
 }
-
-/// The tangent call's batch axes: a point not mapped (axes of 1) against
-/// mapped tangents is one point for every entry (`jax.jacfwd`); mapped
-/// points with tangents not mapped take the same tangent row; axes that
-/// do not broadcast are an error. Reference: NumPy's broadcasting rules.
-#[test]
-fn tangent_batches_broadcast() {
-    let (shape, items) = broadcast_items([&[1_i64][..], &[1], &[3], &[3]]).unwrap();
-    assert_eq!(shape, vec![3]);
-    assert_eq!(items, vec![[0, 0, 0, 0], [0, 0, 1, 1], [0, 0, 2, 2]]);
-    let (shape, items) = broadcast_items([&[2_i64, 1][..], &[1, 1], &[1, 2], &[2, 2]]).unwrap();
-    assert_eq!(shape, vec![2, 2]);
-    assert_eq!(
-        items,
-        vec![[0, 0, 0, 0], [0, 0, 1, 1], [1, 0, 0, 2], [1, 0, 1, 3]]
-    );
-    let (shape, items) = broadcast_items([&[][..], &[], &[], &[]]).unwrap();
-    assert!(shape.is_empty() && items == vec![[0, 0, 0, 0]]);
-    let Err(failure) = broadcast_items([&[2_i64][..], &[3], &[1], &[1]]) else {
-        panic!("2 and 3 do not broadcast")
-    };
-    assert!(
-        failure.message.contains("do not broadcast"),
-        "{}",
-        failure.message
-    );
-}
