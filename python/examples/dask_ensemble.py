@@ -8,7 +8,8 @@ Here the cluster is a ``LocalCluster`` of two worker processes; pointing the
 runs over a grid of restitutions and launch heights, each returning x(T),
 its number of impacts and the gradient of x(T) (one adjoint pass).
 
-Run: ``python python/examples/dask_ensemble.py`` (needs ``dask[distributed]``).
+Run: ``python python/examples/dask_ensemble.py`` (needs the ``dask`` extra:
+``pip install "impact_adjoint[dask]"``).
 """
 
 import itertools

@@ -4,48 +4,70 @@
 JAX arrays:
 
 * ``final_state`` (n): the state at ``t_end``;
-* ``event_times`` (K): the first K event times, padded with ``inf``;
+* ``event_times`` (K): the first K event times, padded with ``inf``
+  (``max_events`` defaults to 0: no event times);
 * ``event_count`` (integer): how many events the run had (it may exceed K);
 * ``observed`` (n_obs x n): the states at the ``observe`` times.
 
-``f`` is a ``jax.custom_vjp``: its backward pass is one adjoint pass of the
-library (the gradient of ``L = g_x . x(T) + sum_k g_t[k] t_k + sum_i g_y[i] .
-x(t_i)`` for the cotangents ``g``), exact through every event (the saltation
-term included). It runs under ``jax.jit``, ``jax.grad``,
-``jax.value_and_grad``, ``jax.vjp``, ``jax.jacrev`` and ``jax.vmap`` (a batch
-goes to the library in one call, its runs spread over the cores). Under a
-transformation the forward run and the backward pass are XLA custom calls
-(``jax.ffi.ffi_call``) of handlers in the extension module, registered for
-the CPU when this module is imported: jitted code calls the library from
-XLA's thread, without Python. The handlers speak the XLA FFI C API 0.3
-(that of jax 0.10): a jaxlib that does not support it refuses them when
-this module is imported (an ``ImportError`` naming both versions), and a
-call frame of another layout is an error naming the struct, never a
-misread. A failed run under ``jax.jit`` raises JAX's runtime error carrying
-the library's message, prefixed by its kind (``invalid_option: ...``); a
-plain call ``f(x0, params)`` raises the library's own exception class.
-The jitted code names its solver by an id: called after ``f`` is gone
-(a compiled executable kept alone), it raises instead of running.
+``x0`` and ``params`` are arrays in the model's order (``model.state_names``,
+``model.param_names``) or dicts by name, whole or partial (a missing name
+takes the model's default); a gradient has the structure of its input (a
+dict of the names given, for a dict).
 
-Padded event times are constants: their gradient is zero. Forward mode (``jax.jvp``,
-``jax.jacfwd``) raises :class:`impact_adjoint.UnsupportedError`: use
-``model.jacobian(method="forward")`` for forward sensitivities.
+``f`` is a ``jax.custom_jvp`` whose tangent map is a primitive of this
+module: linear in the tangents, computed by the library's forward
+sensitivities (``jax.jvp``, ``jax.jacfwd``, ``jax.linearize``: every
+tangent column of one point in one forward pass), its transpose one
+adjoint pass of the library (``jax.grad``, ``jax.value_and_grad``,
+``jax.vjp``, ``jax.jacrev``: the gradient of ``L = g_x . x(T) + sum_k
+g_t[k] t_k + sum_i g_y[i] . x(t_i)`` for the cotangents ``g``), both exact
+through every event (the saltation term included). Second order
+(``jax.hessian``, the gradient of a gradient) raises
+:class:`impact_adjoint.UnsupportedError`. It runs under ``jax.jit`` and
+``jax.vmap`` (a batch goes to the library in one call, its runs spread
+over the cores). Under a transformation the run, the tangent pass and
+the adjoint pass are XLA custom calls (``jax.ffi.ffi_call``) of handlers
+in the extension module, registered for the CPU when this module is
+imported: jitted code calls the library from XLA's thread, without
+Python. The handlers speak the XLA FFI C API 0.3 (that of jax 0.10): a
+jaxlib that does not support it refuses them when this module is
+imported (an ``ImportError`` naming both versions), and a call frame of
+another layout is an error naming the struct, never a misread.
 
-The results are 64-bit: enable JAX's 64-bit mode first
-(``jax.config.update("jax_enable_x64", True)``).
+Precision: the library computes in float64 whatever the inputs' type.
+float32 inputs (JAX's default without ``jax_enable_x64``) are widened to
+float64, run, and the results rounded to float32; no global switch is
+needed. float64 inputs (with ``jax_enable_x64``) give float64 results.
+
+Errors: a plain call ``f(x0, params)`` raises the library's own exception
+class (:class:`impact_adjoint.InvalidOptionError`, ...). Under
+``jax.jit`` the run happens inside XLA, which raises
+``jax.errors.JaxRuntimeError``; its message is XLA's status code, then the
+library's kind and message (``INVALID_ARGUMENT: invalid_option: invalid
+parameter 'e' = 1.5: ...``), and
+:func:`library_error` turns it into the library's exception.
+
+A solver may be made inside the differentiated function (``jax.grad`` or
+``jax.jit`` of a function that calls ``solver(...)`` itself). Made inside
+a function that ``jax.jit`` compiles, it lives as long as the process (JAX
+may cache the compiled code and call it again): one solver per tracing,
+so jit the function once and call it many times. Otherwise a solver lives
+as long as ``f`` and its pending backward passes: jitted code called after
+``f`` is gone (a compiled executable kept alone) raises instead of
+running.
+
+Padded event times are constants: their derivatives are zero.
 
 Example (a ball on flat ground, three impacts before ``t_end = 2``)::
 
     import jax
-    jax.config.update("jax_enable_x64", True)
-    import jax.numpy as jnp
     import impact_adjoint as ia
     import impact_adjoint.jax as iajax
 
-    f = iajax.solver(ia.Model.ready("ball2d-flat"), 2.0, max_events=4)
+    f = iajax.solver(ia.Model.ready("ball2d-flat"), 2.0)
     x_T = lambda x0, p: f(x0, p).final_state[0]
-    jax.grad(x_T)(jnp.array([0.0, 1.0, 1.0, 0.0]), jnp.array([9.81, 0.8, 0.7]))
-    # d x(T) / d vy0 = 0.0669724770642..., where time-stepping autodiff gets 0.0
+    jax.grad(x_T)({"x": 0.0, "y": 1.0, "vx": 1.0, "vy": 0.0}, {"g": 9.81})
+    # {"vy": 0.06697247..., ...}: d x(T) / d vy0, where time-stepping autodiff gets 0.0
 """
 
 from typing import NamedTuple
@@ -53,11 +75,23 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
 
 from ._core import JaxSolver, ffi_api_version, ffi_targets
-from ._errors import DimensionMismatchError, InvalidOptionError, UnsupportedError
+from ._errors import (
+    DimensionMismatchError,
+    Error,
+    InvalidScenarioError,
+    UnsupportedError,
+    error_class,
+)
 
-__all__ = ["solver", "Outputs"]
+__all__ = ["solver", "Outputs", "library_error", "MINIMUM_JAX"]
+
+#: The oldest jax whose jaxlib speaks the XLA FFI C API of the handlers
+#: (the lower bound of the package's ``jax`` extra).
+MINIMUM_JAX = "0.10"
 
 
 class Outputs(NamedTuple):
@@ -69,17 +103,33 @@ class Outputs(NamedTuple):
     observed: jax.Array
 
 
-_FORWARD_MODE = (
-    "forward-mode differentiation (jax.jvp, jax.jacfwd, jax.linearize) of an "
-    "impact_adjoint.jax solver is not supported: its derivative is one adjoint "
-    "pass, reverse mode (jax.grad, jax.value_and_grad, jax.vjp, jax.jacrev); "
-    "for forward sensitivities use model.jacobian(x0, params, t_end, method=\"forward\")"
+_SECOND_ORDER = (
+    "second-order differentiation (jax.hessian, the gradient of a gradient, "
+    "jax.jacfwd of jax.jacrev, ...) of an impact_adjoint.jax solver is not "
+    "supported: its first derivatives are exact in both modes (jax.grad, "
+    "jax.vjp, jax.jacrev: the adjoint; jax.jvp, jax.jacfwd, jax.linearize: "
+    "the forward sensitivities), its second derivatives are not computed"
 )
+
+
+def _not_differentiable(function):
+    """``function`` (a pass of the library giving first derivatives) as a
+    JAX function whose differentiation raises
+    :class:`impact_adjoint.UnsupportedError` instead of JAX's "cannot be
+    differentiated" or a wrong number."""
+    wrapped = jax.custom_jvp(function)
+
+    def refuse(primals, tangents):
+        raise UnsupportedError(_SECOND_ORDER)
+
+    wrapped.defjvp(refuse)
+    return wrapped
 
 
 _TARGETS = ffi_targets()
 _OUTPUTS_TARGET = _TARGETS["outputs"][0]
 _GRADIENT_TARGET = _TARGETS["gradient"][0]
+_TANGENT_TARGET = _TARGETS["tangent"][0]
 
 
 def _register():
@@ -95,105 +145,372 @@ def _register():
             raise ImportError(
                 f"impact_adjoint.jax: jax {jax.__version__} refused the XLA FFI "
                 f"handler {name}, written for the XLA FFI C API {major}.{minor} "
-                f"(that of jax 0.10); install a jax whose jaxlib supports it: {error}"
+                f"(that of jax {MINIMUM_JAX}); install jax>={MINIMUM_JAX}: {error}"
             ) from error
 
 
 _register()
 
 
-def solver(model, t_end, *, observe=(), max_events, solver=None, mode=None):
+# --- The tangent-linear pass as a JAX primitive: linear in the tangents,
+# its transpose the adjoint pass, its batching one custom call whose
+# batch axes broadcast (so that jax.jacfwd, tangents mapped and the point
+# not, is one forward pass with every column). ---
+
+_tangent_p = Primitive("impact_adjoint_tangent")
+_tangent_p.multiple_results = True
+
+
+def _tangent_lead(x0, params, x0_tangent, params_tangent):
+    """The batch axes of the outputs: those of the arguments broadcast."""
+    return np.broadcast_shapes(
+        x0.shape[:-1], params.shape[:-1], x0_tangent.shape[:-1], params_tangent.shape[:-1]
+    )
+
+
+def _tangent_abstract(x0, params, after, x0_tangent, params_tangent, *, core, sizes, adjoint):
+    n, _, k, n_obs = sizes
+    lead = _tangent_lead(x0, params, x0_tangent, params_tangent)
+    return [
+        jax.core.ShapedArray(lead + shape, x0.dtype)
+        for shape in [(n,), (k,), (n_obs, n)]
+    ]
+
+
+def _tangent_impl(x0, params, after, x0_tangent, params_tangent, *, core, sizes, adjoint):
+    """One custom call: the tangents with a column axis of 1 (batch axes of
+    size 1 broadcast in the handler). ``after`` (an output of the run at
+    this point) is not read: it orders the adjoint pass after the run in
+    the transpose."""
+    n, _, k, n_obs = sizes
+    lead = _tangent_lead(x0, params, x0_tangent, params_tangent)
+    rank = len(lead)
+    widen = lambda a: jnp.reshape(a, (1,) * (rank + 1 - a.ndim) + a.shape)
+    shapes = [
+        jax.ShapeDtypeStruct(lead + (1,) + shape, x0.dtype) for shape in [(n,), (k,), (n_obs, n)]
+    ]
+    final, times, observed = jax.ffi.ffi_call(_TANGENT_TARGET, shapes)(
+        widen(x0),
+        widen(params),
+        widen(x0_tangent)[..., None, :],
+        widen(params_tangent)[..., None, :],
+        solver=np.uint64(core.ffi_id),
+    )
+    return [final[..., 0, :], times[..., 0, :], observed[..., 0, :, :]]
+
+
+def _tangent_batch(args, dims, **params):
+    """Every mapped axis to the front, an axis of 1 for an argument not
+    mapped: the handler broadcasts them."""
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    moved = [
+        jnp.expand_dims(a, 0) if d is None else jnp.moveaxis(a, d, 0)
+        for a, d in zip(args, dims)
+    ]
+    out = _tangent_p.bind(*moved, **params)
+    return [jnp.broadcast_to(o, (size,) + o.shape[1:]) for o in out], [0, 0, 0]
+
+
+def _tangent_transpose(
+    cotangents, x0, params, after, x0_tangent, params_tangent, *, core, sizes, adjoint
+):
+    """The adjoint pass: the cotangents of the tangents from those of the
+    outputs (one adjoint pass per batch entry), summed over the batch
+    axes a tangent was broadcast along. It depends on ``after`` (an
+    output of the taped run), so that XLA runs it after the run whose
+    tape it reads."""
+    n, n_params, k, n_obs = sizes
+    tx_aval = x0_tangent.aval if ad.is_undefined_primal(x0_tangent) else x0_tangent
+    tp_aval = params_tangent.aval if ad.is_undefined_primal(params_tangent) else params_tangent
+    lead = np.broadcast_shapes(x0.shape[:-1], params.shape[:-1], tx_aval.shape[:-1], tp_aval.shape[:-1])
+    g_final, g_times, g_observed = (
+        jnp.zeros(lead + shape, x0.dtype) if type(ct) is ad.Zero else jnp.broadcast_to(ct, lead + shape)
+        for ct, shape in zip(cotangents, [(n,), (k,), (n_obs, n)])
+    )
+    x0, params, _ = jax.lax.optimization_barrier((x0, params, after))
+    gx, gp = adjoint(
+        jnp.broadcast_to(x0, lead + (n,)),
+        jnp.broadcast_to(params, lead + (n_params,)),
+        g_final,
+        g_times,
+        g_observed,
+    )
+
+    def reduce_to(g, shape):
+        extra = g.ndim - len(shape)
+        g = jnp.sum(g, axis=tuple(range(extra))) if extra else g
+        axes = tuple(i for i, (a, b) in enumerate(zip(g.shape, shape)) if b == 1 and a != 1)
+        return jnp.sum(g, axis=axes, keepdims=True) if axes else g
+
+    return [
+        None,
+        None,
+        None,
+        reduce_to(gx, tx_aval.shape) if ad.is_undefined_primal(x0_tangent) else None,
+        reduce_to(gp, tp_aval.shape) if ad.is_undefined_primal(params_tangent) else None,
+    ]
+
+
+def _tangent_jvp(primals, tangents, **params):
+    raise UnsupportedError(_SECOND_ORDER)
+
+
+_tangent_p.def_impl(_tangent_impl)
+_tangent_p.def_abstract_eval(_tangent_abstract)
+mlir.register_lowering(_tangent_p, mlir.lower_fun(_tangent_impl, multiple_results=True))
+batching.primitive_batchers[_tangent_p] = _tangent_batch
+ad.primitive_transposes[_tangent_p] = _tangent_transpose
+ad.primitive_jvps[_tangent_p] = _tangent_jvp
+
+
+# The solvers made inside a traced function whose calls were staged into
+# compiled code (``jax.jit``): JAX may cache that code and call it as long
+# as the process lives, so they live as long (one per tracing).
+_PINNED = {}
+
+
+def _trace_chain():
+    """The types of the traces active now, innermost first."""
+    from jax._src import core
+
+    trace = core.trace_ctx.trace
+    while trace is not None:
+        yield type(trace).__name__
+        trace = getattr(trace, "parent_trace", None)
+
+
+def _tracing():
+    """Whether a JAX transformation is tracing the caller."""
+    from jax._src import core
+
+    return not core.trace_state_clean()
+
+
+def _staged():
+    """Whether the caller is being staged into compiled code (``jax.jit``
+    tracing, possibly under other transformations)."""
+    return "DynamicJaxprTrace" in _trace_chain()
+
+
+def library_error(error):
+    """The library's exception for ``error``, a ``jax.errors.JaxRuntimeError``
+    raised by jitted code whose run failed (its message carries the
+    library's ``kind: message``); ``error`` itself if it is not one of the
+    library's. Use it as::
+
+        try:
+            jax.jit(f)(x0, params)
+        except jax.errors.JaxRuntimeError as e:
+            raise iajax.library_error(e) from e
+    """
+    if isinstance(error, Error):
+        return error
+    text = str(error)
+    for line in text.splitlines():
+        # XLA may put its status code first ("INVALID_ARGUMENT: kind: ...").
+        for start in range(2):
+            parts = line.split(": ", start + 1)
+            if len(parts) == start + 2:
+                kind, message = parts[start], parts[start + 1]
+                if error_class(kind) is not Error:
+                    return error_class(kind)(message)
+    return error
+
+
+def solver(model, t_end, *, observe=(), max_events=0, solver=None, mode=None):
     """``f(x0, params) -> Outputs`` for the runs of ``model`` from ``t = 0``
     to ``t_end`` (see the module documentation). ``observe`` are the
-    observation times, ``max_events`` the number K of event times returned,
-    ``solver`` and ``mode`` as in ``model.simulate``. The solver is the one
-    the adjoint runs (an ``ode_solvers.*`` method runs as its built-in
-    equivalent, as ``model.gradient`` does), so values and gradients come
-    from the same steps. Options are checked here, with the messages of
-    ``model.simulate``."""
-    if not jax.config.read("jax_enable_x64"):
-        raise InvalidOptionError(
-            "invalid jax_enable_x64 = False: impact_adjoint.jax returns 64-bit "
-            "results; call jax.config.update(\"jax_enable_x64\", True) first"
-        )
+    observation times, ``max_events`` the number K of event times returned
+    (default 0), ``solver`` and ``mode`` as in ``model.simulate``. The
+    solver is the one the adjoint runs (an ``ode_solvers.*`` method runs as
+    its built-in equivalent, as ``model.gradient`` does), so values and
+    gradients come from the same steps. Options are checked here, with the
+    messages of ``model.simulate``."""
     observe = [float(t) for t in np.asarray(observe, dtype=np.float64).reshape(-1)]
+
     core = JaxSolver(
         model, t_end, observe=observe, max_events=max_events, solver=solver, mode=mode
     )
+    made_inside = _tracing()
+    return _function(model, t_end, core, made_inside)
+
+
+def _function(model, t_end, core, made_inside):
+    """The JAX function of the prepared solver ``core`` (``made_inside`` a
+    traced function: pinned when staged, see ``_PINNED``)."""
     n, n_params, k, n_obs = core.sizes
-    f64 = jnp.float64
-    shapes = Outputs(
-        jax.ShapeDtypeStruct((n,), f64),
-        jax.ShapeDtypeStruct((k,), f64),
-        jax.ShapeDtypeStruct((), jnp.int64),
-        jax.ShapeDtypeStruct((n_obs, n), f64),
-    )
+    state_defaults = np.asarray(model.default_state, dtype=np.float64)
+    param_defaults = np.asarray(model.default_params, dtype=np.float64)
 
     # The handlers find the solver by this id; ``f`` keeps ``core`` alive
-    # (through ``outputs_now``), and with it the id's registry entry.
+    # (through the closures below), and with it the id's registry entry.
     solver_id = np.uint64(core.ffi_id)
+    calls = {}
 
-    def outputs_now(x0, params):
+    def custom_calls(float_type):
+        """The two custom calls for results of ``float_type``: the run and
+        the adjoint pass (the tangent-linear pass is ``_tangent_p``)."""
+        if float_type not in calls:
+            count_type = jax.dtypes.canonicalize_dtype(jnp.int64)
+            shapes = Outputs(
+                jax.ShapeDtypeStruct((n,), float_type),
+                jax.ShapeDtypeStruct((k,), float_type),
+                jax.ShapeDtypeStruct((), count_type),
+                jax.ShapeDtypeStruct((n_obs, n), float_type),
+            )
+            # "broadcast_all": under jax.vmap every argument and result
+            # carries the same leading batch axes, run as one batch.
+            calls[float_type] = (
+                jax.ffi.ffi_call(_OUTPUTS_TARGET, tuple(shapes), vmap_method="broadcast_all"),
+                jax.ffi.ffi_call(
+                    _GRADIENT_TARGET,
+                    (
+                        jax.ShapeDtypeStruct((n,), float_type),
+                        jax.ShapeDtypeStruct((n_params,), float_type),
+                    ),
+                    vmap_method="broadcast_all",
+                ),
+            )
+        return calls[float_type]
+
+    def outputs_now(x0, params, float_type):
         """The outputs of one run, computed now (a plain call)."""
         final, times, counts, observed = core.outputs(
             np.asarray(x0, dtype=np.float64).reshape(1, n),
             np.asarray(params, dtype=np.float64).reshape(1, n_params),
         )
-        return Outputs(final[0], times[0], counts[0], observed[0])
+        return Outputs(
+            jnp.asarray(final[0], dtype=float_type),
+            jnp.asarray(times[0], dtype=float_type),
+            jnp.asarray(counts[0]),
+            jnp.asarray(observed[0], dtype=float_type),
+        )
 
-    # "broadcast_all": under jax.vmap every argument and result carries the
-    # same leading batch axes, which the handler runs as one batch.
-    outputs_call = jax.ffi.ffi_call(_OUTPUTS_TARGET, tuple(shapes), vmap_method="broadcast_all")
-    gradient_call = jax.ffi.ffi_call(
-        _GRADIENT_TARGET,
-        (jax.ShapeDtypeStruct((n,), f64), jax.ShapeDtypeStruct((n_params,), f64)),
-        vmap_method="broadcast_all",
-    )
-
-    def primal(x0, params):
+    @jax.custom_jvp
+    def run(x0, params):
+        outputs_call = custom_calls(x0.dtype)[0]
         return Outputs(*outputs_call(x0, params, solver=solver_id))
 
-    @jax.custom_vjp
-    def run(x0, params):
-        return primal(x0, params)
+    @_not_differentiable
+    def taped_run(x0, params):
+        """The run of a differentiated forward call: its tapes are kept
+        for the backward pass."""
+        outputs_call = custom_calls(x0.dtype)[0]
+        return Outputs(*outputs_call(x0, params, solver=solver_id, taped=np.uint64(1)))
 
-    def run_fwd(x0, params):
-        return primal(x0, params), (x0, params)
+    @_not_differentiable
+    def adjoint_pass(x0, params, g_final, g_times, g_observed):
+        """The cotangents of the inputs: one adjoint pass of the library."""
+        gradient_call = custom_calls(x0.dtype)[1]
+        # The id read from ``core`` here: the closure keeps the solver
+        # alive until the backward pass of an eager jax.grad, even when
+        # ``f`` itself is gone by then.
+        solver = np.uint64(core.ffi_id)
+        return tuple(gradient_call(x0, params, g_final, g_times, g_observed, solver=solver))
 
-    def run_bwd(residuals, cotangents):
-        x0, params = residuals
-        g_final, g_times, _count, g_observed = cotangents
-        return tuple(gradient_call(x0, params, g_final, g_times, g_observed, solver=solver_id))
-
-    run.defvjp(run_fwd, run_bwd)
+    @run.defjvp
+    def run_jvp(primals, tangents):
+        # The tangent map is linear in the tangents, its transpose the
+        # adjoint pass: forward mode runs the forward sensitivities,
+        # reverse mode (its transpose) the adjoint.
+        x0, params = primals
+        # The differentiated forward call records its tapes, kept for the
+        # backward pass (jax.value_and_grad: one taped run, no replay).
+        out = taped_run(x0, params)
+        final, times, observed = _tangent_p.bind(
+            x0, params, out.final_state, *tangents, core=core, sizes=(n, n_params, k, n_obs), adjoint=adjoint_pass
+        )
+        count = np.zeros(np.shape(out.event_count), dtype=jax.dtypes.float0)
+        return out, Outputs(final, times, count, observed)
 
     def f(x0, params):
-        x0 = _vector(x0, n, "initial state")
-        params = _vector(params, n_params, "parameters")
+        x0 = _vector(x0, n, "x0", "state", model.state_names, state_defaults, core)
+        params = _vector(
+            params, n_params, "params", "parameter", model.param_names, param_defaults, core
+        )
+        float_type = _float_type(x0, params)
+        x0, params = x0.astype(float_type), params.astype(float_type)
+        if made_inside and _staged():
+            _PINNED[core.ffi_id] = core
         if not any(isinstance(a, jax.core.Tracer) for a in (x0, params)):
             # A plain call (no transformation): the library directly, so that
             # a failure raises its own exception class, not JAX's wrapper.
-            return Outputs(*map(jnp.asarray, outputs_now(x0, params)))
-        try:
-            return run(x0, params)
-        except TypeError as error:
-            if "forward-mode" in str(error) or "jvp" in str(error):
-                raise UnsupportedError(_FORWARD_MODE) from None
-            raise
+            return outputs_now(x0, params, float_type)
+        return run(x0, params)
 
+    def statistics():
+        """How many passes of each kind this solver has made: ``runs``
+        (plain runs), ``taped_runs`` (runs recording a tape: differentiated
+        forward calls, and backward passes that found no kept tape),
+        ``backward_passes`` (adjoint passes), ``replays`` (backward passes
+        that ran the model again) and ``tangent_passes``
+        (forward-sensitivity passes, one per point)."""
+        return core.statistics()
+
+    f.statistics = statistics
     f.__doc__ = (
         f"Runs {model.name} from t = 0 to {t_end}: x0 ({n}: {', '.join(model.state_names)}), "
-        f"params ({n_params}: {', '.join(model.param_names)}) -> Outputs."
+        f"params ({n_params}: {', '.join(model.param_names)}) -> Outputs; "
+        "x0 and params are arrays in that order or dicts by name."
     )
     return f
 
 
-def _vector(value, length, what):
-    """``value`` as a float64 JAX vector of ``length`` entries."""
-    array = jnp.asarray(value, dtype=jnp.float64)
+def _float_type(x0, params):
+    """The type of the results: float64 if an input is float64 (JAX's
+    64-bit mode), float32 otherwise; the library computes in float64 in
+    both cases."""
+    if jnp.float64 in (x0.dtype, params.dtype):
+        return jnp.dtype(jnp.float64)
+    return jnp.dtype(jnp.float32)
+
+
+def _vector(value, length, what, kind, names, defaults, core):
+    """``value`` (an array in the model's order, or a dict by name over the
+    defaults) as a floating JAX vector of ``length`` entries. The entries of
+    a dict keep their own values (traced ones too), so that a gradient with
+    respect to the dict is a dict of the same names."""
+    if value is None:
+        value = {}
+    if isinstance(value, dict):
+        entries = list(defaults)
+        given = []
+        for name, entry in value.items():
+            if not isinstance(name, str):
+                raise InvalidScenarioError(
+                    f"'{what}' must have names as keys, got the key {name!r}"
+                )
+            try:
+                entry = jnp.asarray(entry)
+            except TypeError:
+                entry = None
+            if entry is None or not jnp.issubdtype(entry.dtype, jnp.number):
+                raise InvalidScenarioError(
+                    f"'{what}.{name}' must be a number, got {value[name]!r}"
+                )
+            if entry.ndim != 0:
+                raise DimensionMismatchError(
+                    f"dimension mismatch in {what}.{name}: expected a number, "
+                    f"got an array of shape {entry.shape}"
+                )
+            entries[core.position(kind, name)] = entry
+            given.append(entry)
+        float_type = jnp.result_type(*given) if given else jnp.float64
+        if not jnp.issubdtype(float_type, jnp.floating):
+            float_type = jnp.float64
+        float_type = jax.dtypes.canonicalize_dtype(float_type)
+        if not entries:
+            return jnp.zeros((0,), dtype=float_type)
+        return jnp.stack([jnp.asarray(e, dtype=float_type) for e in entries])
+    array = jnp.asarray(value)
+    if not jnp.issubdtype(array.dtype, jnp.floating):
+        array = array.astype(jax.dtypes.canonicalize_dtype(jnp.float64))
     if array.ndim != 1 or array.shape[0] != length:
         found = array.shape[0] if array.ndim == 1 else f"an array of shape {array.shape}"
         raise DimensionMismatchError(
-            f"dimension mismatch in {what}: expected {length} entries, got {found}"
+            f"dimension mismatch in {_WHAT[what]}: expected {length} entries, got {found}"
         )
     return array
+
+
+_WHAT = {"x0": "initial state", "params": "parameters"}

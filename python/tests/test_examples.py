@@ -36,3 +36,12 @@ def test_dask_ensemble(closed_form):
     assert abs(member["x_final"] - case["final_state"]["x"]) < 1e-9
     for wrt, value in case["jacobian"]["x"].items():
         assert abs(member["gradient"][wrt] - value) < 1e-8, wrt
+
+
+def test_custom_model_jax():
+    """equations -> from_equations -> iajax.solver -> jax.grad, against the
+    closed form of the first impact time t1 = sqrt(2 h0 / g)."""
+    result = run_example("custom_model_jax.py")
+    assert set(result) == {"h", "g"}
+    for name, (library, closed_form) in result.items():
+        assert abs(library - closed_form) < 1e-9 * abs(closed_form), name

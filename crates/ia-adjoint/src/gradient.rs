@@ -9,9 +9,9 @@ use crate::loss::{check_seeds, Loss, LossSeeds};
 use crate::results::Gradient;
 #[cfg(any(test, feature = "testing"))]
 use crate::results::Method;
-use crate::tape::AdjointOptions;
+use crate::tape::{AdjointOptions, Tape};
 use crate::workspace::{self, Workspace};
-use ia_core::HybridError;
+use ia_core::{HybridError, Trajectory};
 use ia_events::Problem;
 
 /// The gradient of `loss` by the reverse-mode (discrete) adjoint: one taped
@@ -80,9 +80,44 @@ pub fn gradient_in(
     options: &AdjointOptions,
     workspace: &mut Workspace,
 ) -> Result<Gradient, HybridError> {
-    let sys = problem.system;
-    let stepping = adjoint_stepping(problem)?;
-    loss.check(sys.state_dim())?;
+    adjoint_stepping(problem)?;
+    loss.check(problem.system.state_dim())?;
+    let taped = record_in(problem, options, workspace)?;
+    gradient_of_taped(problem, taped, loss, workspace)
+}
+
+/// A taped forward run, kept for a later backward pass
+/// ([`gradient_of_taped`]): the run and its tape. Made by [`record_in`].
+pub struct TapedRun {
+    tape: Tape,
+    trajectory: Trajectory,
+}
+
+impl std::fmt::Debug for TapedRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TapedRun")
+            .field("trajectory", &self.trajectory)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TapedRun {
+    /// The run.
+    pub fn trajectory(&self) -> &Trajectory {
+        &self.trajectory
+    }
+}
+
+/// The taped forward run of [`gradient_in`], alone: its backward pass, for
+/// any loss, is [`gradient_of_taped`] (so that a caller can take the
+/// run's outputs first and the gradient later, without running twice).
+/// The tape is made in `workspace`'s kept buffers.
+pub fn record_in(
+    problem: &Problem<'_>,
+    options: &AdjointOptions,
+    workspace: &mut Workspace,
+) -> Result<TapedRun, HybridError> {
+    adjoint_stepping(problem)?;
     let mut tape = workspace.tape(options);
     let run = ia_events::run_in(
         problem,
@@ -90,7 +125,29 @@ pub fn gradient_in(
         &mut ia_events::NoExtraState,
         &mut tape,
     );
-    let result = run.and_then(|trajectory| {
+    match run {
+        Ok(trajectory) => Ok(TapedRun { tape, trajectory }),
+        Err(error) => {
+            workspace.keep_tape(tape);
+            Err(error)
+        }
+    }
+}
+
+/// The backward pass of `loss` over `taped`, a [`record_in`] of `problem`
+/// (the same system, initial state and parameters): the gradient
+/// [`gradient_in`] returns, to the last bit. The tape's buffers go back to
+/// `workspace`.
+pub fn gradient_of_taped(
+    problem: &Problem<'_>,
+    taped: TapedRun,
+    loss: &dyn Loss,
+    workspace: &mut Workspace,
+) -> Result<Gradient, HybridError> {
+    let sys = problem.system;
+    let TapedRun { tape, trajectory } = taped;
+    let result = adjoint_stepping(problem).and_then(|stepping| {
+        loss.check(sys.state_dim())?;
         loss.check_run(&trajectory)?;
         let mut seeds = LossSeeds::zeros(&trajectory);
         let value = loss.evaluate(&trajectory, &mut seeds);

@@ -109,7 +109,7 @@ mod tests;
 pub use batch::{gradient_batch, gradient_batch_each, jacobian_batch, simulate_batch, Batch};
 #[cfg(any(test, feature = "testing"))]
 pub use gradient::gradient_forward;
-pub use gradient::{gradient, gradient_in, gradient_with};
+pub use gradient::{gradient, gradient_in, gradient_of_taped, gradient_with, record_in, TapedRun};
 #[cfg(any(test, feature = "testing"))]
 pub use jacobian::jacobian_without_saltation;
 pub use jacobian::{jacobian, jacobian_in, jacobian_wrt, jacobian_wrt_in};

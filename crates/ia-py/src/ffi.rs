@@ -26,9 +26,13 @@
 //! which JAX raises as its runtime error; a panic is caught and returned
 //! the same way, never unwound into XLA.
 
-use crate::jax::{registered, CotangentsIn, OutputsOut, Sizes, SolverCore};
+use crate::broadcast::broadcast_items;
+use crate::jax::{
+    registered, CotangentsIn, OutputsOut, Sizes, SolverCore, TangentsIn, TangentsOut,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
+use std::borrow::Cow;
 use std::ffi::{c_char, c_void, CString};
 use std::mem::{offset_of, size_of};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -38,6 +42,8 @@ use std::ptr::NonNull;
 pub const OUTPUTS_TARGET: &str = "impact_adjoint_jax_outputs";
 /// The custom-call target of [`SolverCore::cotangent_gradient`].
 pub const GRADIENT_TARGET: &str = "impact_adjoint_jax_gradient";
+/// The custom-call target of [`SolverCore::tangents`].
+pub const TANGENT_TARGET: &str = "impact_adjoint_jax_tangent";
 /// The major version of the XLA FFI C API these handlers are written
 /// against (reported to XLA when it registers them).
 pub const API_MAJOR: i32 = 0;
@@ -56,11 +62,14 @@ const STAGE_EXECUTE: i32 = 3;
 const BUFFER: i32 = 1;
 /// `XLA_FFI_AttrType_SCALAR`.
 const ATTR_SCALAR: i32 = 3;
+/// `XLA_FFI_DataType_S32`.
+const DTYPE_S32: i32 = 4;
 /// `XLA_FFI_DataType_S64`.
 const DTYPE_S64: i32 = 5;
 /// `XLA_FFI_DataType_U64`.
 const DTYPE_U64: i32 = 9;
-/// `XLA_FFI_DataType_F32` (named in messages: JAX's type without 64-bit mode).
+/// `XLA_FFI_DataType_F32` (JAX's type without 64-bit mode: read into
+/// float64, computed in float64, written back rounded).
 const DTYPE_F32: i32 = 11;
 /// `XLA_FFI_DataType_F64`.
 const DTYPE_F64: i32 = 12;
@@ -205,16 +214,24 @@ pub extern "C" fn gradient_handler(frame: *mut CallFrame) -> *mut XlaError {
     unsafe { handle(frame, run_gradient) }
 }
 
-/// The handlers as `{"outputs": (target name, PyCapsule), "gradient": ...}`,
+/// The handler of [`TANGENT_TARGET`] (`XLA_FFI_Handler`).
+pub extern "C" fn tangent_handler(frame: *mut CallFrame) -> *mut XlaError {
+    // SAFETY: as in `outputs_handler`.
+    unsafe { handle(frame, run_tangents) }
+}
+
+/// The handlers as `{"outputs": (target name, PyCapsule), "gradient": ...,
+/// "tangent": ...}`,
 /// for `jax.ffi.register_ffi_target(name, capsule, platform="cpu")` (API
 /// version 1 of that call: the typed FFI) and `jax.ffi.ffi_call(name, ...)`.
 #[pyfunction]
 pub fn ffi_targets(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let targets = PyDict::new(py);
     type Handler = extern "C" fn(*mut CallFrame) -> *mut XlaError;
-    let handlers: [(&str, &str, Handler); 2] = [
+    let handlers: [(&str, &str, Handler); 3] = [
         ("outputs", OUTPUTS_TARGET, outputs_handler),
         ("gradient", GRADIENT_TARGET, gradient_handler),
+        ("tangent", TANGENT_TARGET, tangent_handler),
     ];
     for (role, name, handler) in handlers {
         let pointer = NonNull::new(handler as *mut c_void).expect("a function's address");
@@ -234,6 +251,7 @@ pub fn ffi_api_version() -> (i32, i32) {
 }
 
 /// An error to hand back to XLA: its code and message.
+#[derive(Debug)]
 struct Failure {
     code: i32,
     message: String,
@@ -396,8 +414,8 @@ unsafe fn metadata(extension: *mut MetadataExtension) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The solver named by the frame's attribute `solver`.
-fn solver(frame: &CallFrame) -> Result<std::sync::Arc<SolverCore>, Failure> {
+/// The uint64 scalar attribute `name` of the frame, if it has one.
+fn u64_attribute(frame: &CallFrame, name: &str) -> Result<Option<u64>, Failure> {
     let attrs = &frame.attrs;
     if attrs.struct_size < ATTRS_SIZE {
         return Err(Failure::invalid(format!(
@@ -408,7 +426,7 @@ fn solver(frame: &CallFrame) -> Result<std::sync::Arc<SolverCore>, Failure> {
     let count = usize::try_from(attrs.size).unwrap_or(0);
     for i in 0..count {
         // SAFETY: XLA's attribute arrays hold `size` entries each.
-        let (kind, name, value) = unsafe {
+        let (kind, span, value) = unsafe {
             (
                 *attrs.types.add(i),
                 &**attrs.names.add(i),
@@ -416,29 +434,41 @@ fn solver(frame: &CallFrame) -> Result<std::sync::Arc<SolverCore>, Failure> {
             )
         };
         // SAFETY: a byte span of the attribute's name, `len` bytes.
-        let name = unsafe { std::slice::from_raw_parts(name.ptr.cast::<u8>(), name.len) };
-        if name != b"solver" {
+        let found = unsafe { std::slice::from_raw_parts(span.ptr.cast::<u8>(), span.len) };
+        if found != name.as_bytes() {
             continue;
         }
         // SAFETY: a scalar attribute's value is an `XLA_FFI_Scalar`.
         let scalar = (kind == ATTR_SCALAR).then(|| unsafe { &*value.cast::<Scalar>() });
         let Some(scalar) = scalar.filter(|s| s.dtype == DTYPE_U64) else {
-            return Err(Failure::invalid(
-                "impact_adjoint.jax: the attribute 'solver' must be a uint64 scalar (a JaxSolver's ffi_id)".into(),
-            ));
+            let what = if name == "solver" {
+                "a JaxSolver's ffi_id"
+            } else {
+                "1 or 0"
+            };
+            return Err(Failure::invalid(format!(
+                "impact_adjoint.jax: the attribute '{name}' must be a uint64 scalar ({what})"
+            )));
         };
         // SAFETY: a U64 scalar points to one u64.
-        let id = unsafe { *scalar.value.cast::<u64>() };
-        return registered(id).ok_or_else(|| {
-            Failure::invalid(format!(
-                "impact_adjoint.jax: no solver with id {id}: the impact_adjoint.jax.solver it came from has been freed (keep the function returned by solver() alive while code calling it runs)"
-            ))
-        });
+        return Ok(Some(unsafe { *scalar.value.cast::<u64>() }));
     }
-    Err(Failure::invalid(
-        "impact_adjoint.jax: the custom call has no attribute 'solver' (the id of a JaxSolver)"
-            .into(),
-    ))
+    Ok(None)
+}
+
+/// The solver named by the frame's attribute `solver`.
+fn solver(frame: &CallFrame) -> Result<std::sync::Arc<SolverCore>, Failure> {
+    let Some(id) = u64_attribute(frame, "solver")? else {
+        return Err(Failure::invalid(
+            "impact_adjoint.jax: the custom call has no attribute 'solver' (the id of a JaxSolver)"
+                .into(),
+        ));
+    };
+    registered(id).ok_or_else(|| {
+        Failure::invalid(format!(
+            "impact_adjoint.jax: no solver with id {id}: the impact_adjoint.jax.solver it came from has been freed (keep the function returned by solver() alive while code calling it runs)"
+        ))
+    })
 }
 
 /// An argument or result buffer, its dtype and shape checked.
@@ -479,6 +509,39 @@ fn buffer<'a>(list: &'a List, index: usize, what: &str) -> Result<(&'a Buffer, V
     ))
 }
 
+/// An XLA element type by name, for messages.
+fn type_name(dtype: i32) -> String {
+    match dtype {
+        DTYPE_F64 => "float64".to_string(),
+        DTYPE_F32 => "float32".to_string(),
+        DTYPE_S64 => "int64".to_string(),
+        DTYPE_S32 => "int32".to_string(),
+        other => format!("XLA type {other}"),
+    }
+}
+
+/// The float type of a call: that of the initial state, float64 or
+/// float32; every other float buffer of the call must have it.
+fn float_type(what: &str, buffer: &Buffer) -> Result<i32, Failure> {
+    match buffer.dtype {
+        DTYPE_F64 | DTYPE_F32 => Ok(buffer.dtype),
+        other => Err(Failure::invalid(format!(
+            "impact_adjoint.jax: {what} must be float64 or float32, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+/// The integer type of the event counts: int64, or int32 (JAX's integers
+/// without 64-bit mode).
+fn count_type(buffer: &Buffer) -> i32 {
+    if buffer.dtype == DTYPE_S32 {
+        DTYPE_S32
+    } else {
+        DTYPE_S64
+    }
+}
+
 /// The shape a buffer must have: the batch axes `lead`, then `tail`.
 fn check_shape(
     what: &str,
@@ -494,16 +557,10 @@ fn check_shape(
         .chain(tail.iter().map(|&d| d as i64))
         .collect();
     if buffer.dtype != dtype {
-        let name = |d: i32| match d {
-            DTYPE_F64 => "float64".to_string(),
-            DTYPE_S64 => "int64".to_string(),
-            DTYPE_F32 => "float32".to_string(),
-            other => format!("XLA type {other}"),
-        };
         return Err(Failure::invalid(format!(
-            "impact_adjoint.jax: {what} must be {}, got {} (enable JAX's 64-bit mode: jax.config.update(\"jax_enable_x64\", True))",
-            name(dtype),
-            name(buffer.dtype)
+            "impact_adjoint.jax: {what} must be {}, got {} (the type of the initial state)",
+            type_name(dtype),
+            type_name(buffer.dtype)
         )));
     }
     if dims != expected.as_slice() {
@@ -547,16 +604,21 @@ fn batch_axes<'a>(x0: &View<'a>) -> Result<(&'a [i64], usize), Failure> {
     Ok((lead, batch))
 }
 
-/// `len` float64 entries of an input buffer.
+/// `len` entries of an input buffer of `dtype` (float64, or float32
+/// widened), as float64.
 ///
 /// # Safety
-/// `view` is a checked buffer of at least `len` float64 entries.
-unsafe fn input<'a>(view: &View<'a>, len: usize) -> &'a [f64] {
+/// `view` is a checked buffer of at least `len` entries of `dtype`.
+unsafe fn input<'a>(view: &View<'a>, len: usize, dtype: i32) -> Cow<'a, [f64]> {
     if len == 0 {
-        &[]
-    } else {
+        Cow::Borrowed(&[])
+    } else if dtype == DTYPE_F32 {
         // SAFETY: the caller's contract; XLA keeps inputs alive for the call.
-        unsafe { std::slice::from_raw_parts(view.data.cast::<f64>(), len) }
+        let narrow = unsafe { std::slice::from_raw_parts(view.data.cast::<f32>(), len) };
+        Cow::Owned(narrow.iter().map(|&x| f64::from(x)).collect())
+    } else {
+        // SAFETY: as above.
+        Cow::Borrowed(unsafe { std::slice::from_raw_parts(view.data.cast::<f64>(), len) })
     }
 }
 
@@ -572,6 +634,61 @@ unsafe fn output<'a, T>(view: &View<'a>, len: usize) -> &'a mut [T] {
         // SAFETY: the caller's contract; results are not aliased.
         unsafe { std::slice::from_raw_parts_mut(view.data.cast::<T>(), len) }
     }
+}
+
+/// A result buffer of a type other than the computed one (float32 results
+/// of float64 work, int32 counts of int64 ones): written here first, then
+/// converted into the buffer by [`Narrowed::store`].
+enum Narrowed<'a, Wide, Narrow> {
+    /// The buffer has the computed type: written in place.
+    Direct(&'a mut [Wide]),
+    /// The buffer is narrower: the computed values, then the buffer.
+    Scratch(Vec<Wide>, &'a mut [Narrow]),
+}
+
+impl<'a, Wide: Copy + Default, Narrow> Narrowed<'a, Wide, Narrow> {
+    /// The result buffer `view` of `len` entries, of the wide type when
+    /// `wide` holds.
+    ///
+    /// # Safety
+    /// As [`output`], for the type `wide` selects.
+    unsafe fn new(view: &View<'a>, len: usize, wide: bool) -> Self {
+        if wide {
+            // SAFETY: the caller's contract.
+            Narrowed::Direct(unsafe { output(view, len) })
+        } else {
+            // SAFETY: as above.
+            Narrowed::Scratch(vec![Wide::default(); len], unsafe { output(view, len) })
+        }
+    }
+
+    /// Where the computation writes.
+    fn values(&mut self) -> &mut [Wide] {
+        match self {
+            Narrowed::Direct(values) => values,
+            Narrowed::Scratch(values, _) => values,
+        }
+    }
+
+    /// Writes the computed values into a narrower buffer, by `narrow`.
+    fn store(self, narrow: impl Fn(Wide) -> Narrow) {
+        if let Narrowed::Scratch(values, buffer) = self {
+            for (slot, &v) in buffer.iter_mut().zip(&values) {
+                *slot = narrow(v);
+            }
+        }
+    }
+}
+
+/// float64 to float32, rounded to nearest.
+fn to_f32(x: f64) -> f32 {
+    x as f32
+}
+
+/// An event count as int32 (saturating: a count past `i32::MAX` is not a
+/// run this library finishes).
+fn to_i32(count: i64) -> i32 {
+    i32::try_from(count).unwrap_or(i32::MAX)
 }
 
 /// A run's error in the library's words (`kind: message`, the kind naming
@@ -592,32 +709,54 @@ fn run_outputs(frame: &CallFrame) -> Result<(), Failure> {
     } = core.sizes();
     let (b0, x0) = buffer(&frame.args, 0, "the initial state")?;
     let (lead, _) = batch_axes(&x0)?;
-    let f64_ = DTYPE_F64;
-    let nx = check_shape("the initial state", b0, x0.dims, f64_, lead, &[n])?;
+    let float = float_type("the initial state", b0)?;
+    let nx = check_shape("the initial state", b0, x0.dims, float, lead, &[n])?;
     let (b1, p) = buffer(&frame.args, 1, "the parameters")?;
-    let np = check_shape("the parameters", b1, p.dims, f64_, lead, &[n_params])?;
+    let np = check_shape("the parameters", b1, p.dims, float, lead, &[n_params])?;
     let (r0, fin) = buffer(&frame.rets, 0, "the final state")?;
-    let nf = check_shape("the final state", r0, fin.dims, f64_, lead, &[n])?;
+    let nf = check_shape("the final state", r0, fin.dims, float, lead, &[n])?;
     let (r1, times) = buffer(&frame.rets, 1, "the event times")?;
-    let nt = check_shape("the event times", r1, times.dims, f64_, lead, &[k])?;
+    let nt = check_shape("the event times", r1, times.dims, float, lead, &[k])?;
     let (r2, counts) = buffer(&frame.rets, 2, "the event count")?;
-    let nc = check_shape("the event count", r2, counts.dims, DTYPE_S64, lead, &[])?;
+    let count = count_type(r2);
+    let nc = check_shape("the event count", r2, counts.dims, count, lead, &[])?;
     let (r3, obs) = buffer(&frame.rets, 3, "the observed states")?;
-    let no = check_shape("the observed states", r3, obs.dims, f64_, lead, &[n_obs, n])?;
+    let no = check_shape(
+        "the observed states",
+        r3,
+        obs.dims,
+        float,
+        lead,
+        &[n_obs, n],
+    )?;
+    let wide = float == DTYPE_F64;
     // SAFETY: each buffer's dtype and shape were checked just above.
-    let (x0s, ps, out) = unsafe {
+    let (x0s, ps, mut fin, mut times, mut counts, mut obs) = unsafe {
         (
-            input(&x0, nx),
-            input(&p, np),
-            OutputsOut {
-                final_state: output(&fin, nf),
-                event_times: output(&times, nt),
-                counts: output(&counts, nc),
-                observed: output(&obs, no),
-            },
+            input(&x0, nx, float),
+            input(&p, np, float),
+            Narrowed::<f64, f32>::new(&fin, nf, wide),
+            Narrowed::<f64, f32>::new(&times, nt, wide),
+            Narrowed::<i64, i32>::new(&counts, nc, count == DTYPE_S64),
+            Narrowed::<f64, f32>::new(&obs, no, wide),
         )
     };
-    core.outputs(x0s, ps, out).map_err(library_failure)
+    let out = OutputsOut {
+        final_state: fin.values(),
+        event_times: times.values(),
+        counts: counts.values(),
+        observed: obs.values(),
+    };
+    // `taped = 1`: a differentiated forward call, whose tapes are kept for
+    // its backward pass.
+    let taped = u64_attribute(frame, "taped")?.unwrap_or(0) != 0;
+    core.outputs(&x0s, &ps, out, taped)
+        .map_err(library_failure)?;
+    fin.store(to_f32);
+    times.store(to_f32);
+    counts.store(to_i32);
+    obs.store(to_f32);
+    Ok(())
 }
 
 /// [`GRADIENT_TARGET`] at execution.
@@ -630,18 +769,18 @@ fn run_gradient(frame: &CallFrame) -> Result<(), Failure> {
         k,
         n_obs,
     } = core.sizes();
-    let f64_ = DTYPE_F64;
     let (b0, x0) = buffer(&frame.args, 0, "the initial state")?;
     let (lead, batch) = batch_axes(&x0)?;
-    let nx = check_shape("the initial state", b0, x0.dims, f64_, lead, &[n])?;
+    let float = float_type("the initial state", b0)?;
+    let nx = check_shape("the initial state", b0, x0.dims, float, lead, &[n])?;
     let (b1, p) = buffer(&frame.args, 1, "the parameters")?;
-    let np = check_shape("the parameters", b1, p.dims, f64_, lead, &[n_params])?;
+    let np = check_shape("the parameters", b1, p.dims, float, lead, &[n_params])?;
     let (b2, gf) = buffer(&frame.args, 2, "the cotangent of the final state")?;
     let ngf = check_shape(
         "the cotangent of the final state",
         b2,
         gf.dims,
-        f64_,
+        float,
         lead,
         &[n],
     )?;
@@ -650,7 +789,7 @@ fn run_gradient(frame: &CallFrame) -> Result<(), Failure> {
         "the cotangent of the event times",
         b3,
         gt.dims,
-        f64_,
+        float,
         lead,
         &[k],
     )?;
@@ -659,7 +798,7 @@ fn run_gradient(frame: &CallFrame) -> Result<(), Failure> {
         "the cotangent of the observed states",
         b4,
         go.dims,
-        f64_,
+        float,
         lead,
         &[n_obs, n],
     )?;
@@ -668,7 +807,7 @@ fn run_gradient(frame: &CallFrame) -> Result<(), Failure> {
         "the gradient of the initial state",
         r0,
         gx.dims,
-        f64_,
+        float,
         lead,
         &[n],
     )?;
@@ -677,211 +816,140 @@ fn run_gradient(frame: &CallFrame) -> Result<(), Failure> {
         "the gradient of the parameters",
         r1,
         gp.dims,
-        f64_,
+        float,
         lead,
         &[n_params],
     )?;
+    let wide = float == DTYPE_F64;
     // SAFETY: each buffer's dtype and shape were checked just above.
-    let (input_, gx, gp) = unsafe {
+    let (x0s, ps, gfs, gts, gos, mut gx, mut gp) = unsafe {
         (
-            CotangentsIn {
-                x0s: input(&x0, nx),
-                params: input(&p, np),
-                final_state: input(&gf, ngf),
-                event_times: input(&gt, ngt),
-                observed: input(&go, ngo),
-            },
-            output::<f64>(&gx, ngx),
-            output::<f64>(&gp, ngp),
+            input(&x0, nx, float),
+            input(&p, np, float),
+            input(&gf, ngf, float),
+            input(&gt, ngt, float),
+            input(&go, ngo, float),
+            Narrowed::<f64, f32>::new(&gx, ngx, wide),
+            Narrowed::<f64, f32>::new(&gp, ngp, wide),
         )
     };
-    core.cotangent_gradient(batch, &input_, gx, gp)
-        .map_err(library_failure)
+    let input_ = CotangentsIn {
+        x0s: &x0s,
+        params: &ps,
+        final_state: &gfs,
+        event_times: &gts,
+        observed: &gos,
+    };
+    core.cotangent_gradient(batch, &input_, gx.values(), gp.values())
+        .map_err(library_failure)?;
+    gx.store(to_f32);
+    gp.store(to_f32);
+    Ok(())
+}
+
+/// The leading (batch) axes of a buffer whose last `tail` axes are its
+/// own.
+fn lead_of<'a>(what: &str, view: &View<'a>, tail: usize) -> Result<&'a [i64], Failure> {
+    view.dims
+        .len()
+        .checked_sub(tail)
+        .map(|r| &view.dims[..r])
+        .ok_or_else(|| {
+            Failure::invalid(format!(
+                "impact_adjoint.jax: {what} must have at least {tail} axes, got {:?}",
+                view.dims
+            ))
+        })
+}
+
+/// [`TANGENT_TARGET`] at execution: arguments `x0 (..., n)`, `params
+/// (..., n_params)`, their `m` tangent columns `(..., m, n)` and `(..., m,
+/// n_params)`, whose batch axes broadcast (size 1 where an argument is not
+/// mapped); results, on the broadcast batch axes, the tangents of the
+/// final states `(..., m, n)`, of the event times `(..., m, K)` and of the
+/// observed states `(..., m, n_obs, n)`. Entries at one point (`jax.jacfwd`:
+/// tangents mapped, the point not) share one forward pass.
+fn run_tangents(frame: &CallFrame) -> Result<(), Failure> {
+    check_counts(frame, 4, 3)?;
+    let core = solver(frame)?;
+    let Sizes {
+        n,
+        n_params,
+        k,
+        n_obs,
+    } = core.sizes();
+    let names = [
+        "the initial state",
+        "the parameters",
+        "the tangents of the initial state",
+        "the tangents of the parameters",
+    ];
+    let (b0, x0) = buffer(&frame.args, 0, names[0])?;
+    let (b1, p) = buffer(&frame.args, 1, names[1])?;
+    let (b2, tx) = buffer(&frame.args, 2, names[2])?;
+    let (b3, tp) = buffer(&frame.args, 3, names[3])?;
+    let float = float_type(names[0], b0)?;
+    let m = match lead_of(names[2], &tx, 1)?.last() {
+        Some(&m) if m >= 0 => m as usize,
+        _ => {
+            return Err(Failure::invalid(
+                "impact_adjoint.jax: the tangents of the initial state must have a column axis"
+                    .into(),
+            ))
+        }
+    };
+    let leads = [
+        lead_of(names[0], &x0, 1)?,
+        lead_of(names[1], &p, 1)?,
+        lead_of(names[2], &tx, 2)?,
+        lead_of(names[3], &tp, 2)?,
+    ];
+    let nx = check_shape(names[0], b0, x0.dims, float, leads[0], &[n])?;
+    let np = check_shape(names[1], b1, p.dims, float, leads[1], &[n_params])?;
+    let ntx = check_shape(names[2], b2, tx.dims, float, leads[2], &[m, n])?;
+    let ntp = check_shape(names[3], b3, tp.dims, float, leads[3], &[m, n_params])?;
+    let (lead, items) = broadcast_items(leads).map_err(Failure::invalid)?;
+    let (r0, df) = buffer(&frame.rets, 0, "the tangents of the final state")?;
+    let what = "the tangents of the final state";
+    let ndf = check_shape(what, r0, df.dims, float, &lead, &[m, n])?;
+    let (r1, dt) = buffer(&frame.rets, 1, "the tangents of the event times")?;
+    let what = "the tangents of the event times";
+    let ndt = check_shape(what, r1, dt.dims, float, &lead, &[m, k])?;
+    let (r2, dobs) = buffer(&frame.rets, 2, "the tangents of the observed states")?;
+    let what = "the tangents of the observed states";
+    let ndo = check_shape(what, r2, dobs.dims, float, &lead, &[m, n_obs, n])?;
+    let wide = float == DTYPE_F64;
+    // SAFETY: each buffer's dtype and shape were checked just above.
+    let (x0s, ps, txs, tps, mut df, mut dt, mut dobs) = unsafe {
+        (
+            input(&x0, nx, float),
+            input(&p, np, float),
+            input(&tx, ntx, float),
+            input(&tp, ntp, float),
+            Narrowed::<f64, f32>::new(&df, ndf, wide),
+            Narrowed::<f64, f32>::new(&dt, ndt, wide),
+            Narrowed::<f64, f32>::new(&dobs, ndo, wide),
+        )
+    };
+    let input_ = TangentsIn {
+        columns: m,
+        x0s: &x0s,
+        params: &ps,
+        x0_tangents: &txs,
+        param_tangents: &tps,
+        items: &items,
+    };
+    let out = TangentsOut {
+        final_state: df.values(),
+        event_times: dt.values(),
+        observed: dobs.values(),
+    };
+    core.tangents(&input_, out).map_err(library_failure)?;
+    df.store(to_f32);
+    dt.store(to_f32);
+    dobs.store(to_f32);
+    Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cell::RefCell;
-    use std::ptr::{null, null_mut};
-
-    /// The sizes of the mirrors against those of the C header on x86_64 and
-    /// aarch64 (LP64): `XLA_FFI_STRUCT_SIZE` of each, counted by hand from
-    /// the header's fields (8-byte pointers and size_t, 4-byte enums).
-    #[test]
-    fn mirrors_have_the_header_sizes() {
-        assert_eq!(size_of::<ExtensionBase>(), 24);
-        assert_eq!(API_VERSION_SIZE, 24);
-        assert_eq!(ERROR_CREATE_ARGS_SIZE, 28);
-        assert_eq!(BUFFER_SIZE, 48);
-        assert_eq!(LIST_SIZE, 40);
-        assert_eq!(ATTRS_SIZE, 48);
-        // struct_size, extension_start, api, ctx, stage (+4 padding),
-        // args, rets, attrs.
-        assert_eq!(CALL_FRAME_SIZE, 8 * 4 + 8 + 40 + 40 + 48);
-        assert_eq!(offset_of!(CallFrame, future), CALL_FRAME_SIZE);
-        assert_eq!(METADATA_SIZE, 8 + 24 + 4);
-        assert_eq!(METADATA_EXTENSION_SIZE, 32);
-        // Error_Create is the first function of the table.
-        assert_eq!(API_SIZE, 8 + 8 + 24 + 8 + 8);
-    }
-
-    fn version(major: i32, minor: i32) -> ApiVersion {
-        ApiVersion {
-            struct_size: API_VERSION_SIZE,
-            extension_start: null_mut(),
-            major_version: major,
-            minor_version: minor,
-        }
-    }
-
-    fn empty_list() -> List {
-        List {
-            struct_size: LIST_SIZE,
-            extension_start: null_mut(),
-            size: 0,
-            types: null(),
-            items: null(),
-        }
-    }
-
-    /// A frame as XLA builds one (`BuildMetadataCallFrame` for the
-    /// metadata query: no API table, no arguments).
-    fn frame(api: *const Api, extension: *mut ExtensionBase, stage: i32) -> CallFrame {
-        CallFrame {
-            struct_size: CALL_FRAME_SIZE,
-            extension_start: extension,
-            api,
-            ctx: null_mut(),
-            stage,
-            args: empty_list(),
-            rets: empty_list(),
-            attrs: Attrs {
-                struct_size: ATTRS_SIZE,
-                extension_start: null_mut(),
-                size: 0,
-                types: null(),
-                names: null(),
-                attrs: null(),
-            },
-            future: null_mut(),
-        }
-    }
-
-    fn metadata_query(metadata: &mut Metadata) -> MetadataExtension {
-        MetadataExtension {
-            extension_base: ExtensionBase {
-                struct_size: METADATA_EXTENSION_SIZE,
-                kind: EXTENSION_METADATA,
-                next: null_mut(),
-            },
-            metadata,
-        }
-    }
-
-    #[test]
-    fn metadata_query_without_an_api_table_gets_the_version() {
-        // XLA's query: version zeroed, no API table.
-        let mut metadata = Metadata {
-            struct_size: METADATA_SIZE,
-            api_version: version(0, 0),
-            traits: 7,
-        };
-        let mut extension = metadata_query(&mut metadata);
-        let mut query = frame(null(), &mut extension.extension_base, STAGE_EXECUTE);
-        assert!(outputs_handler(&mut query).is_null());
-        assert_eq!(
-            (
-                metadata.api_version.major_version,
-                metadata.api_version.minor_version
-            ),
-            (API_MAJOR, API_MINOR)
-        );
-        assert_eq!(metadata.api_version.struct_size, API_VERSION_SIZE);
-        assert_eq!(metadata.traits, 0);
-        // A metadata struct too small to hold the answer is left alone
-        // (XLA then refuses the registration for version 0.0).
-        let mut small = Metadata {
-            struct_size: METADATA_SIZE - 4,
-            api_version: version(0, 0),
-            traits: 0,
-        };
-        let mut extension = metadata_query(&mut small);
-        let mut query = frame(null(), &mut extension.extension_base, STAGE_EXECUTE);
-        assert!(gradient_handler(&mut query).is_null());
-        assert_eq!(small.api_version.major_version, 0);
-        assert_eq!(small.api_version.minor_version, 0);
-    }
-
-    thread_local! {
-        /// The errors the fake `XLA_FFI_Error_Create` was asked for.
-        static ERRORS: RefCell<Vec<(i32, String)>> = const { RefCell::new(Vec::new()) };
-    }
-
-    /// A stand-in for XLA's `XLA_FFI_Error_Create`: records the code and
-    /// the message, returns a non-null token.
-    unsafe extern "C" fn fake_error_create(args: *mut ErrorCreateArgs) -> *mut XlaError {
-        // SAFETY: called by `create_error` with valid arguments.
-        let args = unsafe { &*args };
-        assert_eq!(args.struct_size, ERROR_CREATE_ARGS_SIZE);
-        // SAFETY: a NUL-terminated message that lives across the call.
-        let message = unsafe { std::ffi::CStr::from_ptr(args.message) };
-        let message = message.to_string_lossy().into_owned();
-        ERRORS.with(|e| e.borrow_mut().push((args.errc, message)));
-        NonNull::<XlaError>::dangling().as_ptr()
-    }
-
-    fn api(major: i32) -> Api {
-        Api {
-            struct_size: API_SIZE,
-            extension_start: null_mut(),
-            api_version: version(major, API_MINOR),
-            internal_api: null(),
-            error_create: Some(fake_error_create),
-        }
-    }
-
-    /// The error a handler returned for `frame`, by way of the fake API.
-    fn error_of(
-        handler: extern "C" fn(*mut CallFrame) -> *mut XlaError,
-        frame: &mut CallFrame,
-    ) -> Option<(i32, String)> {
-        ERRORS.with(|e| e.borrow_mut().clear());
-        let returned = handler(frame);
-        let recorded = ERRORS.with(|e| e.borrow_mut().pop());
-        assert_eq!(returned.is_null(), recorded.is_none());
-        recorded
-    }
-
-    #[test]
-    fn execution_errors_go_through_the_api_table() {
-        let table = api(API_MAJOR);
-        // No arguments at all: refused by count, with XLA's code for a bad
-        // argument.
-        let mut call = frame(&table, null_mut(), STAGE_EXECUTE);
-        let (code, message) = error_of(outputs_handler, &mut call).expect("an error");
-        assert_eq!(code, ERROR_INVALID_ARGUMENT);
-        assert!(message.contains("takes 2 arguments, got 0"), "{message}");
-        let (_, message) = error_of(gradient_handler, &mut call).expect("an error");
-        assert!(message.contains("takes 5 arguments, got 0"), "{message}");
-        // Stages before execution do nothing and succeed.
-        let mut prepare = frame(&table, null_mut(), STAGE_EXECUTE - 2);
-        assert_eq!(error_of(outputs_handler, &mut prepare), None);
-        // A frame smaller than the one mirrored here.
-        let mut short = frame(&table, null_mut(), STAGE_EXECUTE);
-        short.struct_size = CALL_FRAME_SIZE - 8;
-        let (_, message) = error_of(outputs_handler, &mut short).expect("an error");
-        assert!(
-            message.contains("XLA_FFI_CallFrame of 160 bytes, expected at least 168"),
-            "{message}"
-        );
-        // Another major version of the API: refused before reading more.
-        let other = api(API_MAJOR + 1);
-        let mut call = frame(&other, null_mut(), STAGE_EXECUTE);
-        let (_, message) = error_of(outputs_handler, &mut call).expect("an error");
-        assert!(
-            message.contains("speaks the XLA FFI C API 1.3, these handlers 0.3"),
-            "{message}"
-        );
-    }
-}
+mod tests;

@@ -15,7 +15,9 @@
 
 use crate::errors::{invalid, library, to_py};
 use crate::model::{Model, RunOptions};
+use crate::tapes::{self, TapeStore};
 use ia_adjoint::batch::Batch;
+use ia_adjoint::TapedRun;
 use ia_adjoint::{Loss, LossSeeds, Problem};
 use ia_core::{short_num, HybridError, Trajectory};
 use ia_scenario::{Scenario, ScenarioError};
@@ -182,6 +184,32 @@ pub(crate) struct SolverCore {
     max_events: usize,
     /// The buffers of single runs, kept from one call to the next.
     workspace: Mutex<ia_adjoint::Workspace>,
+    /// The taped runs of differentiated forward calls, for their backward
+    /// passes.
+    tapes: Mutex<TapeStore>,
+    /// What the solver has run, for [`JaxSolver::statistics`].
+    counts: Counts,
+}
+
+/// How many passes of each kind a solver has made.
+#[derive(Default)]
+struct Counts {
+    /// Runs without a tape (plain calls).
+    runs: AtomicU64,
+    /// Taped runs (differentiated forward calls, and backward passes that
+    /// found no kept tape).
+    taped_runs: AtomicU64,
+    /// Adjoint passes.
+    backward_passes: AtomicU64,
+    /// Backward passes that found no kept tape and ran the model again.
+    replays: AtomicU64,
+    /// Forward-sensitivity passes (forward mode).
+    tangent_passes: AtomicU64,
+}
+
+/// Adds `n` to a counter.
+fn count(counter: &AtomicU64, n: usize) {
+    counter.fetch_add(n as u64, Ordering::Relaxed);
 }
 
 /// The worker pool of batches (under `jax.vmap`), made once per process: a
@@ -278,12 +306,14 @@ impl SolverCore {
     /// `params` (`B x n_params`), written into `out`; the first failing run
     /// gives the error. One run is the single call on this thread; more go
     /// to `ia_adjoint::batch` (one worker per core), which equals the single
-    /// call to the last bit.
+    /// call to the last bit. With `taped` the runs record their tapes, kept
+    /// for the backward passes ([`SolverCore::cotangent_gradient`]).
     pub(crate) fn outputs(
         &self,
         x0s: &[f64],
         params: &[f64],
-        out: OutputsOut<'_>,
+        mut out: OutputsOut<'_>,
+        taped: bool,
     ) -> Result<(), ScenarioError> {
         let Sizes { n, k, n_obs, .. } = self.sizes();
         let batch = out.counts.len();
@@ -300,31 +330,79 @@ impl SolverCore {
         )?;
         let problems = self.problems(batch, x0s, params)?;
         let mut kept = (batch == 1).then(|| self.kept_workspace());
+        if taped {
+            count(&self.counts.taped_runs, batch);
+            let options = ia_adjoint::AdjointOptions::default();
+            let runs = match kept.as_deref_mut() {
+                Some(workspace) => vec![ia_adjoint::record_in(&problems[0], &options, workspace)],
+                None => pool()?.map_in(&problems, |p, w| ia_adjoint::record_in(p, &options, w)),
+            };
+            let mut keep = Vec::with_capacity(batch);
+            for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
+                let run = run.map_err(|e| self.explain(problem, e))?;
+                self.write_outputs(b, run.trajectory(), &mut out)?;
+                keep.push((tapes::key(&problem.initial_state, &problem.params), run));
+            }
+            self.tape_store().keep(keep);
+            return Ok(());
+        }
+        count(&self.counts.runs, batch);
         let runs = match kept.as_deref_mut() {
             Some(workspace) => vec![ia_events::simulate_in(&problems[0], workspace.integrator())],
             None => pool()?.simulate(&problems),
         };
         for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
             let trajectory = run.map_err(|e| self.explain(problem, e))?;
-            self.check_observed(&trajectory)?;
-            out.final_state[b * n..(b + 1) * n].copy_from_slice(&trajectory.final_state);
-            let times = &mut out.event_times[b * k..(b + 1) * k];
-            times.fill(f64::INFINITY);
-            for (slot, event) in times.iter_mut().zip(&trajectory.events) {
-                *slot = event.time;
-            }
-            out.counts[b] = i64::try_from(trajectory.stats.events).unwrap_or(i64::MAX);
-            for (row, o) in out.observed[b * n_obs * n..(b + 1) * n_obs * n]
-                .chunks_exact_mut(n)
-                .zip(&trajectory.observations)
-            {
-                row.copy_from_slice(&o.state);
-            }
+            self.write_outputs(b, &trajectory, &mut out)?;
             if let Some(workspace) = kept.as_deref_mut() {
                 workspace.integrator().recycle(trajectory);
             }
         }
         Ok(())
+    }
+
+    /// The outputs of run `b` of a batch, from its trajectory.
+    fn write_outputs(
+        &self,
+        b: usize,
+        trajectory: &Trajectory,
+        out: &mut OutputsOut<'_>,
+    ) -> Result<(), ScenarioError> {
+        let Sizes { n, k, n_obs, .. } = self.sizes();
+        self.check_observed(trajectory)?;
+        out.final_state[b * n..(b + 1) * n].copy_from_slice(&trajectory.final_state);
+        let times = &mut out.event_times[b * k..(b + 1) * k];
+        times.fill(f64::INFINITY);
+        for (slot, event) in times.iter_mut().zip(&trajectory.events) {
+            *slot = event.time;
+        }
+        out.counts[b] = i64::try_from(trajectory.stats.events).unwrap_or(i64::MAX);
+        for (row, o) in out.observed[b * n_obs * n..(b + 1) * n_obs * n]
+            .chunks_exact_mut(n)
+            .zip(&trajectory.observations)
+        {
+            row.copy_from_slice(&o.state);
+        }
+        Ok(())
+    }
+
+    /// The kept taped runs (a poisoned lock only means an earlier call
+    /// panicked: the store is left whole by each of its methods).
+    fn tape_store(&self) -> std::sync::MutexGuard<'_, TapeStore> {
+        self.tapes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `(runs, taped_runs, backward_passes, replays, tangent_passes)`.
+    fn counted(&self) -> [(&'static str, u64); 5] {
+        let c = &self.counts;
+        let read = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        [
+            ("runs", read(&c.runs)),
+            ("taped_runs", read(&c.taped_runs)),
+            ("backward_passes", read(&c.backward_passes)),
+            ("replays", read(&c.replays)),
+            ("tangent_passes", read(&c.tangent_passes)),
+        ]
     }
 
     /// The kept workspace (a poisoned lock only means an earlier call
@@ -377,18 +455,39 @@ impl SolverCore {
                 observations: &input.observed[b * n_obs * n..(b + 1) * n_obs * n],
             })
             .collect();
+        // The tapes of these runs kept by their forward calls; a run
+        // without one is recorded again.
+        let found: Vec<Mutex<Option<TapedRun>>> = {
+            let mut store = self.tape_store();
+            problems
+                .iter()
+                .map(|p| Mutex::new(store.take(&tapes::key(&p.initial_state, &p.params))))
+                .collect()
+        };
+        let missing = found
+            .iter()
+            .filter(|f| f.lock().map(|f| f.is_none()).unwrap_or(true))
+            .count();
+        count(&self.counts.backward_passes, batch);
+        count(&self.counts.replays, missing);
+        count(&self.counts.taped_runs, missing);
+        let options = ia_adjoint::AdjointOptions::default();
+        let pass = |b: usize, workspace: &mut ia_adjoint::Workspace| {
+            let taped = found[b].lock().ok().and_then(|mut f| f.take());
+            match taped {
+                Some(taped) => {
+                    ia_adjoint::gradient_of_taped(&problems[b], taped, &losses[b], workspace)
+                }
+                None => ia_adjoint::gradient_in(&problems[b], &losses[b], &options, workspace),
+            }
+        };
         let mut kept = (batch == 1).then(|| self.kept_workspace());
         let runs = match kept.as_deref_mut() {
-            Some(workspace) => {
-                let options = ia_adjoint::AdjointOptions::default();
-                vec![ia_adjoint::gradient_in(
-                    &problems[0],
-                    &losses[0],
-                    &options,
-                    workspace,
-                )]
+            Some(workspace) => vec![pass(0, workspace)],
+            None => {
+                let indices: Vec<usize> = (0..batch).collect();
+                pool()?.map_in(&indices, |&b, w| pass(b, w))
             }
-            None => pool()?.gradient_each(&problems, &losses),
         };
         for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
             let grad = run.map_err(|e| self.explain(problem, e))?;
@@ -397,6 +496,180 @@ impl SolverCore {
             gp[b * n_params..(b + 1) * n_params].copy_from_slice(&grad.params);
             if let Some(workspace) = kept.as_deref_mut() {
                 workspace.recycle_gradient(grad);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The inputs of Jacobian-vector products, row-major: rows of initial
+/// states (`n` each) and parameters (`n_params` each), rows of `m` tangent
+/// columns of each (`m x n`, `m x n_params`), and the items: which rows
+/// each output row is made of. Items of the same initial-state and
+/// parameter rows share one run (`jax.jacfwd`: every tangent column of
+/// one point in one forward pass).
+pub(crate) struct TangentsIn<'a> {
+    /// The number of tangent columns of a tangent row.
+    pub columns: usize,
+    /// The initial states, `rows x n`.
+    pub x0s: &'a [f64],
+    /// The parameters, `rows x n_params`.
+    pub params: &'a [f64],
+    /// The tangents of the initial states, `rows x m x n`.
+    pub x0_tangents: &'a [f64],
+    /// The tangents of the parameters, `rows x m x n_params`.
+    pub param_tangents: &'a [f64],
+    /// Per output row: the rows of `x0s`, `params`, `x0_tangents` and
+    /// `param_tangents` it takes.
+    pub items: &'a [[usize; 4]],
+}
+
+/// The tangents of the outputs, one row per item, row-major: final states
+/// `items x m x n`, event times `items x m x K` (zero past the run's
+/// events) and observed states `items x m x n_obs x n`.
+pub(crate) struct TangentsOut<'a> {
+    /// `items x m x n`.
+    pub final_state: &'a mut [f64],
+    /// `items x m x K`.
+    pub event_times: &'a mut [f64],
+    /// `items x m x n_obs x n`.
+    pub observed: &'a mut [f64],
+}
+
+impl SolverCore {
+    /// The Jacobian-vector products of the runs' outputs with the tangent
+    /// columns of each item: one forward-sensitivity pass per distinct
+    /// point (the library's forward Jacobian,
+    /// `model.jacobian(method="forward")`), contracted with every column of
+    /// every item at that point; one run on this thread, more on the pool,
+    /// as in [`SolverCore::outputs`].
+    pub(crate) fn tangents(
+        &self,
+        input: &TangentsIn<'_>,
+        out: TangentsOut<'_>,
+    ) -> Result<(), ScenarioError> {
+        let Sizes {
+            n,
+            n_params,
+            k,
+            n_obs,
+        } = self.sizes();
+        let m = input.columns;
+        let items = input.items.len();
+        let width = n + n_params;
+        check_len(
+            "tangents of the final states",
+            out.final_state.len(),
+            items * m * n,
+        )?;
+        check_len(
+            "tangents of the event times",
+            out.event_times.len(),
+            items * m * k,
+        )?;
+        check_len(
+            "tangents of the observed states",
+            out.observed.len(),
+            items * m * n_obs * n,
+        )?;
+        let within = |what: &str, row: usize, len: usize, stride: usize| {
+            check_len(what, len.max((row + 1) * stride), len)
+        };
+        // The distinct points, in order of first appearance.
+        let mut points: Vec<[usize; 2]> = Vec::new();
+        let mut point_of = Vec::with_capacity(items);
+        for &[x, p, tx, tp] in input.items {
+            within("initial states", x, input.x0s.len(), n)?;
+            within("parameters", p, input.params.len(), n_params)?;
+            within(
+                "tangents of the initial states",
+                tx,
+                input.x0_tangents.len(),
+                m * n,
+            )?;
+            within(
+                "tangents of the parameters",
+                tp,
+                input.param_tangents.len(),
+                m * n_params,
+            )?;
+            let index = match points.iter().position(|&q| q == [x, p]) {
+                Some(index) => index,
+                None => {
+                    points.push([x, p]);
+                    points.len() - 1
+                }
+            };
+            point_of.push(index);
+        }
+        let x0s: Vec<f64> = points
+            .iter()
+            .flat_map(|&[x, _]| input.x0s[x * n..(x + 1) * n].iter().copied())
+            .collect();
+        let params: Vec<f64> = points
+            .iter()
+            .flat_map(|&[_, p]| {
+                input.params[p * n_params..(p + 1) * n_params]
+                    .iter()
+                    .copied()
+            })
+            .collect();
+        let problems = self.problems(points.len(), &x0s, &params)?;
+        count(&self.counts.tangent_passes, problems.len());
+        let method = ia_adjoint::Method::Forward;
+        let mut kept = (problems.len() == 1).then(|| self.kept_workspace());
+        let runs = match kept.as_deref_mut() {
+            Some(workspace) => vec![ia_adjoint::jacobian_in(&problems[0], method, workspace)],
+            None => pool()?.jacobian(&problems, method),
+        };
+        let mut sens = Vec::with_capacity(runs.len());
+        for (problem, run) in problems.iter().zip(runs) {
+            let s = run.map_err(|e| self.explain(problem, e))?;
+            self.check_observed(&s.trajectory)?;
+            sens.push(s);
+        }
+        let mut column = vec![0.0; width];
+        for (item, (&[_, _, tx, tp], &point)) in input.items.iter().zip(&point_of).enumerate() {
+            let sens = &sens[point];
+            let events = sens.event_time_gradients.nrows().min(k);
+            for c in 0..m {
+                let (tx, tp, row) = (tx * m + c, tp * m + c, item * m + c);
+                column[..n].copy_from_slice(&input.x0_tangents[tx * n..(tx + 1) * n]);
+                column[n..]
+                    .copy_from_slice(&input.param_tangents[tp * n_params..(tp + 1) * n_params]);
+                let apply = |matrix: &ia_adjoint::nalgebra::DMatrix<f64>, i: usize| {
+                    (0..width).map(|j| matrix[(i, j)] * column[j]).sum::<f64>()
+                };
+                for (i, slot) in out.final_state[row * n..(row + 1) * n]
+                    .iter_mut()
+                    .enumerate()
+                {
+                    *slot = apply(&sens.final_jacobian, i);
+                }
+                for (e, slot) in out.event_times[row * k..(row + 1) * k]
+                    .iter_mut()
+                    .enumerate()
+                {
+                    *slot = if e < events {
+                        apply(&sens.event_time_gradients, e)
+                    } else {
+                        0.0
+                    };
+                }
+                let observed = &mut out.observed[row * n_obs * n..(row + 1) * n_obs * n];
+                for (rows, jacobian) in observed
+                    .chunks_exact_mut(n)
+                    .zip(&sens.observation_jacobians)
+                {
+                    for (i, slot) in rows.iter_mut().enumerate() {
+                        *slot = apply(jacobian, i);
+                    }
+                }
+            }
+        }
+        if let Some(workspace) = kept.as_deref_mut() {
+            for s in sens {
+                workspace.recycle(s);
             }
         }
         Ok(())
@@ -459,6 +732,8 @@ impl JaxSolver {
         scenario.solver = ia_scenario::adjoint_solver(&scenario.solver);
         let core = Arc::new(SolverCore {
             workspace: Mutex::new(ia_adjoint::Workspace::new()),
+            tapes: Mutex::new(TapeStore::default()),
+            counts: Counts::default(),
             scenario,
             max_events,
         });
@@ -475,6 +750,37 @@ impl JaxSolver {
     #[getter]
     fn ffi_id(&self) -> u64 {
         self.id
+    }
+
+    /// The position of `name` among the model's states (`kind` "state") or
+    /// parameters (`kind` "parameter"): how a dict by name becomes the
+    /// model's order. An unknown name is the library's `unknown_name`
+    /// error, listing the valid ones.
+    fn position(&self, kind: &str, name: &str) -> PyResult<usize> {
+        let system = &self.core.scenario.system;
+        let names = match kind {
+            "state" => system.state_names(),
+            "parameter" => system.param_names(),
+            other => {
+                return Err(invalid(format!(
+                    "unknown kind of name '{other}' (valid: state, parameter)"
+                )))
+            }
+        };
+        ia_core::name_index(kind, names, name).map_err(library)
+    }
+
+    /// How many passes of each kind this solver has made: `runs` (plain
+    /// runs), `taped_runs` (runs recording a tape: differentiated forward
+    /// calls, and backward passes that found no kept tape), `backward_passes`
+    /// (adjoint passes), `replays` (backward passes that ran the model
+    /// again) and `tangent_passes` (forward-sensitivity passes).
+    fn statistics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let dict = pyo3::types::PyDict::new(py);
+        for (name, value) in self.core.counted() {
+            dict.set_item(name, value)?;
+        }
+        Ok(dict)
     }
 
     /// `(n, n_params, K, n_obs)`: the sizes of the inputs and outputs.
@@ -529,6 +835,7 @@ impl JaxSolver {
                     counts: &mut counts,
                     observed: &mut observed,
                 },
+                false,
             )
         })
         .map_err(to_py)?;

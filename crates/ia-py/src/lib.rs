@@ -12,12 +12,14 @@
 //! tests it. The crate stays out of the Cargo workspace, so that
 //! `cargo test --workspace` needs no Python.
 
+mod broadcast;
 mod convert;
 mod errors;
 mod ffi;
 mod jax;
 mod model;
 mod results;
+mod tapes;
 
 use pyo3::prelude::*;
 

@@ -1,0 +1,169 @@
+"""Forward mode of impact_adjoint.jax (issue 30): jax.jvp, jax.jacfwd and
+jax.linearize run the library's forward sensitivities (every tangent
+column of a point in one forward pass), reverse mode stays the adjoint,
+and second order is a clear error.
+
+References: the closed form of ball2d_flat_a (crates/ia-verify/references/
+closed_form.json, computed outside the project), the library's forward
+Jacobian (model.jacobian(method="forward"), checked against the closed
+forms by ia-verify) and the adjoint (jax.jacrev, the other mode)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import impact_adjoint as ia
+import impact_adjoint.jax as iajax
+from test_jax import CASES, TIGHT
+
+
+def test_jvp_and_jacfwd_match_the_closed_form(closed_form):
+    case = closed_form["ball2d_flat_a"]
+    ball = ia.Model.ready(case["model"])
+    x0 = jnp.array([case["initial_state"][s] for s in ball.state_names])
+    params = jnp.array([case["params"][p] for p in ball.param_names])
+    run = iajax.solver(ball, case["t_end"], max_events=5, solver=TIGHT)
+    row = case["jacobian"]["x"]
+    expected = [row.get(w, 1.0 if w == "initial.x" else 0.0) for w in ball.wrt_names]
+    jx, jp = jax.jacfwd(lambda x, p: run(x, p).final_state[0], argnums=(0, 1))(x0, params)
+    np.testing.assert_allclose(np.concatenate([jx, jp]), expected, rtol=0, atol=1e-10)
+    # d x(T) / d vy0 by one jvp with the tangent e_vy.
+    _, tangent = jax.jvp(lambda x: run(x, params).final_state[0], (x0,), (jnp.eye(4)[3],))
+    assert abs(float(tangent) - 0.06697247706422019) < 1e-10
+
+
+@pytest.mark.parametrize(
+    "name, make, t_end, observe, k, solver, rtol", CASES, ids=[c[0] for c in CASES]
+)
+def test_jacfwd_is_the_library_forward_jacobian(name, make, t_end, observe, k, solver, rtol):
+    """jacfwd of every output against model.jacobian(method="forward") by
+    the same solver (the same numbers: each column is one of its columns),
+    and against jacrev (the adjoint) to 1e-10."""
+    model = make()
+    n = len(model.state_names)
+    run = iajax.solver(model, t_end, observe=observe, max_events=k, solver=solver)
+    x0 = jnp.asarray(model.default_state)
+    params = jnp.asarray(model.default_params)
+    jac = model.jacobian(x0, params, t_end, method="forward", solver=solver, observe=observe)
+    outputs = lambda x, p: (run(x, p).final_state, run(x, p).observed)
+    fwd = jax.jacfwd(outputs, argnums=(0, 1))(x0, params)
+    final = np.concatenate(fwd[0], axis=1)
+    observed = np.concatenate(fwd[1], axis=2)
+    np.testing.assert_allclose(final, jac.final_jacobian, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(observed, jac.observation_jacobians, rtol=1e-13, atol=1e-13)
+    events = min(k, len(jac.event_times))
+    times = jax.jacfwd(lambda x, p: run(x, p).event_times, argnums=(0, 1))(x0, params)
+    times = np.concatenate(times, axis=1)
+    np.testing.assert_allclose(times[:events], jac.event_time_gradients[:events], rtol=1e-13, atol=1e-13)
+    assert np.all(times[events:] == 0.0), "padding has no tangent"
+    # The adjoint agrees (the other mode).
+    rev = jax.jacrev(outputs, argnums=(0, 1))(x0, params)
+    np.testing.assert_allclose(np.concatenate(rev[0], axis=1), final, rtol=max(rtol, 1e-12), atol=1e-10)
+    assert final.shape == (n, n + len(model.param_names))
+
+
+def test_jvp_vjp_jacfwd_jacrev_agree_under_jit_and_vmap():
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, observe=[1.0], max_events=4)
+    p = jnp.array([9.81, 0.8, 0.7])
+    x0s = jnp.array([[0.0, 1.0, 1.0, 0.0], [0.0, 1.2, 0.8, 0.5], [0.1, 0.9, 1.1, -0.3]])
+    f = lambda x: jnp.concatenate([run(x, p).final_state, run(x, p).observed[0], run(x, p).event_times[:2]])
+    v = jnp.array([0.3, -0.2, 0.5, 1.0])
+    for x in x0s:
+        jf = jax.jacfwd(f)(x)
+        np.testing.assert_array_equal(jax.jit(jax.jacfwd(f))(x), jf)
+        np.testing.assert_allclose(jax.jacrev(f)(x), jf, rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(jax.jit(jax.jacrev(f))(x), jf, rtol=1e-9, atol=1e-10)
+        _, tangent = jax.jvp(f, (x,), (v,))
+        np.testing.assert_allclose(tangent, jf @ v, rtol=1e-13, atol=1e-13)
+        np.testing.assert_array_equal(jax.jit(lambda x, v: jax.jvp(f, (x,), (v,))[1])(x, v), tangent)
+        w = jnp.arange(10.0)
+        _, pullback = jax.vjp(f, x)
+        np.testing.assert_allclose(pullback(w)[0], w @ jf, rtol=1e-9, atol=1e-10)
+        _, lin = jax.linearize(f, x)
+        np.testing.assert_allclose(lin(v), tangent, rtol=1e-13, atol=1e-13)
+    mapped = jax.vmap(jax.jacfwd(f))(x0s)
+    mapped_jit = jax.jit(jax.vmap(jax.jacfwd(f)))(x0s)
+    jvps = jax.vmap(lambda x: jax.jvp(f, (x,), (v,))[1])(x0s)
+    for i, x in enumerate(x0s):
+        np.testing.assert_array_equal(mapped[i], jax.jacfwd(f)(x))
+        np.testing.assert_array_equal(mapped_jit[i], mapped[i])
+        np.testing.assert_allclose(jvps[i], mapped[i] @ v, rtol=1e-13, atol=1e-13)
+    # Tangents mapped over another axis than the point (in_axes mixed).
+    vs = jnp.stack([v, 2.0 * v])
+    both = jax.vmap(lambda x, v: jax.jvp(f, (x,), (v,))[1])(x0s[:2], vs)
+    np.testing.assert_allclose(both[1], 2.0 * (mapped[1] @ v), rtol=1e-13, atol=1e-13)
+
+
+def test_jacfwd_is_one_tangent_call_and_reverse_mode_the_adjoint():
+    """jit(jacfwd) lowers to ONE tangent-linear custom call for all 7
+    columns, which the handler runs as one forward pass (one per distinct
+    point);
+    jit(value_and_grad) to the run and the adjoint pass, no tangent call."""
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=4)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    f = lambda x, p: run(x, p).final_state
+    text = jax.jit(jax.jacfwd(f, argnums=(0, 1))).lower(x0, params).as_text()
+    calls = [line for line in text.splitlines() if "custom_call" in line]
+    tangent = [c for c in calls if "@impact_adjoint_jax_tangent(" in c]
+    # One tangent call: the point once (1 x 4, 1 x 3), the 7 columns of the
+    # basis as a batch of tangents broadcast against it.
+    assert len(tangent) == 1, calls
+    assert "(tensor<1x4xf64>, tensor<1x3xf64>, tensor<7x1x4xf64>, tensor<7x1x3xf64>)" in tangent[0], tangent
+    assert all("@impact_adjoint_jax_outputs(" in c for c in calls if c not in tangent), calls
+    loss = lambda x, p: run(x, p).final_state[0]
+    text = jax.jit(jax.value_and_grad(loss, argnums=(0, 1))).lower(x0, params).as_text()
+    assert "@impact_adjoint_jax_tangent(" not in text
+    assert "@impact_adjoint_jax_gradient(" in text
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        lambda g: jax.hessian(g),
+        lambda g: jax.grad(lambda x: jax.grad(g)(x)[0]),
+        lambda g: jax.jacfwd(jax.jacfwd(g)),
+        lambda g: jax.jacrev(jax.jacfwd(g)),
+    ],
+    ids=["hessian", "grad-of-grad", "jacfwd-of-jacfwd", "jacrev-of-jacfwd"],
+)
+def test_second_order_is_a_clear_error(second):
+    """Before: JAX's internal "The FFI call ... cannot be differentiated"."""
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0)
+    params = jnp.asarray(ball.default_params)
+    g = lambda x: run(x, params).final_state[0]
+    with pytest.raises(ia.UnsupportedError, match="second-order differentiation .* not supported"):
+        second(g)(jnp.asarray(ball.default_state))
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_value_and_grad_is_one_taped_run(jit):
+    """Before: a plain run for the value, then a taped run for the
+    gradient. Now the forward call's tape is the backward pass's residual:
+    one taped run, one adjoint pass, no replay (the solver's statistics),
+    and the gradient of the library to the last bit."""
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=4)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    value_and_grad = jax.value_and_grad(lambda x, p: run(x, p).final_state[0], argnums=(0, 1))
+    if jit:
+        value_and_grad = jax.jit(value_and_grad)
+    value, (gx, gp) = value_and_grad(x0, params)
+    assert run.statistics() == {
+        "runs": 0, "taped_runs": 1, "backward_passes": 1, "replays": 0, "tangent_passes": 0
+    }, run.statistics()
+    lib = ball.gradient(x0, params, 2.0, loss=[{"of": "final.x", "weight": 1.0}])
+    assert float(value) == lib.final_state[0]
+    np.testing.assert_array_equal(np.concatenate([gx, gp]), lib.gradient)
+    # A batch: one taped run per item, each backward pass finds its tape.
+    xs = jnp.stack([x0, x0.at[1].set(1.2), x0.at[3].set(0.4)])
+    grads = jax.vmap(jax.grad(lambda x: run(x, params).final_state[0]))(xs)
+    stats = run.statistics()
+    assert (stats["taped_runs"], stats["backward_passes"], stats["replays"]) == (4, 4, 0), stats
+    np.testing.assert_array_equal(grads[0], gx)
+    # jacfwd: one forward pass for the 4 columns, at one point.
+    jax.jacfwd(lambda x: run(x, params).final_state)(x0)
+    assert run.statistics()["tangent_passes"] == 1
