@@ -1,11 +1,12 @@
 """High-precision references for the piecewise-linear stiff test problems.
 
 Run from this folder with mpmath installed (not run by CI; its output, the
-*.reference.json files beside it, is committed):
+*.reference.json files beside it and heated_rod.json, is committed):
 
-    python references.py
+    python references.py [FILE.json ...]   (all problems when none is named)
 
-For each of drug.json, ball_kelvin_voigt.json and relay.json (equation models
+For each of drug.json, ball_kelvin_voigt.json, relay.json and heated_rod.json
+(the last generated here, HEATED_ROD_CELLS cells) (equation models
 whose flows are affine in the state, x' = A(p) x + b(p), with guards affine in
 the state and resets that add a constant), it computes at 50 significant
 digits, independently of the library:
@@ -211,12 +212,105 @@ def relay():
     )
 
 
+HEATED_ROD_CELLS = 6
+
+
+def heated_rod_model(cells):
+    """The heated rod's equation model with `cells` cells (written to
+    heated_rod.json): a rod of unit length cut into N cells, temperatures
+    T0..T{N-1} with insulated ends, diffusivity kappa (rate D = kappa N^2
+    between neighbours), loss beta to an ambient at 0, a heater of total
+    power P in cell 0 (rate P N there) switched by a thermostat reading the
+    far cell. The same model for any N; crates/ia-verify's
+    references::stiff::heated_rod writes it for a given N too (its test
+    checks the two agree at HEATED_ROD_CELLS)."""
+    last = cells - 1
+    states = {f"T{i}": 0.0 for i in range(cells)}
+
+    def flow(heating):
+        rates = {}
+        for i in range(cells):
+            terms = []
+            if i > 0:
+                terms.append(f"D * (T{i - 1} - T{i})")
+            if i < last:
+                terms.append(f"D * (T{i + 1} - T{i})")
+            terms.append(f"beta * T{i}")
+            expr = " + ".join(terms[:-1]) + " - " + terms[-1]
+            if heating and i == 0:
+                expr += " + heat"
+            rates[f"T{i}"] = expr
+        return {"flow": rates}
+
+    return {
+        "name": "heated-rod",
+        "description": f"A rod of unit length in {cells} cells (insulated ends, diffusivity kappa, loss beta to the ambient) with a heater of total power P in cell 0, switched on below lo and off above hi by a thermostat at cell {last}.",
+        "states": states,
+        "params": {"kappa": 3.0, "beta": 1.0, "P": 3.5, "lo": 2.0, "hi": 3.0},
+        "let": {"D": f"kappa * {cells * cells}", "heat": f"P * {cells}"},
+        "modes": {"heating": flow(True), "cooling": flow(False)},
+        "transitions": [
+            {"name": "heater_off", "from": "heating", "to": "cooling",
+             "guard": f"T{last} - hi", "direction": "rising", "reset": {}},
+            {"name": "heater_on", "from": "cooling", "to": "heating",
+             "guard": f"T{last} - lo", "direction": "falling", "reset": {}},
+        ],
+        "initial_mode": "heating",
+        "t_end": 5.5,
+    }
+
+
+def heated_rod(cells):
+    last = cells - 1
+
+    def mode(heating):
+        def flow(p):
+            D, beta, P = p[0] * cells * cells, p[1], p[2] * cells
+            A = [[0] * cells for _ in range(cells)]
+            for i in range(cells):
+                for j in (i - 1, i + 1):
+                    if 0 <= j < cells:
+                        A[i][j] += D
+                        A[i][i] -= D
+                A[i][i] -= beta
+            b = [0] * cells
+            if heating:
+                b[0] = P
+            return A, b
+        return flow
+
+    sensor = [0] * cells
+    sensor[last] = 1
+    return Affine(
+        [f"T{i}" for i in range(cells)],
+        ["kappa", "beta", "P", "lo", "hi"],
+        {"heating": mode(True), "cooling": mode(False)},
+        [
+            {"name": "heater_off", "from": "heating", "to": "cooling", "direction": "rising",
+             "guard": lambda p: (sensor, -p[4]), "reset": lambda p: [0] * cells},
+            {"name": "heater_on", "from": "cooling", "to": "heating", "direction": "falling",
+             "guard": lambda p: (sensor, -p[3]), "reset": lambda p: [0] * cells},
+        ],
+        {"heating": "0.01", "cooling": "0.01"},
+    )
+
+
 def main():
-    for file, system in [
+    import sys
+
+    with open(os.path.join(HERE, "heated_rod.json"), "w") as f:
+        json.dump(heated_rod_model(HEATED_ROD_CELLS), f, indent=1)
+        f.write("\n")
+    problems = [
         ("drug.json", drug()),
         ("ball_kelvin_voigt.json", ball()),
         ("relay.json", relay()),
-    ]:
+        ("heated_rod.json", heated_rod(HEATED_ROD_CELLS)),
+    ]
+    only = sys.argv[1:]
+    for file, system in problems:
+        if only and file not in only:
+            continue
         model = load(file)
         assert list(model["states"]) == system.states, file
         assert list(model["params"]) == system.params, file
