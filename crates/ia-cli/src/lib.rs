@@ -185,7 +185,9 @@
 //!   `wrt` order. An observation's `jacobian` is the same for the state at
 //!   its time. An event's `time_gradient[w]` is `d t* / d w`.
 //! * `method` is `forward` or `adjoint`; `stats` counts accepted steps,
-//!   right-hand-side evaluations and events.
+//!   right-hand-side evaluations and events, and `stiff_steps` when the
+//!   explicit method's stiffness test found the flow stiff (the steps it
+//!   took with their size set by stability: an implicit method fits).
 //! * With a `loss`, `loss` follows `jacobian`:
 //!   `"loss": {"value": L, "gradient": {"initial.x": dL/dx0, "...": 0.0, "param.c": dL/dc}}`,
 //!   keys in `wrt` order. Under `--method forward` it is the forward

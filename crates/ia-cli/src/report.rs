@@ -293,17 +293,19 @@ fn build(
         .collect();
     out.push(("observations".into(), Value::Array(observations)));
     let st = &trajectory.stats;
-    out.push((
-        "stats".into(),
-        obj(vec![
-            ("steps".into(), Value::from(st.steps as u64)),
-            (
-                "rhs_evaluations".into(),
-                Value::from(st.rhs_evaluations as u64),
-            ),
-            ("events".into(), Value::from(st.events as u64)),
-        ]),
-    ));
+    let mut stats = vec![
+        ("steps".into(), Value::from(st.steps as u64)),
+        (
+            "rhs_evaluations".into(),
+            Value::from(st.rhs_evaluations as u64),
+        ),
+        ("events".into(), Value::from(st.events as u64)),
+    ];
+    // Shown only when the explicit method found the flow stiff.
+    if st.stiff_steps > 0 {
+        stats.push(("stiff_steps".into(), Value::from(st.stiff_steps as u64)));
+    }
+    out.push(("stats".into(), obj(stats)));
     obj(out)
 }
 

@@ -308,3 +308,36 @@ fn inline_equations_keep_the_document_order() {
         "{text}"
     );
 }
+
+#[test]
+fn a_stiff_model_shows_its_stiff_steps_and_its_step_limit_names_the_implicit_methods() {
+    // Reference: the stiff drug model of crates/ia-verify/references/stiff
+    // (absorption 1e3, elimination 0.1): DOPRI5's steps are held by
+    // stability on most of the run; a non-stiff model (ball1d's equations)
+    // shows no "stiff_steps" at all.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../ia-verify/references/stiff/drug.json"
+    );
+    let drug: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let solver = json!({"method": "dopri5", "rtol": 1e-6, "atol": 1e-6});
+    let scenario = json!({"model": drug, "t_end": 20.0, "solver": solver});
+    let doc = common::stdout_json(&run_stdin(&["simulate", "-"], &scenario.to_string()));
+    let stats = &doc["stats"];
+    let (stiff, steps) = (stats["stiff_steps"].as_u64(), stats["steps"].as_u64());
+    assert!(stiff.zip(steps).is_some_and(|(s, n)| 2 * s > n), "{stats}");
+    let limited = json!({"model": drug, "t_end": 20.0, "solver": solver, "max_steps": 300});
+    let out = run_stdin(&["simulate", "-"], &limited.to_string());
+    let err = common::stderr(&out);
+    assert!(err.contains("step_limit"), "{err}");
+    for name in ["trbdf2", "kvaerno3", "kvaerno5"] {
+        assert!(err.contains(name), "{err}");
+    }
+    let ball = json!({"model": ball1d_equations(), "t_end": 1.0});
+    let doc = common::stdout_json(&run_stdin(&["simulate", "-"], &ball.to_string()));
+    assert!(
+        doc["stats"].get("stiff_steps").is_none(),
+        "{}",
+        doc["stats"]
+    );
+}

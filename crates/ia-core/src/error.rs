@@ -1,6 +1,6 @@
 //! Every failure the library reports.
 
-use crate::record::Trajectory;
+use crate::record::{SolverStats, Trajectory};
 use thiserror::Error;
 
 /// An error of the hybrid integrator or of the sensitivity layer.
@@ -47,7 +47,7 @@ pub enum HybridError {
         trajectory: Option<Box<Trajectory>>,
     },
     /// The step size fell below the smallest the solver accepts.
-    #[error("step size underflow at t = {}: step {step:e} is below the smallest allowed {min_step:e}; {}", short_num(*time), underflow_advice(*time, *min_step))]
+    #[error("step size underflow at t = {}: step {step:e} is below the smallest allowed {min_step:e}; {}{}", short_num(*time), underflow_advice(*time, *min_step), stiffness_advice(&trajectory.stats))]
     StepSizeUnderflow {
         /// Time reached.
         time: f64,
@@ -61,7 +61,7 @@ pub enum HybridError {
     /// The run took its step limit (`max_steps`) before reaching its end: a
     /// bound that keeps a run with absurdly small steps from exhausting
     /// time and memory (the adjoint's tape holds every step).
-    #[error("the run took max_steps = {max_steps} steps and reached only t = {} of t_end = {}; take larger steps (a looser tolerance or a larger fixed dt), shorten t_end, or raise max_steps (the adjoint holds every step in memory)", short_num(six_digits(*time)), short_num(*t_end))]
+    #[error("the run took max_steps = {max_steps} steps and reached only t = {} of t_end = {}; take larger steps (a looser tolerance or a larger fixed dt), shorten t_end, or raise max_steps (the adjoint holds every step in memory){}", short_num(six_digits(*time)), short_num(*t_end), stiffness_advice(&trajectory.stats))]
     StepLimit {
         /// The limit.
         max_steps: usize,
@@ -173,6 +173,19 @@ fn underflow_advice(time: f64, min_step: f64) -> String {
     } else {
         "the problem is too stiff or singular for these tolerances (check parameters that set a time scale, like a time constant near 0)".to_string()
     }
+}
+
+/// What a run that ended early is told when its explicit method found the
+/// flow stiff ([`SolverStats::stiff_steps`]): the implicit methods by their
+/// names; nothing otherwise.
+fn stiffness_advice(stats: &SolverStats) -> String {
+    if stats.stiff_steps == 0 {
+        return String::new();
+    }
+    format!(
+        "; the flow is stiff: the explicit method's stiffness test found {} of its {} steps set by stability, not accuracy, so an implicit method takes far fewer (\"method\": \"trbdf2\", \"kvaerno3\" or \"kvaerno5\")",
+        stats.stiff_steps, stats.steps
+    )
 }
 
 impl HybridError {

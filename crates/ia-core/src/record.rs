@@ -74,6 +74,12 @@ pub struct SolverStats {
     pub events: usize,
     /// Guard evaluations spent locating events.
     pub root_iterations: usize,
+    /// Accepted steps taken while the explicit method's stiffness test
+    /// (DOPRI5's and DOP853's, Hairer's test on their last two stages)
+    /// declared the flow stiff: steps whose size stability set, not
+    /// accuracy. Zero for the other methods and for non-stiff flows.
+    #[serde(default)]
+    pub stiff_steps: usize,
 }
 
 /// The record of a run: segments, events, observations and the final state.

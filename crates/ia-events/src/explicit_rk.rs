@@ -4,6 +4,7 @@
 //! or a method built by hand from a [`ButcherTableau`].
 
 use crate::stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
+use crate::stiffness::{h_lambda, stiffness_bound, StiffnessTest};
 use crate::tableau::{
     weighted_sum, ButcherTableau, DenseOutput, ErrorEstimate, DOP853, DOPRI5, RK4,
 };
@@ -60,6 +61,12 @@ pub struct RkStepper {
     /// the last step (0: none yet).
     extra_stages_ready: usize,
     counters: StepCounters,
+    /// The `h lambda` bound of the method's stiffness test
+    /// ([`crate::stiffness`]), when it has one.
+    stiffness_bound: Option<f64>,
+    /// `h lambda` of the last attempted step (methods with a bound).
+    h_lambda: f64,
+    stiffness: StiffnessTest,
 }
 
 /// Coefficients of the continuous extension per component (DOP853's eight;
@@ -177,6 +184,9 @@ impl RkStepper {
             dense_ready: 0,
             extra_stages_ready: 0,
             counters: StepCounters::default(),
+            stiffness_bound: stiffness_bound(tableau),
+            h_lambda: 0.0,
+            stiffness: StiffnessTest::default(),
         })
     }
 
@@ -203,6 +213,14 @@ impl RkStepper {
         let (_, end) = self.k.split_at_mut(s * n);
         rhs.eval(self.t + h, &self.y_new, end);
         self.counters.rhs_evaluations += s;
+        if self.stiffness_bound.is_some() {
+            // The last stage's state is still in the stage buffer; the
+            // state's components only (not sensitivities carried after it).
+            let m = rhs.closed_dim().min(n);
+            let last = &self.k[(s - 1) * n..(s - 1) * n + m];
+            let end = &self.k[s * n..s * n + m];
+            self.h_lambda = h_lambda(h, end, last, &self.y_new[..m], &self.stage[..m]);
+        }
     }
 
     /// Scaled RMS norm of the embedded error estimate over the controlled
@@ -538,6 +556,11 @@ impl Stepper for RkStepper {
                         if rejected_last {
                             factor = factor.min(1.0);
                         }
+                        if let Some(bound) = self.stiffness_bound {
+                            if self.stiffness.accepted(self.h_lambda, bound) {
+                                self.counters.stiff_steps += 1;
+                            }
+                        }
                         // A step shortened to land on the limit says little
                         // about the step size the solution allows.
                         if !landing {
@@ -654,6 +677,7 @@ impl Stepper for RkStepper {
         self.dense_ready = 0;
         self.extra_stages_ready = 0;
         self.counters = StepCounters::default();
+        self.stiffness = StiffnessTest::default();
         true
     }
 

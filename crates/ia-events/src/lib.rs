@@ -34,6 +34,7 @@ mod problem;
 mod recorder;
 mod reuse;
 pub mod stepper;
+pub mod stiffness;
 pub mod tableau;
 pub mod vocabulary;
 pub mod workspace;

@@ -60,6 +60,10 @@ pub struct StepCounters {
     pub rhs_evaluations: usize,
     /// Rejected step attempts.
     pub rejected_steps: usize,
+    /// Accepted steps taken while the stiffness test of DOPRI5 or DOP853
+    /// declared the flow stiff (their size set by stability, not accuracy:
+    /// see [`crate::stiffness`]); zero for methods without the test.
+    pub stiff_steps: usize,
 }
 
 /// A one-step integrator with dense output over its last step.

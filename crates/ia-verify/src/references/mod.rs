@@ -14,11 +14,14 @@
 //!   for models with no closed form.
 //! * [`partials`]: hand-written partials against finite differences or dual
 //!   numbers.
+//! * [`stiff`]: the stiff test problems of `references/stiff/` (the heated
+//!   rod written for any number of cells).
 
 mod cases;
 pub mod closed_form;
 pub mod finite_difference;
 pub mod partials;
+pub mod stiff;
 
 pub use cases::{
     default_problem, load_references, parse_cases, reference_case, reference_error,

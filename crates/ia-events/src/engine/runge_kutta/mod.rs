@@ -107,6 +107,7 @@ fn merged_stats(stepper: &dyn Stepper, extra_rhs: usize, counts: SolverStats) ->
     SolverStats {
         rhs_evaluations: counters.rhs_evaluations + extra_rhs,
         rejected_steps: counters.rejected_steps,
+        stiff_steps: counters.stiff_steps,
         ..counts
     }
 }
