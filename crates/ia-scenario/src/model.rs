@@ -6,7 +6,7 @@ use crate::keys::SCENARIO_KEYS;
 use crate::read::{check_keys, count, invalid, missing, type_name};
 use ia_core::HybridError;
 use ia_equations::EquationModel;
-use ia_models::Model;
+use ia_models::{Model, Size};
 use serde_json::{Map, Value};
 
 /// The model a scenario names: its keys `model` (required), `size` and
@@ -38,7 +38,7 @@ pub(crate) fn chosen_model(value: &Value) -> Result<ChosenModel, ScenarioError> 
         ))
     })?;
     check_keys(obj, &SCENARIO_KEYS, "the scenario")?;
-    let size = obj.get("size").map(|v| count(v, "size", "3")).transpose()?;
+    let size = obj.get("size").map(size_of).transpose()?;
     match obj.get("model") {
         None => Err(missing("model", "the scenario")),
         Some(Value::String(model_name)) => {
@@ -57,6 +57,27 @@ pub(crate) fn chosen_model(value: &Value) -> Result<ChosenModel, ScenarioError> 
              equations, see docs/equations.md), got {}",
             type_name(other)
         ))),
+    }
+}
+
+/// `size`: a count (`lif-network`, `particle-chain`) or an array of counts
+/// (`cuba-lif`'s `[n_in, n_hidden, n_out]`), each an integer of at least 1;
+/// whether the model takes that form is checked by [`ia_models::sized`].
+pub fn size_of(value: &Value) -> Result<Size, ScenarioError> {
+    match value {
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(k, v)| count(v, &format!("size[{k}]"), "3"))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Size::Counts),
+        Value::Array(_) => Err(HybridError::invalid(
+            "size",
+            value,
+            "must be a count, like 3, or a list of counts, like [2, 3, 2]",
+        )
+        .into()),
+        _ => count(value, "size", "3 (or a list of counts, like [2, 3, 2])").map(Size::Count),
     }
 }
 
@@ -88,17 +109,29 @@ pub fn connection_list(value: &Value) -> Result<Vec<(usize, usize)>, ScenarioErr
 }
 
 /// The ready model `model_name`, with `size` elements for a sized model
-/// (`lif-network`: neurons, `particle-chain`: balls) and, for
-/// `lif-network`, its synapses `connections` as `(from, to)` pairs.
+/// (`lif-network`: neurons, `particle-chain`: balls, `cuba-lif`:
+/// `[n_in, n_hidden, n_out]`) and, for `lif-network`, its synapses
+/// `connections` as `(from, to)` pairs.
 pub fn catalogue_model(
     model_name: &str,
-    size: Option<usize>,
+    size: Option<Size>,
     connections: Option<Vec<(usize, usize)>>,
 ) -> Result<Box<dyn Model>, ScenarioError> {
     Ok(match connections {
         None => ia_models::sized(model_name, size)?,
         Some(connections) if model_name == "lif-network" => {
-            let size = size.unwrap_or_else(|| ia_models::LifNetwork::default().size());
+            let size = match size {
+                None => ia_models::LifNetwork::default().size(),
+                Some(Size::Count(n)) => n,
+                Some(other) => {
+                    return Err(HybridError::invalid(
+                        "size",
+                        &other,
+                        "model 'lif-network' takes one count, like 3",
+                    )
+                    .into())
+                }
+            };
             Box::new(ia_models::LifNetwork::with_connections(size, connections)?)
         }
         Some(_) => {
