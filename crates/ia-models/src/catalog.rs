@@ -1,9 +1,9 @@
 //! The catalogue: every ready model by name.
 
 use crate::ball1d::Ball1d;
-use crate::cuba_lif::CubaLif;
 use crate::ball2d_bowl::Ball2dBowl;
 use crate::ball2d_flat::Ball2dFlat;
+use crate::cuba_lif::CubaLif;
 use crate::impact_pendulum::ImpactPendulum;
 use crate::lif::Lif;
 use crate::lif_network::LifNetwork;

@@ -199,9 +199,13 @@ impl crate::model::Model for CubaLif {
             q("tau_syn".into(), TAU_SYN, "ms"),
             q("theta".into(), THETA, "1"),
         ];
-        params.extend(
-            (0..n_in).map(|i| q(format!("t_in{i}"), 1.0 + 9.0 * frac(0.381966 * i as f64), "ms")),
-        );
+        params.extend((0..n_in).map(|i| {
+            q(
+                format!("t_in{i}"),
+                1.0 + 9.0 * frac(0.381966 * i as f64),
+                "ms",
+            )
+        }));
         for j in 0..n_h {
             params.extend((0..n_in).map(|i| {
                 let w = 3.0 + 6.0 * frac(0.618034 * (1 + i + n_in * j) as f64);
@@ -599,7 +603,12 @@ mod tests {
             let mut d = ResetPartials::zeros(n, np);
             tr.reset.partials(0.0, &x, &p, &mut d);
             let mut jvp = vec![0.0; n];
-            for param in [None, Some(0), Some(np - 1), Some(net.hidden_weight_index(1, 0))] {
+            for param in [
+                None,
+                Some(0),
+                Some(np - 1),
+                Some(net.hidden_weight_index(1, 0)),
+            ] {
                 let tangent = Tangent {
                     t: 0.0,
                     x: &v,

@@ -422,7 +422,11 @@ mod tests {
     fn cuba_lif_time_constants_and_input_times() {
         let net = by_name("cuba-lif").unwrap();
         let p = net.spec().default_params();
-        for (i, bad, name) in [(0, -20.0, "tau_mem"), (1, 0.0, "tau_syn"), (1, -1.0, "tau_syn")] {
+        for (i, bad, name) in [
+            (0, -20.0, "tau_mem"),
+            (1, 0.0, "tau_syn"),
+            (1, -1.0, "tau_syn"),
+        ] {
             let mut q = p.clone();
             q[i] = bad;
             let msg = net.check_params(&q).unwrap_err().to_string();
