@@ -32,6 +32,9 @@
 //! | | | | `w_h<j>_in<i>` | `3 + 6 frac(0.618034 (1 + i + n_in j))` |
 //! | | | | `w_o<k>_h<j>` | `3 + 6 frac(0.381966 (1 + j + n_hidden k))` |
 //!
+//! (the input times and weights rounded to two decimals; the default
+//! input times are distinct up to `n_in = 100`)
+//!
 //! States are ordered neuron by neuron (`V_h0, I_h0, V_h1, I_h1, ...`, then
 //! `V_o0, I_o0, ...`); parameters `tau_mem, tau_syn, theta`, the input
 //! times, the hidden weights (hidden neuron by hidden neuron, each over the
@@ -82,6 +85,11 @@ const THETA_P: usize = 2;
 
 fn frac(v: f64) -> f64 {
     v - v.floor()
+}
+
+/// `v` rounded to two decimals, so the defaults print short.
+fn cents(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
 }
 
 /// The `cuba-lif` network of `n_in` inputs, `n_hidden` hidden and `n_out`
@@ -202,19 +210,19 @@ impl crate::model::Model for CubaLif {
         params.extend((0..n_in).map(|i| {
             q(
                 format!("t_in{i}"),
-                1.0 + 9.0 * frac(0.381966 * i as f64),
+                cents(1.0 + 9.0 * frac(0.381966 * i as f64)),
                 "ms",
             )
         }));
         for j in 0..n_h {
             params.extend((0..n_in).map(|i| {
-                let w = 3.0 + 6.0 * frac(0.618034 * (1 + i + n_in * j) as f64);
+                let w = cents(3.0 + 6.0 * frac(0.618034 * (1 + i + n_in * j) as f64));
                 q(format!("w_h{j}_in{i}"), w, "1")
             }));
         }
         for k in 0..n_o {
             params.extend((0..n_h).map(|j| {
-                let w = 3.0 + 6.0 * frac(0.381966 * (1 + j + n_h * k) as f64);
+                let w = cents(3.0 + 6.0 * frac(0.381966 * (1 + j + n_h * k) as f64));
                 q(format!("w_o{k}_h{j}"), w, "1")
             }));
         }

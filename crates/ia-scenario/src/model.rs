@@ -167,3 +167,71 @@ pub fn equations_model(equations: &Value, source: &str) -> Result<EquationModel,
         error,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Issue 29: `size` is a count or a list of counts, and a size that is
+    /// not what the model takes is an error naming the key and what is
+    /// valid (reference: the issue's list of bad input).
+    #[test]
+    fn size_is_a_count_or_a_list_checked_against_the_model() {
+        assert_eq!(size_of(&json!(4)).unwrap(), Size::Count(4));
+        assert_eq!(size_of(&json!([2, 3, 2])).unwrap(), Size::from([2, 3, 2]));
+        let net = model_of(&json!({"model": "cuba-lif", "size": [5, 10, 3]})).unwrap();
+        assert_eq!(net.spec().states.len(), 26);
+        let cases = [
+            (
+                json!({"model": "cuba-lif", "size": [2, 3]}),
+                "invalid size = [2, 3]: cuba-lif takes three positive counts",
+            ),
+            (
+                json!({"model": "cuba-lif", "size": 3}),
+                "invalid size = 3: cuba-lif takes three positive counts",
+            ),
+            (
+                json!({"model": "cuba-lif", "size": [2, 0, 1]}),
+                "invalid size[1] = 0: must be an integer of at least 1",
+            ),
+            (
+                json!({"model": "cuba-lif", "size": []}),
+                "invalid size = []: must be a count",
+            ),
+            (
+                json!({"model": "lif-network", "size": [2, 3, 2]}),
+                "invalid size = [2, 3, 2]: model 'lif-network' takes one count",
+            ),
+            (
+                json!({"model": "ball1d", "size": [2]}),
+                "invalid size = [2]: model 'ball1d' has no size",
+            ),
+            (
+                json!({"model": "lif-network", "size": [3], "connections": [[0, 1]]}),
+                "invalid size = [3]: model 'lif-network' takes one count",
+            ),
+        ];
+        for (scenario, message) in cases {
+            let err = model_of(&scenario).unwrap_err().to_string();
+            assert!(err.starts_with(message), "{err}");
+        }
+    }
+
+    /// Issue 29: an input time outside the run is refused naming it, where
+    /// the run's end is known (the scenario).
+    #[test]
+    fn cuba_lif_input_times_lie_inside_the_run() {
+        let scenario = |t_end: f64, t_in1: f64| {
+            crate::Scenario::from_value(&json!({
+                "model": "cuba-lif", "t_end": t_end, "params": {"t_in1": t_in1}
+            }))
+        };
+        scenario(50.0, 20.0).unwrap();
+        for (t_end, t_in1) in [(50.0, 60.0), (50.0, 50.0), (50.0, 0.0), (0.5, 0.25)] {
+            let err = scenario(t_end, t_in1).unwrap_err().to_string();
+            assert!(err.contains("parameter 't_in"), "{err}");
+            assert!(err.contains("(0, t_end)"), "{err}");
+        }
+    }
+}
