@@ -130,9 +130,6 @@ impl CubaLif {
         let &[n_in, n_hidden, n_out] = size.counts() else {
             return Err(refuse(""));
         };
-        if let Size::Count(_) = size {
-            return Err(refuse(""));
-        }
         if n_in == 0 || n_hidden == 0 || n_out == 0 {
             return Err(refuse(""));
         }
