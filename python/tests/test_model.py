@@ -31,6 +31,26 @@ def test_models_and_names():
     assert len(net.state_names) == 5
 
 
+def test_cuba_lif_takes_its_layers_as_size():
+    """Issue 29: cuba-lif is sized by [n_in, n_hidden, n_out], with the
+    issue's names; a size that is not three positive counts, a time constant
+    that is not positive and an input time outside the run are errors naming
+    the key (reference: the issue's list of bad input)."""
+    net = ia.Model.ready("cuba-lif", size=[2, 3, 2])
+    assert net.state_names[:4] == ["V_h0", "I_h0", "V_h1", "I_h1"]
+    assert len(net.state_names) == 10
+    assert net.param_names[:6] == ["tau_mem", "tau_syn", "theta", "t_in0", "t_in1", "w_h0_in0"]
+    assert net.transition_names[:3] == ["input0", "input1", "spike_h0"]
+    run = net.simulate(t_end=50.0)
+    assert run.event_transitions[:2] == ["input0", "input1"]
+    for bad in ([2, 3], [2, 0, 1], 3, [1, 2, 3, 4]):
+        with pytest.raises(ia.InvalidOptionError, match="size"):
+            ia.Model.ready("cuba-lif", size=bad)
+    for params, key in (({"tau_syn": 0.0}, "tau_syn"), ({"tau_mem": -20.0}, "tau_mem"), ({"t_in1": 60.0}, "t_in1")):
+        with pytest.raises(ia.InvalidOptionError, match=key):
+            net.simulate(params=params, t_end=50.0)
+
+
 def test_simulate_matches_closed_form(closed_form):
     case = closed_form["ball2d_flat_a"]
     ball = ia.Model.ready(case["model"])

@@ -77,7 +77,7 @@
 //! |---|---|---|
 //! | `model` | yes | a model name (see `impact-adjoint models`), or an object: a model written as equations (docs/equations.md); `params` and `initial_state` then override its defaults, `size` and `connections` do not apply, and a non-finite value names the expression behind it |
 //! | `t_end` | yes | end time, `> 0`; the run starts at `t = 0` |
-//! | `size` | no | the number of elements of a sized model (`lif-network`: neurons, `particle-chain`: balls; default 3); the state, parameter and transition names follow from it |
+//! | `size` | no | the number of elements of a sized model (`lif-network`: neurons, `particle-chain`: balls; default 3), or the list `[n_in, n_hidden, n_out]` of `cuba-lif`'s layers (default `[2, 3, 2]`); the state, parameter and transition names follow from it |
 //! | `connections` | no | `lif-network` only: the synapses as `[from, to]` neuron pairs, replacing the default pattern; each gets a weight parameter `w<to>_<from>` |
 //! | `params` | no | parameter values by name; missing ones take the model's defaults |
 //! | `initial_state` | no | initial state entries by name; missing ones take the model's defaults |

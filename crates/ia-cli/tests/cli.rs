@@ -432,6 +432,7 @@ fn models_json_lists_every_model() {
         "rimless-wheel",
         "slip-hopper",
         "particle-chain",
+        "cuba-lif",
     ];
     assert_eq!(names, expected);
     for m in doc.as_array().expect("array") {

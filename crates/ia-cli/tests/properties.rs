@@ -82,6 +82,7 @@ fn valid_value(rule: Option<Rule>, default: f64, u: f64) -> f64 {
         Some(Rule::UnitInterval) | Some(Rule::PositiveUnit) => x.clamp(0.05, 1.0),
         Some(Rule::Positive) | Some(Rule::AcuteAngle) => x.abs().max(1e-3),
         Some(Rule::NonNegative) => x.abs(),
+        Some(Rule::InRun) => x.abs().max(1e-3),
         None => x,
     }
 }

@@ -18,6 +18,7 @@
 //! | `rimless-wheel` | [`RimlessWheel`] | theta, omega | g, l, alpha, gamma | stance |
 //! | `slip-hopper` | [`SlipHopper`] | x, y, vx, vy, xf | m, k, l0, g, theta_td | flight, stance |
 //! | `particle-chain` | [`ParticleChain`] (sized) | `x0 .. x<N-1>, v0 .. v<N-1>` | `L, r, e, m0 .. m<N-1>` | flight |
+//! | `cuba-lif` | [`CubaLif`] (sized, `[n_in, n_hidden, n_out]`) | `V_h<j>, I_h<j>, V_o<k>, I_o<k>` | `tau_mem, tau_syn, theta, t_in<i>, w_h<j>_in<i>, w_o<k>_h<j>` | subthreshold |
 //!
 //! These names (model, state, parameter, mode and transition names) are a
 //! public contract: scenario files and scripts refer to them.
@@ -47,6 +48,7 @@ pub mod ball1d;
 pub mod ball2d_bowl;
 pub mod ball2d_flat;
 mod catalog;
+pub mod cuba_lif;
 pub mod impact_pendulum;
 pub mod lif;
 pub mod lif_network;
@@ -54,6 +56,7 @@ mod model;
 pub mod particle_chain;
 pub mod rimless_wheel;
 pub mod rules;
+mod size;
 pub mod slip_hopper;
 mod spec;
 pub mod thermostat;
@@ -63,6 +66,7 @@ pub use ball1d::Ball1d;
 pub use ball2d_bowl::Ball2dBowl;
 pub use ball2d_flat::Ball2dFlat;
 pub use catalog::{by_name, catalog, model_names, sized, SIZED_MODELS};
+pub use cuba_lif::CubaLif;
 pub use impact_pendulum::ImpactPendulum;
 pub use lif::Lif;
 pub use lif_network::LifNetwork;
@@ -70,6 +74,7 @@ pub use model::Model;
 pub use particle_chain::ParticleChain;
 pub use rimless_wheel::RimlessWheel;
 pub use rules::{ParamRule, Relation, Rule};
+pub use size::Size;
 pub use slip_hopper::SlipHopper;
 pub use spec::{ModelSpec, Quantity, TransitionSpec};
 pub use thermostat::Thermostat;

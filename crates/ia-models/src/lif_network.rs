@@ -392,11 +392,12 @@ impl Flow for Leak {
     }
 }
 
-/// `V<neuron> - Vth`, rising (`Vth` is parameter `vth`).
+/// `V<neuron> - Vth`, rising (`Vth` is parameter `vth`); also the
+/// threshold of `cuba-lif`'s neurons.
 #[derive(Clone, Copy, Debug)]
-struct Threshold {
-    neuron: [usize; 1],
-    vth: [usize; 1],
+pub(crate) struct Threshold {
+    pub(crate) neuron: [usize; 1],
+    pub(crate) vth: [usize; 1],
 }
 
 impl Guard for Threshold {

@@ -41,19 +41,39 @@ pub trait Model: std::fmt::Debug + Send + Sync {
     /// ```
     fn check_params(&self, params: &[f64]) -> Result<(), HybridError> {
         let names = self.spec().param_names();
-        if names.len() != params.len() {
-            return Err(HybridError::DimensionMismatch {
-                what: "parameters".to_string(),
-                expected: names.len(),
-                found: params.len(),
-            });
-        }
         rules::check_params(
             self.name(),
             self.param_rules(),
             self.relations(),
             &names,
             params,
+            None,
+        )
+    }
+
+    /// [`Model::check_params`] for a run from `t = 0` to `t_end`: also
+    /// checks that every [`Rule::InRun`] parameter (an input time) lies
+    /// inside the run, `(0, t_end)`. Scenarios (the command line, Python)
+    /// call it for every run.
+    ///
+    /// ```
+    /// use ia_models::{by_name, Model};
+    ///
+    /// let net = by_name("cuba-lif").unwrap();
+    /// let p = net.spec().default_params();
+    /// assert!(net.check_run(&p, 50.0).is_ok());
+    /// let err = net.check_run(&p, 4.0).unwrap_err(); // t_in1 = 4.44 is after the end
+    /// assert!(err.to_string().contains("parameter 't_in1'"), "{err}");
+    /// ```
+    fn check_run(&self, params: &[f64], t_end: f64) -> Result<(), HybridError> {
+        let names = self.spec().param_names();
+        rules::check_params(
+            self.name(),
+            self.param_rules(),
+            self.relations(),
+            &names,
+            params,
+            Some(t_end),
         )
     }
 

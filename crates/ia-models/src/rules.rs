@@ -37,6 +37,7 @@
 //! | `rimless-wheel` | `g > 0`, `l > 0`, `alpha` in `(0, pi/2)` |
 //! | `slip-hopper` | `m > 0`, `k > 0`, `l0 > 0`, `g > 0` |
 //! | `particle-chain` | `L > 0`, `r >= 0`, `e` in `(0, 1]`, every `m<i> > 0` |
+//! | `cuba-lif` | `tau_mem > 0`, `tau_syn > 0`, every `t_in<i>` inside the run, `(0, t_end)` |
 //!
 //! The balls on a floor (`ball1d`, `ball2d-flat`, `ball2d-bowl`) refuse
 //! `e = 0` (and `-0`): gravity holds the ball on the floor after a
@@ -67,6 +68,10 @@ pub enum Rule {
     PositiveUnit,
     /// An angle in the open interval `(0, pi/2)`.
     AcuteAngle,
+    /// A time inside the run, in the open interval `(0, t_end)`: greater
+    /// than 0 here, below the run's end where the run is known
+    /// ([`Model::check_run`](crate::Model::check_run)).
+    InRun,
 }
 
 impl Rule {
@@ -78,6 +83,7 @@ impl Rule {
             Rule::UnitInterval => (0.0..=1.0).contains(&value),
             Rule::PositiveUnit => value > 0.0 && value <= 1.0,
             Rule::AcuteAngle => value > 0.0 && value < std::f64::consts::FRAC_PI_2,
+            Rule::InRun => value > 0.0,
         }
     }
 
@@ -89,6 +95,7 @@ impl Rule {
             Rule::UnitInterval => "must lie in [0, 1]",
             Rule::PositiveUnit => "must lie in (0, 1]",
             Rule::AcuteAngle => "must lie in (0, pi/2), pi/2 = 1.5707963267948966",
+            Rule::InRun => "must lie inside the run, in (0, t_end)",
         }
     }
 }
@@ -161,17 +168,29 @@ pub(crate) const RESET_BELOW_THRESHOLD: Relation = Relation {
 const RESTING_CONTACT: &str = "e = 0 stops the ball dead at its first impact and gravity then holds it on the floor, a resting contact this bouncing model cannot represent; use a small positive e (like 0.1) and end the run (t_end) before the bounces accumulate";
 
 /// Checks the parameter values `values` (named `names`) of the model named
-/// `model` against its `rules` and `relations`; the first violation is an
-/// [`HybridError::InvalidOption`] that names the parameter, its value and
-/// what is valid. [`Model::check_params`](crate::Model::check_params) calls
-/// it with a model's own rules.
+/// `model` against its `rules` and `relations`, and, for a run ending at
+/// `t_end` (when given), the [`Rule::InRun`] times against it; the first
+/// violation is an [`HybridError::InvalidOption`] that names the parameter,
+/// its value and what is valid (a wrong count of values is an
+/// [`HybridError::DimensionMismatch`]).
+/// [`Model::check_params`](crate::Model::check_params) and
+/// [`Model::check_run`](crate::Model::check_run) call it with a model's own
+/// rules.
 pub fn check_params(
     model: &str,
     rules: &[ParamRule],
     relations: &[Relation],
     names: &[String],
     values: &[f64],
+    t_end: Option<f64>,
 ) -> Result<(), HybridError> {
+    if names.len() != values.len() {
+        return Err(HybridError::DimensionMismatch {
+            what: "parameters".to_string(),
+            expected: names.len(),
+            found: values.len(),
+        });
+    }
     let value_of = |param: &str| {
         names
             .iter()
@@ -186,6 +205,20 @@ pub fn check_params(
             .map(move |(name, &value)| (name.as_str(), value, rule))
     });
     for (param, value, rule) in covered {
+        if let (Rule::InRun, Some(t_end)) = (rule.rule, t_end) {
+            if !(value > 0.0 && value < t_end) {
+                return Err(HybridError::invalid_num(
+                    format!("parameter '{param}'"),
+                    value,
+                    format!(
+                        "must lie inside the run, in (0, t_end) = (0, {}), for model '{model}' ({})",
+                        short_num(t_end),
+                        rule.what
+                    ),
+                ));
+            }
+            continue;
+        }
         if !rule.rule.holds(value) {
             let mut valid = format!(
                 "{} for model '{model}' ({})",
@@ -300,7 +333,7 @@ mod tests {
         let plain = ParamRule { param: "m", ..stem };
         assert!(stem.covers("m0") && stem.covers("m12"));
         assert!(!stem.covers("m") && !stem.covers("mu") && !plain.covers("m0"));
-        let chain = sized("particle-chain", Some(2)).unwrap();
+        let chain = sized("particle-chain", Some(crate::Size::Count(2))).unwrap();
         let err = chain
             .check_params(&[1.0, 0.02, 0.9, 1.0, -2.0])
             .unwrap_err();
@@ -381,6 +414,41 @@ mod tests {
                 "{msg}"
             );
         }
+    }
+
+    /// Issue 29: `cuba-lif`'s time constants are positive (`tau_syn = 0` is
+    /// an error) and its input times lie inside the run.
+    #[test]
+    fn cuba_lif_time_constants_and_input_times() {
+        let net = by_name("cuba-lif").unwrap();
+        let p = net.spec().default_params();
+        for (i, bad, name) in [
+            (0, -20.0, "tau_mem"),
+            (1, 0.0, "tau_syn"),
+            (1, -1.0, "tau_syn"),
+        ] {
+            let mut q = p.clone();
+            q[i] = bad;
+            let msg = net.check_params(&q).unwrap_err().to_string();
+            assert!(
+                msg.contains(&format!("'{name}'")) && msg.contains("greater than 0"),
+                "{msg}"
+            );
+        }
+        net.check_run(&p, 50.0).unwrap();
+        for (bad, t_end) in [(0.0, 50.0), (-1.0, 50.0), (50.0, 50.0), (70.0, 50.0)] {
+            let mut q = p.clone();
+            q[4] = bad;
+            let msg = net.check_run(&q, t_end).unwrap_err().to_string();
+            assert!(
+                msg.contains("parameter 't_in1'") && msg.contains("(0, t_end) = (0, 50)"),
+                "{msg}"
+            );
+        }
+        // Without a run, only the lower end is known.
+        let mut q = p.clone();
+        q[4] = 70.0;
+        net.check_params(&q).unwrap();
     }
 
     /// Issue 10: `e = 0` (and `-0`) on a floor is refused with its reason.

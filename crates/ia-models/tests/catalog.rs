@@ -41,6 +41,18 @@ use rstest::rstest;
          ("impact0", "flight", "flight", Direction::Falling),
          ("impact1", "flight", "flight", Direction::Falling),
          ("wall_right", "flight", "flight", Direction::Falling)])]
+#[case("cuba-lif", &["V_h0", "I_h0", "V_h1", "I_h1", "V_h2", "I_h2", "V_o0", "I_o0", "V_o1", "I_o1"],
+       &["tau_mem", "tau_syn", "theta", "t_in0", "t_in1",
+         "w_h0_in0", "w_h0_in1", "w_h1_in0", "w_h1_in1", "w_h2_in0", "w_h2_in1",
+         "w_o0_h0", "w_o0_h1", "w_o0_h2", "w_o1_h0", "w_o1_h1", "w_o1_h2"],
+       &["subthreshold"], "subthreshold",
+       &[("input0", "subthreshold", "subthreshold", Direction::Rising),
+         ("input1", "subthreshold", "subthreshold", Direction::Rising),
+         ("spike_h0", "subthreshold", "subthreshold", Direction::Rising),
+         ("spike_h1", "subthreshold", "subthreshold", Direction::Rising),
+         ("spike_h2", "subthreshold", "subthreshold", Direction::Rising),
+         ("spike_o0", "subthreshold", "subthreshold", Direction::Rising),
+         ("spike_o1", "subthreshold", "subthreshold", Direction::Rising)])]
 fn contract_names(
     #[case] name: &str,
     #[case] states: &[&str],
@@ -81,6 +93,7 @@ fn catalogue_lists_every_model_once() {
             "rimless-wheel",
             "slip-hopper",
             "particle-chain",
+            "cuba-lif",
         ]
     );
 }

@@ -141,7 +141,8 @@ fn gradient_method(method: &str) -> PyResult<GradientMethod> {
 #[pymethods]
 impl Model {
     /// The ready model `name` (see `models()`), with `size` elements for a
-    /// sized model (`lif-network`: neurons, `particle-chain`: balls) and,
+    /// sized model (`lif-network`: neurons, `particle-chain`: balls,
+    /// `cuba-lif`: a list `[n_in, n_hidden, n_out]`) and,
     /// for `lif-network`, its synapses as `connections`, `[from, to]` pairs.
     #[staticmethod]
     #[pyo3(signature = (name, size=None, *, connections=None))]
@@ -161,7 +162,7 @@ impl Model {
         };
         let size = match size.filter(|v| !v.is_none()) {
             None => None,
-            Some(v) => Some(count(&to_json(v, "size")?, "size", "3").map_err(to_py)?),
+            Some(v) => Some(ia_scenario::model::size_of(&to_json(v, "size")?).map_err(to_py)?),
         };
         let connections = match connections.filter(|v| !v.is_none()) {
             None => None,

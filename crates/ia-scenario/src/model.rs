@@ -6,7 +6,7 @@ use crate::keys::SCENARIO_KEYS;
 use crate::read::{check_keys, count, invalid, missing, type_name};
 use ia_core::HybridError;
 use ia_equations::EquationModel;
-use ia_models::Model;
+use ia_models::{Model, Size};
 use serde_json::{Map, Value};
 
 /// The model a scenario names: its keys `model` (required), `size` and
@@ -38,7 +38,7 @@ pub(crate) fn chosen_model(value: &Value) -> Result<ChosenModel, ScenarioError> 
         ))
     })?;
     check_keys(obj, &SCENARIO_KEYS, "the scenario")?;
-    let size = obj.get("size").map(|v| count(v, "size", "3")).transpose()?;
+    let size = obj.get("size").map(size_of).transpose()?;
     match obj.get("model") {
         None => Err(missing("model", "the scenario")),
         Some(Value::String(model_name)) => {
@@ -57,6 +57,27 @@ pub(crate) fn chosen_model(value: &Value) -> Result<ChosenModel, ScenarioError> 
              equations, see docs/equations.md), got {}",
             type_name(other)
         ))),
+    }
+}
+
+/// `size`: a count (`lif-network`, `particle-chain`) or an array of counts
+/// (`cuba-lif`'s `[n_in, n_hidden, n_out]`), each an integer of at least 1;
+/// whether the model takes that form is checked by [`ia_models::sized`].
+pub fn size_of(value: &Value) -> Result<Size, ScenarioError> {
+    match value {
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(k, v)| count(v, &format!("size[{k}]"), "3"))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Size::Counts),
+        Value::Array(_) => Err(HybridError::invalid(
+            "size",
+            value,
+            "must be a count, like 3, or a list of counts, like [2, 3, 2]",
+        )
+        .into()),
+        _ => count(value, "size", "3 (or a list of counts, like [2, 3, 2])").map(Size::Count),
     }
 }
 
@@ -88,17 +109,29 @@ pub fn connection_list(value: &Value) -> Result<Vec<(usize, usize)>, ScenarioErr
 }
 
 /// The ready model `model_name`, with `size` elements for a sized model
-/// (`lif-network`: neurons, `particle-chain`: balls) and, for
-/// `lif-network`, its synapses `connections` as `(from, to)` pairs.
+/// (`lif-network`: neurons, `particle-chain`: balls, `cuba-lif`:
+/// `[n_in, n_hidden, n_out]`) and, for `lif-network`, its synapses
+/// `connections` as `(from, to)` pairs.
 pub fn catalogue_model(
     model_name: &str,
-    size: Option<usize>,
+    size: Option<Size>,
     connections: Option<Vec<(usize, usize)>>,
 ) -> Result<Box<dyn Model>, ScenarioError> {
     Ok(match connections {
         None => ia_models::sized(model_name, size)?,
         Some(connections) if model_name == "lif-network" => {
-            let size = size.unwrap_or_else(|| ia_models::LifNetwork::default().size());
+            let size = match size {
+                None => ia_models::LifNetwork::default().size(),
+                Some(Size::Count(n)) => n,
+                Some(other) => {
+                    return Err(HybridError::invalid(
+                        "size",
+                        &other,
+                        "model 'lif-network' takes one count, like 3",
+                    )
+                    .into())
+                }
+            };
             Box::new(ia_models::LifNetwork::with_connections(size, connections)?)
         }
         Some(_) => {
@@ -133,4 +166,72 @@ pub fn equations_model(equations: &Value, source: &str) -> Result<EquationModel,
         place: source.to_string(),
         error,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Issue 29: `size` is a count or a list of counts, and a size that is
+    /// not what the model takes is an error naming the key and what is
+    /// valid (reference: the issue's list of bad input).
+    #[test]
+    fn size_is_a_count_or_a_list_checked_against_the_model() {
+        assert_eq!(size_of(&json!(4)).unwrap(), Size::Count(4));
+        assert_eq!(size_of(&json!([2, 3, 2])).unwrap(), Size::from([2, 3, 2]));
+        let net = model_of(&json!({"model": "cuba-lif", "size": [5, 10, 3]})).unwrap();
+        assert_eq!(net.spec().states.len(), 26);
+        let cases = [
+            (
+                json!({"model": "cuba-lif", "size": [2, 3]}),
+                "invalid size = [2, 3]: cuba-lif takes three positive counts",
+            ),
+            (
+                json!({"model": "cuba-lif", "size": 3}),
+                "invalid size = 3: cuba-lif takes three positive counts",
+            ),
+            (
+                json!({"model": "cuba-lif", "size": [2, 0, 1]}),
+                "invalid size[1] = 0: must be an integer of at least 1",
+            ),
+            (
+                json!({"model": "cuba-lif", "size": []}),
+                "invalid size = []: must be a count",
+            ),
+            (
+                json!({"model": "lif-network", "size": [2, 3, 2]}),
+                "invalid size = [2, 3, 2]: model 'lif-network' takes one count",
+            ),
+            (
+                json!({"model": "ball1d", "size": [2]}),
+                "invalid size = [2]: model 'ball1d' has no size",
+            ),
+            (
+                json!({"model": "lif-network", "size": [3], "connections": [[0, 1]]}),
+                "invalid size = [3]: model 'lif-network' takes one count",
+            ),
+        ];
+        for (scenario, message) in cases {
+            let err = model_of(&scenario).unwrap_err().to_string();
+            assert!(err.starts_with(message), "{err}");
+        }
+    }
+
+    /// Issue 29: an input time outside the run is refused naming it, where
+    /// the run's end is known (the scenario).
+    #[test]
+    fn cuba_lif_input_times_lie_inside_the_run() {
+        let scenario = |t_end: f64, t_in1: f64| {
+            crate::Scenario::from_value(&json!({
+                "model": "cuba-lif", "t_end": t_end, "params": {"t_in1": t_in1}
+            }))
+        };
+        scenario(50.0, 20.0).unwrap();
+        for (t_end, t_in1) in [(50.0, 60.0), (50.0, 50.0), (50.0, 0.0), (0.5, 0.25)] {
+            let err = scenario(t_end, t_in1).unwrap_err().to_string();
+            assert!(err.contains("parameter 't_in"), "{err}");
+            assert!(err.contains("(0, t_end)"), "{err}");
+        }
+    }
 }

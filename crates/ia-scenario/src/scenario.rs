@@ -120,7 +120,8 @@ impl Scenario {
     }
 
     /// Sets parameters by name (the others keep their values), each finite,
-    /// then checks the model's parameter rules ([`Model::check_params`]; a
+    /// then checks the model's parameter rules for the run
+    /// ([`Model::check_run`]: input times inside `(0, t_end)`; a
     /// model written as equations has none: its parameters mean what its
     /// author says).
     pub fn set_params<'n>(
@@ -131,7 +132,7 @@ impl Scenario {
             let i = self.spec.param_index(name)?;
             self.params[i] = finite(x, &format!("params.{name}"))?;
         }
-        self.model.check_params(&self.params)?;
+        self.model.check_run(&self.params, self.t_end)?;
         Ok(())
     }
 
@@ -350,7 +351,7 @@ impl Scenario {
     /// (in the model's order) in place of the scenario's own: many runs of
     /// one checked scenario. They are checked as the scenario's values are:
     /// their lengths, that they are finite, and the model's parameter rules
-    /// ([`Model::check_params`]).
+    /// ([`Model::check_run`]).
     pub fn problem_from(
         &self,
         initial_state: Vec<f64>,
@@ -376,7 +377,7 @@ impl Scenario {
             None => problem,
         };
         problem.validate()?;
-        self.model.check_params(&problem.params)?;
+        self.model.check_run(&problem.params, self.t_end)?;
         Ok(problem)
     }
 }

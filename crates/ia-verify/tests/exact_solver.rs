@@ -186,7 +186,7 @@ fn runs_and_sensitivities_match_the_stepped_ones(
     #[case] t_end: f64,
 ) {
     use ia_adjoint::jacobian_wrt;
-    let model = ia_models::sized(name, size).unwrap();
+    let model = ia_models::sized(name, size.map(ia_models::Size::Count)).unwrap();
     let (system, spec) = (model.system(), model.spec());
     let problem = |solver| {
         Problem::new(&system, spec.default_state(), spec.default_params(), t_end)

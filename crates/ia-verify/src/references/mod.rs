@@ -12,6 +12,8 @@
 //! * [`finite_difference`]: a central, Richardson-extrapolated
 //!   finite-difference Jacobian of any run, with an error estimate per entry,
 //!   for models with no closed form.
+//! * [`cuba_lif`]: the high-precision (mpmath) references of the `cuba-lif`
+//!   spiking network, `crates/ia-verify/references/cuba_lif.json`.
 //! * [`partials`]: hand-written partials against finite differences or dual
 //!   numbers.
 //! * [`stiff`]: the stiff test problems of `references/stiff/` (the heated
@@ -19,6 +21,7 @@
 
 mod cases;
 pub mod closed_form;
+pub mod cuba_lif;
 pub mod finite_difference;
 pub mod partials;
 pub mod stiff;

@@ -10,6 +10,8 @@
 //! * [`convergence`]: sensitivity error against solver tolerance and step.
 //! * [`baselines`] and [`three_ways`]: the naive ways of differentiating
 //!   through impacts, against this workspace's.
+//! * [`spiking`]: the `cuba-lif` spiking network against its
+//!   high-precision reference.
 //! * [`suite`]: every study in order, as one call; [`report`]: the rows,
 //!   their table and CSV.
 
@@ -18,5 +20,6 @@ pub mod checks;
 pub mod convergence;
 pub mod reference_copy;
 pub mod report;
+pub mod spiking;
 pub mod suite;
 pub mod three_ways;

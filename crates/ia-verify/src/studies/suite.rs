@@ -73,6 +73,9 @@ pub fn run(options: &SuiteOptions, progress: &mut dyn FnMut(&str)) -> SuiteResul
     stage("finite-difference references", progress, &mut |_| {
         checks::fd_rows()
     });
+    stage("cuba-lif high-precision reference", progress, &mut |_| {
+        crate::studies::spiking::cuba_lif_rows()
+    });
     let conv = if options.quick {
         ConvergenceOptions::quick()
     } else {
