@@ -332,11 +332,11 @@ pub trait Flow: Send + Sync {
     /// let mut blocks = LinearBlocks::new(2);
     /// assert!(Neuron.linear_blocks(&[20.0, 5.0], &mut blocks));
     /// assert_eq!(blocks.pairs[0].a[1][1], -0.2);
-    /// // Its rate agrees with the blocks.
+    /// // Its rate agrees with the blocks (to rounding).
     /// let (x, mut f, mut g) = ([0.5, 2.0], [0.0; 2], [0.0; 2]);
     /// Neuron.rate(0.0, &x, &[20.0, 5.0], &mut f);
     /// blocks.rate(&x, &mut g);
-    /// assert_eq!(f, g);
+    /// assert!(f.iter().zip(&g).all(|(f, g)| (f - g).abs() < 1e-16));
     /// ```
     fn linear_blocks(&self, p: &[f64], blocks: &mut crate::LinearBlocks) -> bool {
         blocks.pairs.clear();
