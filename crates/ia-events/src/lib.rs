@@ -30,6 +30,7 @@ mod engine;
 pub mod explicit_rk;
 pub mod geometry;
 pub mod ode_solvers_adapter;
+mod pair_form;
 mod problem;
 mod recorder;
 mod reuse;

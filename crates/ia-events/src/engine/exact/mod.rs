@@ -73,6 +73,7 @@ mod queue;
 mod structure;
 
 pub use crate::closed_form::{advance_state, chi, decay, phi, ExactSpan};
+pub use crate::pair_form::{advance_pair, first_crossing, PairFactors, PairRates};
 
 use crate::closed_form::advance_component;
 use crate::geometry::{EventAt, GeometryWorkspace};
