@@ -85,7 +85,7 @@ use crate::vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observe
 use ia_core::{Direction, EventRecord, HybridError, HybridSystem, Trajectory};
 use queue::CrossingQueue;
 use std::cmp::Ordering;
-use structure::{crossing_delay, pushed_over, Structure};
+use structure::{crossing_delay, pushed_over, Structure, NO_PAIR};
 
 /// Why a system cannot be run by the exact solver, or `Ok` when it can:
 /// every mode's flow must declare [`Flow::decoupled_linear`](ia_core::Flow::decoupled_linear)
@@ -129,6 +129,9 @@ struct Run<'p, E, O> {
     phis: Vec<f64>,
     /// The rates' `chi` ([`ExactSpan`]), when components are carried.
     chis: Vec<f64>,
+    /// The factors of the mode's distinct pair matrices for the delay
+    /// being taken.
+    pair_factors: Vec<PairFactors>,
     queue: CrossingQueue,
     /// Transitions due at once (a cascade), by index, and a list holding
     /// at least those.
@@ -171,6 +174,12 @@ pub(crate) fn run_in<E: ExtraState, O: Observer>(
 ) -> Result<Trajectory, HybridError> {
     problem.validate()?;
     let structure = Structure::of(problem.system, &problem.params)?;
+    let derivatives = extra.dim() > 0 || extra.wants_event_geometry();
+    if structure.has_pairs() && (derivatives || observer.wants_event_geometry()) {
+        return Err(HybridError::Unsupported(
+            "the exact solver does not yet carry derivatives (forward sensitivities, the adjoint) through a flow of linear pairs (Flow::linear_blocks), only the run itself: use a Runge-Kutta solver (dopri5, dop853) for derivatives of this system".into(),
+        ));
+    }
     let (records, geometry) = buffers;
     let mut run = Run::new(problem, structure, extra, observer, records, geometry);
     let result = match run.start() {
@@ -222,6 +231,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             rates: Vec::new(),
             phis: Vec::new(),
             chis: Vec::new(),
+            pair_factors: Vec::new(),
             queue: CrossingQueue::new(transitions),
             due: vec![false; transitions],
             due_list: Vec::new(),
@@ -281,6 +291,13 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     /// threshold's entry, `a x + b` (`g_x` is 1 there).
     fn guard_rate(&self, k: usize) -> f64 {
         let i = self.structure.thresholds[k].state;
+        let (pair, slot) = self.structure.pair_of[self.mode][i];
+        if pair != NO_PAIR {
+            let pair = &self.structure.pairs[self.mode][pair];
+            let [p, q] = pair.entries;
+            let row = pair.a[slot];
+            return row[0] * self.x[p] + row[1] * self.x[q] + pair.b[slot];
+        }
         self.structure.a[self.mode][i] * self.x[i] + self.structure.b[self.mode][i]
     }
 
@@ -306,6 +323,15 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         }
         self.phis.resize(self.rates.len(), 0.0);
         self.chis.resize(self.rates.len(), 0.0);
+        let zero = PairFactors {
+            e0: 0.0,
+            e1: 0.0,
+            p0: 0.0,
+            p1: 0.0,
+        };
+        self.pair_factors.clear();
+        self.pair_factors
+            .resize(self.structure.matrices[self.mode].len(), zero);
         self.queue.clear();
         for k in 0..self.structure.leaving[self.mode].len() {
             let k = self.structure.leaving[self.mode][k];
@@ -319,6 +345,22 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         let threshold = self.structure.thresholds[k];
         let i = threshold.state;
         let direction = self.problem.system.transitions()[k].guard.direction();
+        let (pair, slot) = self.structure.pair_of[self.mode][i];
+        if pair != NO_PAIR {
+            let pair = &self.structure.pairs[self.mode][pair];
+            let y = [self.x[pair.entries[0]], self.x[pair.entries[1]]];
+            let delay = first_crossing(
+                &pair.a,
+                &pair.b,
+                &pair.rates,
+                &y,
+                slot,
+                threshold.level,
+                direction,
+            );
+            self.queue.set(k, delay.map(|s| self.t + s));
+            return;
+        }
         let (a, b) = (
             self.structure.a[self.mode][i],
             self.structure.b[self.mode][i],
@@ -359,9 +401,38 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
                     advance_component(x, ai, bi, self.phis[r]);
                 }
             }
+            self.advance_pairs(s);
         }
         self.t = t;
         Ok(())
+    }
+
+    /// Carries the mode's linear pairs over `s` (their entries' decoupled
+    /// coefficients are zero, so the loop over components left them).
+    fn advance_pairs(&mut self, s: f64) {
+        let pairs = &self.structure.pairs[self.mode];
+        if pairs.is_empty() {
+            return;
+        }
+        for (f, rates) in self
+            .pair_factors
+            .iter_mut()
+            .zip(&self.structure.matrices[self.mode])
+        {
+            *f = rates.factors(s);
+        }
+        for pair in pairs {
+            let [i, j] = pair.entries;
+            let mut y = [self.x[i], self.x[j]];
+            advance_pair(
+                &pair.a,
+                &pair.b,
+                &pair.rates,
+                &self.pair_factors[pair.matrix],
+                &mut y,
+            );
+            (self.x[i], self.x[j]) = (y[0], y[1]);
+        }
     }
 
     /// Carries the extra components over `s` from the current state, with
@@ -579,7 +650,14 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             for g in 0..self.structure.guards_on[self.mode][state].len() {
                 let j = self.structure.guards_on[self.mode][state][g];
                 let direction = system.transitions()[j].guard.direction();
-                let level = self.structure.thresholds[j].level;
+                let threshold = self.structure.thresholds[j];
+                if threshold.state != state {
+                    // The reset moved the other entry of the guard's pair:
+                    // its entry did not jump, its course did.
+                    self.predict(j);
+                    continue;
+                }
+                let level = threshold.level;
                 let (before, after) = (self.x_after[state] - level, self.x[state] - level);
                 // Beyond zero and not due, a guard is disarmed (a mode
                 // switch left it there heading back): a reset that leaves
