@@ -28,6 +28,7 @@ mod closed_form;
 mod dispatch;
 mod engine;
 pub mod explicit_rk;
+mod factor;
 pub mod geometry;
 pub mod ode_solvers_adapter;
 mod pair_form;

@@ -73,7 +73,9 @@ mod queue;
 mod structure;
 
 pub use crate::closed_form::{advance_state, chi, decay, phi, ExactSpan};
-pub use crate::pair_form::{advance_pair, first_crossing, PairFactors, PairRates};
+pub use crate::pair_form::{
+    advance_pair, first_crossing, PairCotangent, PairFactors, PairRates, PairStretch,
+};
 
 use crate::closed_form::advance_component;
 use crate::geometry::{EventAt, GeometryWorkspace};
@@ -117,6 +119,8 @@ struct Run<'p, E, O> {
     span_decay: Vec<f64>,
     span_phi: Vec<f64>,
     span_chi: Vec<f64>,
+    /// The pairs of [`ExactSpan::pairs`], when components are carried.
+    span_pairs: Vec<PairStretch>,
     structure: Structure,
     mode: usize,
     t: f64,
@@ -174,10 +178,10 @@ pub(crate) fn run_in<E: ExtraState, O: Observer>(
 ) -> Result<Trajectory, HybridError> {
     problem.validate()?;
     let structure = Structure::of(problem.system, &problem.params)?;
-    let derivatives = extra.dim() > 0 || extra.wants_event_geometry();
-    if structure.has_pairs() && (derivatives || observer.wants_event_geometry()) {
+    let carried = (extra.dim() > 0 || extra.wants_event_geometry()) && !extra.carries_pairs();
+    if structure.has_pairs() && (carried || observer.wants_event_geometry()) {
         return Err(HybridError::Unsupported(
-            "the exact solver does not yet carry derivatives (forward sensitivities, the adjoint) through a flow of linear pairs (Flow::linear_blocks), only the run itself: use a Runge-Kutta solver (dopri5, dop853) for derivatives of this system".into(),
+            "the exact solver carries forward sensitivities through a flow of linear pairs (Flow::linear_blocks) but not yet the adjoint or these extra components: use method forward, or a Runge-Kutta solver (dopri5, dop853), for derivatives of this system".into(),
         ));
     }
     let (records, geometry) = buffers;
@@ -222,6 +226,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             span_decay: vec![0.0; per_component],
             span_phi: vec![0.0; per_component],
             span_chi: vec![0.0; per_component],
+            span_pairs: Vec::new(),
             structure,
             mode: problem.initial_mode,
             t: problem.t0,
@@ -449,12 +454,27 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             self.span_phi[i] = self.phis[r];
             self.span_chi[i] = self.chis[r];
         }
+        self.span_pairs.clear();
+        for pair in &self.structure.pairs[self.mode] {
+            for &i in &pair.entries {
+                (self.span_rate[i], self.span_decay[i]) = (0.0, 1.0);
+                (self.span_phi[i], self.span_chi[i]) = (0.0, 0.0);
+            }
+            self.span_pairs.push(PairStretch {
+                entries: pair.entries,
+                a: pair.a,
+                b: pair.b,
+                rates: pair.rates,
+                factors: pair.rates.factors(s),
+            });
+        }
         let span = ExactSpan {
             s,
             rate: &self.span_rate,
             decay: &self.span_decay,
             phi: &self.span_phi,
             chi: &self.span_chi,
+            pairs: &self.span_pairs,
         };
         let run = self.context();
         if self

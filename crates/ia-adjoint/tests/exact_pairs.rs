@@ -1,0 +1,81 @@
+//! Forward sensitivities through the exact solver on a flow of 2x2 linear
+//! pairs (the test network of current-based neurons shared with ia-events'
+//! tests). Reference: forward sensitivities on DOPRI5's steps at 1e-12
+//! (the variational equations integrated along the same flow).
+
+#[path = "../../ia-events/tests/pair_net/mod.rs"]
+mod pair_net;
+
+use ia_adjoint::{jacobian, Method};
+use ia_events::{EventOptions, Problem, SolverChoice};
+use pair_net::{params, system, NET};
+use rstest::rstest;
+
+/// Every entry of `d(final state)/d(initial state, parameters)` and of the
+/// event times' gradients, exact against DOPRI5, for a ratio of time
+/// constants of 4, equal ones and nearly equal ones (the time constants'
+/// columns move the pairs' matrices; the weights and input times only their
+/// states).
+#[rstest]
+#[case::ratio_four(20.0, 5.0, 4.0)]
+#[case::equal(10.0, 10.0, 1.0)]
+#[case::nearly_equal(10.0, 10.0 * (1.0 + 1e-9), 1.0)]
+fn forward_sensitivities_through_pairs_match_dopri5(
+    #[case] tau_mem: f64,
+    #[case] tau_syn: f64,
+    #[case] scale: f64,
+) {
+    let system = system(NET);
+    let n = system.state_dim();
+    let problem = |solver| {
+        Problem::new(
+            &system,
+            vec![0.0; n],
+            params(NET, tau_mem, tau_syn, scale),
+            30.0,
+        )
+        .with_solver(solver)
+        .with_event_options(EventOptions {
+            max_events: 1000,
+            ..EventOptions::default()
+        })
+    };
+    let exact =
+        jacobian(&problem(SolverChoice::Exact), Method::Forward).unwrap_or_else(|e| panic!("{e}"));
+    let stepped = jacobian(&problem(SolverChoice::dopri5(1e-12)), Method::Forward)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(exact.trajectory.events.len() > NET.inputs + 5);
+    assert_eq!(
+        exact.trajectory.events.len(),
+        stepped.trajectory.events.len()
+    );
+    let (a, b) = (&exact.final_jacobian, &stepped.final_jacobian);
+    assert_eq!(a.shape(), b.shape());
+    for (k, (x, y)) in a.iter().zip(b.iter()).enumerate() {
+        assert!(
+            (x - y).abs() <= 1e-6 * (1.0 + y.abs()),
+            "final [{k}]: {x} vs {y}"
+        );
+    }
+    let (a, b) = (&exact.event_time_gradients, &stepped.event_time_gradients);
+    for (k, (x, y)) in a.iter().zip(b.iter()).enumerate() {
+        assert!(
+            (x - y).abs() <= 1e-6 * (1.0 + y.abs()),
+            "event time [{k}]: {x} vs {y}"
+        );
+    }
+}
+
+/// The adjoint through pairs is refused clearly (not yet carried).
+#[test]
+fn the_adjoint_through_pairs_is_refused_clearly() {
+    let system = system(NET);
+    let n = system.state_dim();
+    let problem = Problem::new(&system, vec![0.0; n], params(NET, 20.0, 5.0, 4.0), 10.0)
+        .with_solver(SolverChoice::Exact);
+    let err = jacobian(&problem, Method::Adjoint).unwrap_err().to_string();
+    assert!(
+        err.contains("linear pairs") && err.contains("forward"),
+        "{err}"
+    );
+}
