@@ -66,16 +66,43 @@ fn forward_sensitivities_through_pairs_match_dopri5(
     }
 }
 
-/// The adjoint through pairs is refused clearly (not yet carried).
-#[test]
-fn the_adjoint_through_pairs_is_refused_clearly() {
+/// The adjoint through the exact solver's pairs (each stretch transposed,
+/// `PairStretch::transpose_tangent`) against its forward sensitivities
+/// (reference: the forward pass checked against DOPRI5 above), to 1e-10,
+/// for unequal and equal time constants.
+#[rstest]
+#[case::ratio_four(20.0, 5.0, 4.0)]
+#[case::equal(10.0, 10.0, 1.0)]
+fn the_adjoint_through_pairs_matches_the_forward_pass(
+    #[case] tau_mem: f64,
+    #[case] tau_syn: f64,
+    #[case] scale: f64,
+) {
     let system = system(NET);
     let n = system.state_dim();
-    let problem = Problem::new(&system, vec![0.0; n], params(NET, 20.0, 5.0, 4.0), 10.0)
-        .with_solver(SolverChoice::Exact);
-    let err = jacobian(&problem, Method::Adjoint).unwrap_err().to_string();
-    assert!(
-        err.contains("linear pairs") && err.contains("forward"),
-        "{err}"
-    );
+    let problem = Problem::new(
+        &system,
+        vec![0.0; n],
+        params(NET, tau_mem, tau_syn, scale),
+        30.0,
+    )
+    .with_solver(SolverChoice::Exact);
+    let forward = jacobian(&problem, Method::Forward).unwrap_or_else(|e| panic!("{e}"));
+    let adjoint = jacobian(&problem, Method::Adjoint).unwrap_or_else(|e| panic!("{e}"));
+    let (a, b) = (&adjoint.final_jacobian, &forward.final_jacobian);
+    assert_eq!(a.shape(), b.shape());
+    for (k, (x, y)) in a.iter().zip(b.iter()).enumerate() {
+        assert!(
+            (x - y).abs() <= 1e-10 * (1.0 + y.abs()),
+            "final [{k}]: {x} vs {y}"
+        );
+    }
+    let (a, b) = (&adjoint.event_time_gradients, &forward.event_time_gradients);
+    assert_eq!(a.shape(), b.shape());
+    for (k, (x, y)) in a.iter().zip(b.iter()).enumerate() {
+        assert!(
+            (x - y).abs() <= 1e-10 * (1.0 + y.abs()),
+            "event time [{k}]: {x} vs {y}"
+        );
+    }
 }

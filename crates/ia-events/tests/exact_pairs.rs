@@ -64,8 +64,8 @@ fn the_exact_run_of_a_network_of_pairs_matches_dopri5(
 
 /// Reference: by hand. A pair with complex rates (an oscillator,
 /// `x' = y`, `y' = -x`) is refused naming the mode, the entries and what
-/// is valid; so are derivatives through pairs, which the exact solver does
-/// not carry yet.
+/// is valid; so is a component carried along with the state that does not
+/// say it carries pairs (`ExtraState::carries_pairs`).
 #[test]
 fn unsupported_pairs_are_refused_clearly() {
     struct Spring;
@@ -110,7 +110,7 @@ fn unsupported_pairs_are_refused_clearly() {
     assert!(err.to_string().contains("linear pairs"), "{err}");
 }
 
-/// One carried component, to show the refusal of derivatives.
+/// One carried component that does not carry pairs.
 struct Carried;
 
 impl ia_events::ExtraState for Carried {

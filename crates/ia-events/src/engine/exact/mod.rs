@@ -179,9 +179,9 @@ pub(crate) fn run_in<E: ExtraState, O: Observer>(
     problem.validate()?;
     let structure = Structure::of(problem.system, &problem.params)?;
     let carried = (extra.dim() > 0 || extra.wants_event_geometry()) && !extra.carries_pairs();
-    if structure.has_pairs() && (carried || observer.wants_event_geometry()) {
+    if structure.has_pairs() && carried {
         return Err(HybridError::Unsupported(
-            "the exact solver carries forward sensitivities through a flow of linear pairs (Flow::linear_blocks) but not yet the adjoint or these extra components: use method forward, or a Runge-Kutta solver (dopri5, dop853), for derivatives of this system".into(),
+            "these extra components cannot be carried through a flow of linear pairs (Flow::linear_blocks) by the exact solver (ExtraState::carries_pairs): use a Runge-Kutta solver (dopri5, dop853)".into(),
         ));
     }
     let (records, geometry) = buffers;
