@@ -4,45 +4,13 @@
 //! runs on for flows made of linear blocks. Re-exported by
 //! [`crate::exact`].
 //!
-//! # The map
-//!
-//! With `m = tr(A) / 2`, `N = A - m I` and `q = ((a00 - a11) / 2)^2 + a01 a10`
-//! (so `N^2 = q I` and the rates, the eigenvalues of `A`, are `m +- sqrt(q)`,
-//! real when `q >= 0`), every analytic function of `A` is `f0 I + f1 N`. The
-//! stretch of length `s` is
-//!
-//! ```text
-//! y(s) = y0 + Phi(s) r0,   r0 = A y0 + b,   Phi(s) = int_0^s e^{A u} du = P0 I + P1 N,
-//! y'(s) = e^{A s} r0,      e^{A s} = E0 I + E1 N,
-//! ```
-//!
-//! the form of the decoupled entries (`x + rate phi`), with
-//! `E0 = e^{m s} cosh(d s)`, `E1 = e^{m s} sinh(d s) / d` (`d = sqrt(q)`; a
-//! series in `q s^2` where `|d s| <= 1`, so equal rates, `tau_mem = tau_syn`,
-//! and nearly equal ones take the same path without cancellation),
-//! `P1 = (E1 - phi(l1, s)) / l1` for the rate `l1` of larger magnitude and
-//! `P0 = (phi(l1, s) + phi(l2, s)) / 2` where `|l1| s >= 1`, and otherwise
-//! the Taylor series `Phi = s sum_k (A s)^k / (k + 1)!` in the same basis.
-//!
-//! # The crossing
-//!
-//! An entry's guard `g(s) = y_k(s) - level` has `g'(s) = [e^{A s} r0]_k =
-//! e^{m s} (u cosh(d s) + w sinh(d s) / d)` (`u = r0_k`, `w = (N r0)_k`),
-//! which vanishes at most once for `s > 0`: where `tanh(d s) / d = -u / w`,
-//! `s* = r atanh(r d) / (r d)` with `r = -u / w`. So `[0, s*]` and
-//! `[s*, inf)` are each monotone: [`first_crossing`] brackets each root in
-//! them (the second by doubling, after checking the limit of a decaying
-//! pair), narrows it by Newton steps kept inside the bracket, and finishes
-//! by bisection to adjacent floating-point numbers: the delay returned is
-//! the first double at which the guard has reached the level, as evaluated.
-//! A crossing that rises and falls back before `s*` is found in the first
-//! segment; one that only grazes the level (touches it without crossing)
-//! does not fire.
+//! The formulas are in the documentation of [`PairRates`] (the map)
+//! and [`first_crossing`] (the crossing).
 
 use ia_core::Direction;
 
 /// The factors of a pair's stretch of length `s`: `e^{A s} = E0 I + E1 N`
-/// and `Phi(s) = P0 I + P1 N` (see the [module documentation](self)).
+/// and `Phi(s) = P0 I + P1 N` (see [`PairRates`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PairFactors {
     /// `E0`.
@@ -57,6 +25,27 @@ pub struct PairFactors {
 
 /// The invariants of a pair's matrix: `m = tr(A) / 2`, `q = d^2` (the
 /// rates are `m +- d`), its determinant, and `N = A - m I`.
+///
+/// # The closed form of a stretch
+///
+/// With `m = tr(A) / 2`, `N = A - m I` and `q = ((a00 - a11) / 2)^2 + a01 a10`
+/// (so `N^2 = q I` and the rates, the eigenvalues of `A`, are `m +- sqrt(q)`,
+/// real when `q >= 0`), every analytic function of `A` is `f0 I + f1 N`. The
+/// stretch of length `s` is
+///
+/// ```text
+/// y(s) = y0 + Phi(s) r0,   r0 = A y0 + b,   Phi(s) = int_0^s e^{A u} du = P0 I + P1 N,
+/// y'(s) = e^{A s} r0,      e^{A s} = E0 I + E1 N,
+/// ```
+///
+/// the form of the decoupled entries (`x + rate phi`), with
+/// `E0 = e^{m s} cosh(d s)`, `E1 = e^{m s} sinh(d s) / d` (`d = sqrt(q)`; a
+/// series in `q s^2` where `|d s| <= 1`, so equal rates, `tau_mem = tau_syn`,
+/// and nearly equal ones take the same path without cancellation),
+/// `P1 = (E1 - phi(l1, s)) / l1` for the rate `l1` of larger magnitude and
+/// `P0 = (phi(l1, s) + phi(l2, s)) / 2` where `|l1| s >= 1`, and otherwise
+/// the Taylor series `Phi = s sum_k (A s)^k / (k + 1)!` in the same basis.
+///
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PairRates {
     /// `tr(A) / 2`.
@@ -238,8 +227,22 @@ impl Entry<'_> {
 /// The first delay `s > 0` at which entry `k` (0 or 1) of the pair
 /// `y' = a y + b` from `y0` crosses `level` in `direction`, if it does: a
 /// crossing from strictly before the level, with the guard's rate pointing
-/// in `direction` (see the [module documentation](self)). The rates must be
+/// in `direction` (see below). The rates must be
 /// real ([`PairRates::rates`]).
+///
+///
+/// An entry's guard `g(s) = y_k(s) - level` has `g'(s) = [e^{A s} r0]_k =
+/// e^{m s} (u cosh(d s) + w sinh(d s) / d)` (`u = r0_k`, `w = (N r0)_k`),
+/// which vanishes at most once for `s > 0`: where `tanh(d s) / d = -u / w`,
+/// `s* = r atanh(r d) / (r d)` with `r = -u / w`. So `[0, s*]` and
+/// `[s*, inf)` are each monotone: [`first_crossing`] brackets each root in
+/// them (the second by doubling, after checking the limit of a decaying
+/// pair), narrows it by Newton steps kept inside the bracket, and finishes
+/// by bisection to adjacent floating-point numbers: the delay returned is
+/// the first double at which the guard has reached the level, as evaluated.
+/// A crossing that rises and falls back before `s*` is found in the first
+/// segment; one that only grazes the level (touches it without crossing)
+/// does not fire.
 ///
 /// ```
 /// use ia_core::Direction;

@@ -30,6 +30,19 @@
 //! Runge-Kutta step of the whole system costs O(n) rate evaluations per
 //! stage and several steps an event.
 //!
+//! A flow may declare instead small linear blocks
+//! ([`Flow::linear_blocks`](ia_core::Flow::linear_blocks)): decoupled
+//! entries as above and 2x2 pairs `[x_i, x_j]' = A [x_i, x_j] + b` with real
+//! rates, such as a current-based neuron (`tau_mem V' = -V + I`,
+//! `tau_syn I' = -I`). A pair is carried by its matrix exponential in
+//! closed form ([`advance_pair`]), and a threshold on one of its entries,
+//! which may rise and fall back within a stretch, is predicted by
+//! [`first_crossing`] (its one interior extremum in closed form, then a
+//! bracketed root polished to the last double); a reset that moves either
+//! entry of a pair predicts again the guards on both. The formulas are
+//! those of [`PairRates`] and [`first_crossing`] (and the method
+//! document's section on this solver).
+//!
 //! The event rules are every engine's ([`crate::vocabulary`]; what this
 //! solver needs of them is said there). After a reset only the guards on
 //! the entries it changed are checked for a cascade (those it declares,
@@ -91,8 +104,9 @@ use structure::{crossing_delay, pushed_over, Structure, NO_PAIR};
 
 /// Why a system cannot be run by the exact solver, or `Ok` when it can:
 /// every mode's flow must declare [`Flow::decoupled_linear`](ia_core::Flow::decoupled_linear)
-/// and every guard a [`Threshold`](ia_core::Guard::threshold), at the
-/// parameters `params`.
+/// or [`Flow::linear_blocks`](ia_core::Flow::linear_blocks) (pairs with
+/// real rates) and every guard a [`Threshold`](ia_core::Guard::threshold),
+/// at the parameters `params`.
 ///
 /// ```
 /// let ball = ia_models::by_name("ball2d-flat").unwrap();
