@@ -83,7 +83,7 @@ impl PairRates {
     /// The rates (eigenvalues) when real: the one of larger magnitude
     /// first, the other from the determinant (no cancellation).
     pub fn rates(&self) -> Option<(f64, f64)> {
-        if !(self.q >= 0.0) {
+        if self.q.is_nan() || self.q < 0.0 {
             return None;
         }
         let d = self.q.sqrt();
@@ -361,7 +361,8 @@ fn root_in(
 ) -> Option<f64> {
     // Orient so that g rises through zero: h = g or -g.
     let sign = if rising { 1.0 } else { -1.0 };
-    if !fires(direction, rising) || !(sign * g_lo < 0.0) || !(sign * g_hi >= 0.0) {
+    let (before, reached) = (sign * g_lo < 0.0, sign * g_hi >= 0.0);
+    if !fires(direction, rising) || !before || !reached {
         return None;
     }
     let mut s = lo + 0.5 * (hi - lo);
