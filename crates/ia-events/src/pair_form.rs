@@ -618,3 +618,58 @@ impl PairStretch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: &PairFactors, b: &PairFactors, tol: f64) -> bool {
+        let (x, y) = ([a.e0, a.e1, a.p0, a.p1], [b.e0, b.e1, b.p0, b.p1]);
+        x.iter()
+            .zip(&y)
+            .all(|(x, y)| (x - y).abs() <= tol * (1.0 + y.abs()))
+    }
+
+    /// Reference: the factors are analytic in `A` and `s`, so the branches
+    /// (series in `q s^2` or in `A s`, or the rates' exponentials) agree on
+    /// either side of their boundaries (`|d s| = 1`, `|l1| s = 1`), and equal
+    /// rates are the limit of nearly equal ones.
+    #[test]
+    fn the_branches_of_the_factors_meet_continuously() {
+        let eps = 1e-12;
+        // |l1| s = 1 with equal rates: the series in A s and the rates' form.
+        let equal = PairRates::of(&[[-0.5, 0.5], [0.0, -0.5]]);
+        assert!(close(
+            &equal.factors(2.0 - eps),
+            &equal.factors(2.0 + eps),
+            1e-11
+        ));
+        // |d s| = 1: the series in q s^2 and the rates' exponentials.
+        let apart = PairRates::of(&[[-0.05, 0.05], [0.0, -0.2]]);
+        let s = 1.0 / 0.075;
+        assert!(close(
+            &apart.factors(s - eps),
+            &apart.factors(s + eps),
+            1e-11
+        ));
+        // Nearly equal rates tend to equal ones, without cancellation.
+        let near = PairRates::of(&[[-0.5, 0.5], [0.0, -0.5 * (1.0 + 1e-12)]]);
+        assert!(close(&near.factors(7.0), &equal.factors(7.0), 1e-11));
+        // A zero rate (a singular matrix) takes the series.
+        let singular = PairRates::of(&[[0.0, 1.0], [0.0, 0.0]]);
+        let f = singular.factors(3.0);
+        // e^{A s} = I + s N (N = A here), Phi = s I + s^2 / 2 N.
+        assert_eq!((f.e0, f.e1), (1.0, 3.0));
+        assert!((f.p0 - 3.0).abs() < 1e-15 && (f.p1 - 4.5).abs() < 1e-14);
+    }
+
+    /// Reference: `atanh(z) / z` and its series agree where they meet.
+    #[test]
+    fn atanhc_is_continuous_at_its_series() {
+        let z = 1e-3;
+        let series = 1.0 + z * z * (1.0 / 3.0 + z * z * (1.0 / 5.0 + z * z / 7.0));
+        assert!((atanhc(z) - (z.atanh() / z)).abs() < 1e-15);
+        assert!((atanhc(z * (1.0 - 1e-9)) - series).abs() < 1e-15);
+        assert_eq!(atanhc(0.0), 1.0);
+    }
+}
