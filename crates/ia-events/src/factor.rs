@@ -3,7 +3,7 @@
 //! ([`crate::closed_form`]) and of linear pairs ([`crate::pair_form`]).
 
 /// `(e^{a s} - 1) / a`, `s` where `a = 0`: the factor by which the rate
-/// `a x + b` carries `x` over a delay `s` ([`ExactSpan::phi`] per
+/// `a x + b` carries `x` over a delay `s` ([`ExactSpan::phi`](crate::exact::ExactSpan::phi) per
 /// component).
 ///
 /// ```

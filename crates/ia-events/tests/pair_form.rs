@@ -4,7 +4,7 @@
 //! exponential of the augmented matrix (independent of the closed form).
 
 use ia_core::Direction;
-use ia_events::exact::{advance_pair, first_crossing, PairRates};
+use ia_events::exact::{advance_pair, first_crossing, PairRates, PairStretch};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -30,9 +30,20 @@ struct Crossing {
 }
 
 #[derive(Deserialize)]
+struct TangentCase {
+    tau_mem: f64,
+    tau_syn: f64,
+    y0: [f64; 2],
+    s: f64,
+    wrt: String,
+    dy: [f64; 2],
+}
+
+#[derive(Deserialize)]
 struct Reference {
     stretches: Vec<Stretch>,
     crossings: Vec<Crossing>,
+    tangents: Vec<TangentCase>,
 }
 
 fn reference() -> Reference {
@@ -133,6 +144,52 @@ fn crossings_are_polished_to_the_last_double() {
             sign * value(before) < 0.0,
             "{}: reached before {s}",
             case.name
+        );
+    }
+}
+
+/// The derivative of a neuron pair's stretch (`tau_mem V' = -V + I`,
+/// `tau_syn I' = -I`) with respect to each time constant, carried by
+/// `PairStretch::carry_tangent` (the augmented exponential, `E = dA/dtau`),
+/// against mpmath's derivative of the 60-digit map; and its transpose
+/// against it (`lambda . v` both ways).
+#[test]
+fn tangents_match_the_high_precision_reference() {
+    for case in reference().tangents {
+        let (tm, ts) = (case.tau_mem, case.tau_syn);
+        let a = [[-1.0 / tm, 1.0 / tm], [0.0, -1.0 / ts]];
+        let e = if case.wrt == "tau_mem" {
+            [[1.0 / (tm * tm), -1.0 / (tm * tm)], [0.0, 0.0]]
+        } else {
+            [[0.0, 0.0], [0.0, 1.0 / (ts * ts)]]
+        };
+        let rates = PairRates::of(&a);
+        let pair = PairStretch {
+            entries: [0, 1],
+            a,
+            b: [0.0; 2],
+            rates,
+            factors: rates.factors(case.s),
+        };
+        let mut v = [0.0; 2];
+        pair.carry_tangent(case.s, case.y0, e, [0.0; 2], &mut v);
+        let scale = case.dy.iter().fold(1e-3f64, |m, x| m.max(x.abs()));
+        for (got, want) in v.iter().zip(&case.dy) {
+            assert!(
+                (got - want).abs() <= 1e-13 * scale,
+                "d/d{} at s = {} (tau {tm}, {ts}): {got} vs {want}",
+                case.wrt,
+                case.s
+            );
+        }
+        let lambda = [0.7, -1.3];
+        let c = pair.transpose_tangent(case.s, case.y0, lambda);
+        let ge = c.g.iter().flatten().zip(e.iter().flatten());
+        let dot: f64 = ge.map(|(g, e)| g * e).sum();
+        let want = lambda[0] * case.dy[0] + lambda[1] * case.dy[1];
+        assert!(
+            (dot - want).abs() <= 1e-13 * scale,
+            "transpose: {dot} vs {want}"
         );
     }
 }

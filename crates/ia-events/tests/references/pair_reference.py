@@ -1,7 +1,9 @@
 """High-precision reference for the closed form of a 2x2 linear pair.
 
 Writes pair_reference.json beside this script: for each case, the stretch
-map y(s) of y' = A y + b and the first crossing of a level by one entry,
+map y(s) of y' = A y + b, the first crossing of a level by one entry, and
+the derivative of a neuron pair's stretch with respect to tau_mem or
+tau_syn (mpmath.diff of the same map),
 computed with mpmath at 60 significant digits from the matrix exponential of
 the augmented 3x3 matrix [[A, b], [0, 0]] (mpmath.expm), independently of
 the library's closed form. Crossings: the interior extremum of the entry is
@@ -132,12 +134,42 @@ CROSSINGS = [
 ]
 
 
+def neuron(tm, ts):
+    return [[-1 / tm, 1 / tm], [0, -1 / ts]]
+
+
+def tangent(tm, ts, y0, s, wrt):
+    """d y(s) / d tau (tau_mem or tau_syn) of the neuron pair at fixed y0."""
+    tm, ts = mp.mpf(tm), mp.mpf(ts)
+
+    def y(tau, k):
+        m, n = (tau, ts) if wrt == "tau_mem" else (tm, tau)
+        return stretch(neuron(m, n), [0, 0], y0, s)[k]
+
+    at = tm if wrt == "tau_mem" else ts
+    return [mp.diff(lambda t: y(t, k), at) for k in range(2)]
+
+
+TANGENTS = [
+    (tm, ts, [0.3, 2.0], s, wrt)
+    for tm, ts in [(20.0, 5.0), (10.0, 10.0), (10.0, 10.0 * (1.0 + 1e-9))]
+    for s in [1.0, 7.5, 40.0]
+    for wrt in ["tau_mem", "tau_syn"]
+]
+
+
 def main():
     out = {
         "about": "mpmath 60 digits, augmented-matrix expm; see pair_reference.py",
         "stretches": [],
         "crossings": [],
+        "tangents": [],
     }
+    for tm, ts, y0, s, wrt in TANGENTS:
+        v = tangent(tm, ts, y0, s, wrt)
+        out["tangents"].append(
+            {"tau_mem": tm, "tau_syn": ts, "y0": y0, "s": s, "wrt": wrt, "dy": [num(x) for x in v]}
+        )
     for name, a, b, y0, delays in STRETCHES:
         for s in delays:
             y = stretch(a, b, y0, s)
