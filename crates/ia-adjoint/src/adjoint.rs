@@ -94,6 +94,13 @@ pub(crate) struct Backward<'a> {
     /// With [`Stepping::Exact`], each mode's `a` then `b` of
     /// `x' = a x + b` (`2 n` floats a mode).
     linear: Vec<f64>,
+    /// With [`Stepping::Exact`], each mode's linear pairs
+    /// ([`ia_core::Flow::linear_blocks`]; their entries' `a` and `b` in
+    /// `linear` are zero).
+    pairs: Vec<Vec<ia_core::LinearPair>>,
+    /// The pairs' cotangent sources: three states (zero, one on every
+    /// pair's first, second entry) and the vectors transposed at each.
+    pair_work: Vec<f64>,
     n: usize,
     /// The flow's dense partials, for a flow without vector-Jacobian
     /// products: formed on first use (`n (n + n_p)` floats, 96 MB for a
@@ -200,15 +207,30 @@ impl<'a> Backward<'a> {
         let s = stepping.stages();
         let mut linear = take(&mut kept.linear);
         linear.clear();
+        let mut pairs = Vec::new();
         if let Stepping::Exact = stepping {
             // The forward run checked that every mode declares its form.
             linear.resize(2 * n * system.modes().len(), 0.0);
             for (mode, ab) in system.modes().iter().zip(linear.chunks_exact_mut(2 * n)) {
-                let (a, b) = ab.split_at_mut(n);
-                let declared = mode.flow.decoupled_linear(params, a, b);
+                let mut blocks = ia_core::LinearBlocks::new(n);
+                let declared = mode.flow.linear_blocks(params, &mut blocks);
                 debug_assert!(declared, "the exact run checked every mode");
+                for pair in &blocks.pairs {
+                    for &i in &pair.entries {
+                        (blocks.a[i], blocks.b[i]) = (0.0, 0.0);
+                    }
+                }
+                let (a, b) = ab.split_at_mut(n);
+                a.copy_from_slice(&blocks.a);
+                b.copy_from_slice(&blocks.b);
+                pairs.push(blocks.pairs);
             }
         }
+        let pair_work = if pairs.iter().any(|p| !p.is_empty()) {
+            vec![0.0; 6 * n]
+        } else {
+            Vec::new()
+        };
         let partials = kept
             .partials
             .take()
@@ -225,6 +247,8 @@ impl<'a> Backward<'a> {
             params,
             stepping,
             linear,
+            pairs,
+            pair_work,
             n,
             partials,
             saltation,
@@ -287,6 +311,14 @@ impl<'a> Backward<'a> {
                     self.vectors.replay.extend_from_slice(&y);
                     let (a, b) = mode_linear(&self.linear, self.n, mode);
                     ia_events::exact::advance_state(a, b, h, &mut y);
+                    for pair in &self.pairs[mode] {
+                        let rates = ia_events::exact::PairRates::of(&pair.a);
+                        let [i, j] = pair.entries;
+                        let mut yp = [y[i], y[j]];
+                        let factors = rates.factors(h);
+                        ia_events::exact::advance_pair(&pair.a, &pair.b, &rates, &factors, &mut yp);
+                        (y[i], y[j]) = (yp[0], yp[1]);
+                    }
                 }
                 (TapeEntry::Step { t0, h }, Stepping::RungeKutta(tab)) => {
                     let flow = &self.system.modes()[mode].flow;
@@ -694,6 +726,12 @@ impl Backward<'_> {
             shifted[i] = x0[i] + (a[i] * x0[i] + b[i]);
             lambda[i] = l * ia_events::exact::decay(a[i], phi);
         }
+        // A pair's entries are transposed below (their a and b here are zero).
+        for pair in &self.pairs[mode] {
+            for &i in &pair.entries {
+                (at_start[i], by_chi[i]) = (0.0, 0.0);
+            }
+        }
         let flow = &self.system.modes()[mode].flow;
         for (x, v) in [(x0, &*at_start), (&*shifted, &*by_chi)] {
             flow_transpose(
@@ -702,6 +740,64 @@ impl Backward<'_> {
                 (t0, x, self.params),
                 v,
                 &mut vectors.scratch,
+                param_bar,
+            );
+        }
+        if !self.pairs[mode].is_empty() {
+            self.transpose_pairs(mode, t0, s, lambda, param_bar);
+        }
+    }
+
+    /// Transposes the stretch of mode `mode`'s linear pairs
+    /// ([`ia_events::exact::PairStretch::transpose_tangent`]): each pair's
+    /// rows of `f_p` are `E y + beta`, linear in its entries, so
+    /// `sum_kl g_kl E_kl + gamma . beta` is
+    /// `f_p(0)^T (gamma - g e_0 - g e_1) + f_p(e_0)^T g e_0 + f_p(e_1)^T g e_1`
+    /// at the states zero and one on every pair's first (`e_0`), second
+    /// (`e_1`) entry: three of the flow's vector-Jacobian products for all
+    /// pairs together.
+    fn transpose_pairs(
+        &mut self,
+        mode: usize,
+        t0: f64,
+        s: f64,
+        lambda: &mut [f64],
+        param_bar: &mut [f64],
+    ) {
+        let n = self.n;
+        let work = &mut self.pair_work;
+        work.fill(0.0);
+        let (states, vs) = work.split_at_mut(3 * n);
+        let x0 = &self.vectors.stage_states[..n];
+        for pair in &self.pairs[mode] {
+            let rates = ia_events::exact::PairRates::of(&pair.a);
+            let stretch = ia_events::exact::PairStretch {
+                entries: pair.entries,
+                a: pair.a,
+                b: pair.b,
+                rates,
+                factors: rates.factors(s),
+            };
+            let [i, j] = pair.entries;
+            let c = stretch.transpose_tangent(s, [x0[i], x0[j]], [lambda[i], lambda[j]]);
+            (lambda[i], lambda[j]) = (c.lambda[0], c.lambda[1]);
+            states[n + i] = 1.0;
+            states[2 * n + j] = 1.0;
+            for (row, &e) in pair.entries.iter().enumerate() {
+                let (g0, g1) = (c.g[row][0], c.g[row][1]);
+                vs[e] = c.gamma[row] - g0 - g1;
+                vs[n + e] = g0;
+                vs[2 * n + e] = g1;
+            }
+        }
+        let flow = &self.system.modes()[mode].flow;
+        for k in 0..3 {
+            flow_transpose(
+                &**flow,
+                &mut self.partials,
+                (t0, &states[k * n..(k + 1) * n], self.params),
+                &vs[k * n..(k + 1) * n],
+                &mut self.vectors.scratch,
                 param_bar,
             );
         }

@@ -70,6 +70,9 @@ pub(crate) struct ForwardSensitivity {
     /// state moved by its start rate, and a parameter's source `f_p[:, j]`
     /// at the start and there.
     exact_scratch: Vec<f64>,
+    /// The exact solver's linear pairs: the parameter sources `f_p` at
+    /// the states zero and one on each pair's first, second entry.
+    pair_scratch: Vec<f64>,
 }
 
 /// Reads `S` off the carried components at each observation and at the end
@@ -134,6 +137,7 @@ impl ForwardSensitivity {
             recording: EventRecording::All,
             cascade_time_gradient: Vec::new(),
             exact_scratch: Vec::new(),
+            pair_scratch: Vec::new(),
         }
     }
 
@@ -302,6 +306,83 @@ impl ForwardSensitivity {
             }
         }
         self.chosen = Some(chosen);
+    }
+
+    /// Carries the columns over the stretch's linear pairs
+    /// ([`ExactSpan::pairs`](ia_events::exact::ExactSpan::pairs)): a pair's
+    /// rows obey `S' = A S + f_p[:, j](y)`, with `f_p[:, j](y) = E y + beta`
+    /// linear in the pair's entries `y` (its rows read no other entry), so
+    /// `beta = f_p(0)` and `E`'s columns `f_p(e_k) - f_p(0)` from the
+    /// sources at three states (zero, and one on every pair's first or
+    /// second entry); each pair then carries its tangent
+    /// ([`PairStretch::carry_tangent`](ia_events::exact::PairStretch::carry_tangent)).
+    fn advance_pairs(
+        &mut self,
+        run: RunContext<'_>,
+        mode: usize,
+        t0: f64,
+        x0: &[f64],
+        span: &ia_events::exact::ExactSpan<'_>,
+        extra: &mut [f64],
+    ) {
+        if span.pairs.is_empty() {
+            return;
+        }
+        let (n, m) = (self.n, self.columns());
+        let all_columns = self.chosen.is_none();
+        let width = if all_columns { n * m } else { n };
+        let mut scratch = std::mem::take(&mut self.pair_scratch);
+        scratch.clear();
+        scratch.resize(3 * n + 4 * width, 0.0);
+        let (states, rest) = scratch.split_at_mut(3 * n);
+        let (zero, sources) = rest.split_at_mut(width);
+        for pair in span.pairs {
+            states[n + pair.entries[0]] = 1.0;
+            states[2 * n + pair.entries[1]] = 1.0;
+        }
+        let flow = &run.system.modes()[mode].flow;
+        let batched = all_columns
+            && (0..3).all(|k| {
+                let state = &states[k * n..(k + 1) * n];
+                let out = &mut sources[k * width..(k + 1) * width];
+                flow.sensitivity_rate(t0, state, run.params, zero, out)
+            });
+        for c in 0..m {
+            let param = Self::column(self.chosen.as_deref(), n, c).param();
+            let base = if batched { c * n } else { 0 };
+            if let (Some(j), false) = (param, batched) {
+                for k in 0..3 {
+                    let state = &states[k * n..(k + 1) * n];
+                    let out = &mut sources[k * width..k * width + n];
+                    let tangent = Tangent {
+                        t: 0.0,
+                        x: &zero[..n],
+                        param: Some(j),
+                    };
+                    if !flow.jacobian_vector_product(t0, state, run.params, tangent, out) {
+                        let partials = self.dense_partials(run, mode, t0, state);
+                        out.copy_from_slice(partials.p.column(j).as_slice());
+                    }
+                }
+            }
+            let column = &mut extra[c * n..(c + 1) * n];
+            for pair in span.pairs {
+                let [p, q] = pair.entries;
+                let y0 = [x0[p], x0[q]];
+                let mut v = [column[p], column[q]];
+                let (mut e, mut beta) = ([[0.0; 2]; 2], [0.0; 2]);
+                if param.is_some() {
+                    let at = |k: usize, i: usize| sources[k * width + base + i];
+                    for (row, &i) in pair.entries.iter().enumerate() {
+                        beta[row] = at(0, i);
+                        e[row] = [at(1, i) - beta[row], at(2, i) - beta[row]];
+                    }
+                }
+                pair.carry_tangent(span.s, y0, e, beta, &mut v);
+                (column[p], column[q]) = (v[0], v[1]);
+            }
+        }
+        self.pair_scratch = scratch;
     }
 
     /// Column `c` of `S`: with every column, the initial-state entries,
@@ -493,6 +574,11 @@ impl ExtraState for ForwardSensitivity {
             }
         }
         self.exact_scratch = scratch;
+        self.advance_pairs(run, mode, t0, x0, span, extra);
+        true
+    }
+
+    fn carries_pairs(&self) -> bool {
         true
     }
 

@@ -66,6 +66,12 @@ pub trait FlowFn: Send + Sync {
     fn decoupled_linear(&self, _p: &[f64], _a: &mut [f64], _b: &mut [f64]) -> bool {
         false
     }
+    /// The linear blocks of the flow, as in [`Flow::linear_blocks`]; the
+    /// default declares those of [`FlowFn::decoupled_linear`] and no pair.
+    fn linear_blocks(&self, p: &[f64], blocks: &mut crate::LinearBlocks) -> bool {
+        blocks.pairs.clear();
+        self.decoupled_linear(p, &mut blocks.a, &mut blocks.b)
+    }
 }
 
 /// A guard written once, generic over [`Scalar`]. Wrap in [`Autodiff`] to get a
@@ -196,6 +202,10 @@ impl<T: FlowFn> Flow for Autodiff<T> {
 
     fn decoupled_linear(&self, p: &[f64], a: &mut [f64], b: &mut [f64]) -> bool {
         self.0.decoupled_linear(p, a, b)
+    }
+
+    fn linear_blocks(&self, p: &[f64], blocks: &mut crate::LinearBlocks) -> bool {
+        self.0.linear_blocks(p, blocks)
     }
 
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {

@@ -58,6 +58,7 @@
 #![deny(missing_docs)]
 
 mod autodiff;
+mod blocks;
 pub mod check;
 mod error;
 mod names;
@@ -66,6 +67,7 @@ mod system;
 mod traits;
 
 pub use autodiff::{Autodiff, FlowFn, GuardFn, ResetFn, Scalar};
+pub use blocks::{LinearBlocks, LinearPair};
 pub use error::{short_num, HybridError};
 pub use names::{name_index, Wrt};
 pub use record::{EventRecord, FirstFiring, Observation, Segment, SolverStats, Trajectory};

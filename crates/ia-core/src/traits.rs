@@ -290,6 +290,58 @@ pub trait Flow: Send + Sync {
     fn decoupled_linear(&self, _p: &[f64], _a: &mut [f64], _b: &mut [f64]) -> bool {
         false
     }
+
+    /// Optional structure, wider than [`Flow::decoupled_linear`]: when the
+    /// flow is made of small linear blocks, decoupled entries
+    /// `x_i' = a_i x_i + b_i` and 2x2 pairs `[x_i, x_j]' = A [x_i, x_j] + b`
+    /// ([`LinearPair`](crate::LinearPair)), with `a`, `b`, `A` depending on
+    /// the parameters only, writes them into `blocks` and returns `true`.
+    /// `blocks` arrives with `n` entries in `a` and `b` and no pair. The
+    /// exact event-driven solver (`ia_events::exact`) steps such a flow in
+    /// closed form (a pair's stretch is a 2x2 matrix exponential; it needs
+    /// real rates, the eigenvalues of `A`). [`Flow::rate`] must agree with
+    /// it ([`LinearBlocks::rate`](crate::LinearBlocks::rate)).
+    ///
+    /// The default declares the decoupled entries of
+    /// [`Flow::decoupled_linear`] and no pair, so a flow that declares
+    /// that need not declare this too.
+    ///
+    /// ```
+    /// use ia_core::{Flow, FlowPartials, LinearBlocks, LinearPair};
+    /// /// A current-based neuron: `tau_m V' = -V + I`, `tau_s I' = -I`,
+    /// /// state `[V, I]`, parameters `[tau_m, tau_s]`.
+    /// struct Neuron;
+    /// impl Flow for Neuron {
+    ///     fn rate(&self, _t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
+    ///         dxdt[0] = (-x[0] + x[1]) / p[0];
+    ///         dxdt[1] = -x[1] / p[1];
+    ///     }
+    ///     fn partials(&self, _t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
+    ///         out.x[(0, 0)] = -1.0 / p[0];
+    ///         out.x[(0, 1)] = 1.0 / p[0];
+    ///         out.x[(1, 1)] = -1.0 / p[1];
+    ///         out.p[(0, 0)] = (x[0] - x[1]) / (p[0] * p[0]);
+    ///         out.p[(1, 1)] = x[1] / (p[1] * p[1]);
+    ///     }
+    ///     fn linear_blocks(&self, p: &[f64], blocks: &mut LinearBlocks) -> bool {
+    ///         let a = [[-1.0 / p[0], 1.0 / p[0]], [0.0, -1.0 / p[1]]];
+    ///         blocks.pairs.push(LinearPair::new([0, 1], a, [0.0, 0.0]));
+    ///         true
+    ///     }
+    /// }
+    /// let mut blocks = LinearBlocks::new(2);
+    /// assert!(Neuron.linear_blocks(&[20.0, 5.0], &mut blocks));
+    /// assert_eq!(blocks.pairs[0].a[1][1], -0.2);
+    /// // Its rate agrees with the blocks (to rounding).
+    /// let (x, mut f, mut g) = ([0.5, 2.0], [0.0; 2], [0.0; 2]);
+    /// Neuron.rate(0.0, &x, &[20.0, 5.0], &mut f);
+    /// blocks.rate(&x, &mut g);
+    /// assert!(f.iter().zip(&g).all(|(f, g)| (f - g).abs() < 1e-16));
+    /// ```
+    fn linear_blocks(&self, p: &[f64], blocks: &mut crate::LinearBlocks) -> bool {
+        blocks.pairs.clear();
+        self.decoupled_linear(p, &mut blocks.a, &mut blocks.b)
+    }
 }
 
 /// A guard of the form `g = x_k - level`: a threshold on one state entry

@@ -5,6 +5,9 @@
 //! run uses too, so that all of them agree to the bit. Re-exported by
 //! [`crate::exact`].
 
+pub use crate::factor::phi;
+use crate::pair_form::PairStretch;
+
 /// One stretch between events of a decoupled linear flow,
 /// `x_i' = a_i x_i + b_i`, as an [`ExtraState`](crate::ExtraState) carried along needs it
 /// ([`ExtraState::advance_exact`](crate::ExtraState::advance_exact)): per component, the rate at its start
@@ -30,6 +33,11 @@ pub struct ExactSpan<'a> {
     pub phi: &'a [f64],
     /// `(s e^{a_i s} - phi_i) / a_i`.
     pub chi: &'a [f64],
+    /// The linear pairs of the mode ([`ia_core::Flow::linear_blocks`]),
+    /// carried by their own closed form ([`PairStretch`]); on their
+    /// entries the factors above are those of no change (`rate`, `phi`
+    /// and `chi` zero, `decay` one).
+    pub pairs: &'a [PairStretch],
 }
 
 /// `(s e^{a s} - phi(a, s)) / a`, `s^2 / 2` where `a = 0`: the weight of a
@@ -52,23 +60,6 @@ pub fn chi(a: f64, s: f64) -> f64 {
                     + z * (1.0 / 8.0 + z * (1.0 / 30.0 + z * (1.0 / 144.0 + z / 840.0)))))
     } else {
         (s * z.exp() - phi(a, s)) / a
-    }
-}
-
-/// `(e^{a s} - 1) / a`, `s` where `a = 0`: the factor by which the rate
-/// `a x + b` carries `x` over a delay `s` ([`ExactSpan::phi`] per
-/// component).
-///
-/// ```
-/// use ia_events::exact::phi;
-/// assert_eq!(phi(0.0, 0.25), 0.25);
-/// assert!((phi(-2.0, 0.5) - (1.0 - (-1.0f64).exp()) / 2.0).abs() < 1e-16);
-/// ```
-pub fn phi(a: f64, s: f64) -> f64 {
-    if a == 0.0 {
-        s
-    } else {
-        (a * s).exp_m1() / a
     }
 }
 

@@ -287,6 +287,14 @@ pub trait ExtraState {
     ) -> bool {
         false
     }
+
+    /// Optional: whether [`ExtraState::advance_exact`] carries the linear
+    /// pairs of a flow of blocks too ([`ExactSpan::pairs`]). The default,
+    /// `false`, makes the exact solver refuse to carry these components
+    /// through a flow with pairs.
+    fn carries_pairs(&self) -> bool {
+        false
+    }
 }
 
 /// No extra components: a plain simulation.

@@ -30,6 +30,19 @@
 //! Runge-Kutta step of the whole system costs O(n) rate evaluations per
 //! stage and several steps an event.
 //!
+//! A flow may declare instead small linear blocks
+//! ([`Flow::linear_blocks`](ia_core::Flow::linear_blocks)): decoupled
+//! entries as above and 2x2 pairs `[x_i, x_j]' = A [x_i, x_j] + b` with real
+//! rates, such as a current-based neuron (`tau_mem V' = -V + I`,
+//! `tau_syn I' = -I`). A pair is carried by its matrix exponential in
+//! closed form ([`advance_pair`]), and a threshold on one of its entries,
+//! which may rise and fall back within a stretch, is predicted by
+//! [`first_crossing`] (its one interior extremum in closed form, then a
+//! bracketed root polished to the last double); a reset that moves either
+//! entry of a pair predicts again the guards on both. The formulas are
+//! those of [`PairRates`] and [`first_crossing`] (and the method
+//! document's section on this solver).
+//!
 //! The event rules are every engine's ([`crate::vocabulary`]; what this
 //! solver needs of them is said there). After a reset only the guards on
 //! the entries it changed are checked for a cascade (those it declares,
@@ -73,6 +86,9 @@ mod queue;
 mod structure;
 
 pub use crate::closed_form::{advance_state, chi, decay, phi, ExactSpan};
+pub use crate::pair_form::{
+    advance_pair, first_crossing, PairCotangent, PairFactors, PairRates, PairStretch,
+};
 
 use crate::closed_form::advance_component;
 use crate::geometry::{EventAt, GeometryWorkspace};
@@ -84,12 +100,13 @@ use crate::vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observe
 use ia_core::{Direction, EventRecord, HybridError, HybridSystem, Trajectory};
 use queue::CrossingQueue;
 use std::cmp::Ordering;
-use structure::{crossing_delay, pushed_over, Structure};
+use structure::{crossing_delay, pushed_over, Structure, NO_PAIR};
 
 /// Why a system cannot be run by the exact solver, or `Ok` when it can:
 /// every mode's flow must declare [`Flow::decoupled_linear`](ia_core::Flow::decoupled_linear)
-/// and every guard a [`Threshold`](ia_core::Guard::threshold), at the
-/// parameters `params`.
+/// or [`Flow::linear_blocks`](ia_core::Flow::linear_blocks) (pairs with
+/// real rates) and every guard a [`Threshold`](ia_core::Guard::threshold),
+/// at the parameters `params`.
 ///
 /// ```
 /// let ball = ia_models::by_name("ball2d-flat").unwrap();
@@ -116,6 +133,8 @@ struct Run<'p, E, O> {
     span_decay: Vec<f64>,
     span_phi: Vec<f64>,
     span_chi: Vec<f64>,
+    /// The pairs of [`ExactSpan::pairs`], when components are carried.
+    span_pairs: Vec<PairStretch>,
     structure: Structure,
     mode: usize,
     t: f64,
@@ -128,6 +147,9 @@ struct Run<'p, E, O> {
     phis: Vec<f64>,
     /// The rates' `chi` ([`ExactSpan`]), when components are carried.
     chis: Vec<f64>,
+    /// The factors of the mode's distinct pair matrices for the delay
+    /// being taken.
+    pair_factors: Vec<PairFactors>,
     queue: CrossingQueue,
     /// Transitions due at once (a cascade), by index, and a list holding
     /// at least those.
@@ -170,6 +192,12 @@ pub(crate) fn run_in<E: ExtraState, O: Observer>(
 ) -> Result<Trajectory, HybridError> {
     problem.validate()?;
     let structure = Structure::of(problem.system, &problem.params)?;
+    let carried = (extra.dim() > 0 || extra.wants_event_geometry()) && !extra.carries_pairs();
+    if structure.has_pairs() && carried {
+        return Err(HybridError::Unsupported(
+            "these extra components cannot be carried through a flow of linear pairs (Flow::linear_blocks) by the exact solver (ExtraState::carries_pairs): use a Runge-Kutta solver (dopri5, dop853)".into(),
+        ));
+    }
     let (records, geometry) = buffers;
     let mut run = Run::new(problem, structure, extra, observer, records, geometry);
     let result = match run.start() {
@@ -212,6 +240,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             span_decay: vec![0.0; per_component],
             span_phi: vec![0.0; per_component],
             span_chi: vec![0.0; per_component],
+            span_pairs: Vec::new(),
             structure,
             mode: problem.initial_mode,
             t: problem.t0,
@@ -221,6 +250,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             rates: Vec::new(),
             phis: Vec::new(),
             chis: Vec::new(),
+            pair_factors: Vec::new(),
             queue: CrossingQueue::new(transitions),
             due: vec![false; transitions],
             due_list: Vec::new(),
@@ -280,6 +310,13 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     /// threshold's entry, `a x + b` (`g_x` is 1 there).
     fn guard_rate(&self, k: usize) -> f64 {
         let i = self.structure.thresholds[k].state;
+        let (pair, slot) = self.structure.pair_of[self.mode][i];
+        if pair != NO_PAIR {
+            let pair = &self.structure.pairs[self.mode][pair];
+            let [p, q] = pair.entries;
+            let row = pair.a[slot];
+            return row[0] * self.x[p] + row[1] * self.x[q] + pair.b[slot];
+        }
         self.structure.a[self.mode][i] * self.x[i] + self.structure.b[self.mode][i]
     }
 
@@ -305,6 +342,15 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         }
         self.phis.resize(self.rates.len(), 0.0);
         self.chis.resize(self.rates.len(), 0.0);
+        let zero = PairFactors {
+            e0: 0.0,
+            e1: 0.0,
+            p0: 0.0,
+            p1: 0.0,
+        };
+        self.pair_factors.clear();
+        self.pair_factors
+            .resize(self.structure.matrices[self.mode].len(), zero);
         self.queue.clear();
         for k in 0..self.structure.leaving[self.mode].len() {
             let k = self.structure.leaving[self.mode][k];
@@ -318,6 +364,22 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         let threshold = self.structure.thresholds[k];
         let i = threshold.state;
         let direction = self.problem.system.transitions()[k].guard.direction();
+        let (pair, slot) = self.structure.pair_of[self.mode][i];
+        if pair != NO_PAIR {
+            let pair = &self.structure.pairs[self.mode][pair];
+            let y = [self.x[pair.entries[0]], self.x[pair.entries[1]]];
+            let delay = first_crossing(
+                &pair.a,
+                &pair.b,
+                &pair.rates,
+                &y,
+                slot,
+                threshold.level,
+                direction,
+            );
+            self.queue.set(k, delay.map(|s| self.t + s));
+            return;
+        }
         let (a, b) = (
             self.structure.a[self.mode][i],
             self.structure.b[self.mode][i],
@@ -358,9 +420,38 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
                     advance_component(x, ai, bi, self.phis[r]);
                 }
             }
+            self.advance_pairs(s);
         }
         self.t = t;
         Ok(())
+    }
+
+    /// Carries the mode's linear pairs over `s` (their entries' decoupled
+    /// coefficients are zero, so the loop over components left them).
+    fn advance_pairs(&mut self, s: f64) {
+        let pairs = &self.structure.pairs[self.mode];
+        if pairs.is_empty() {
+            return;
+        }
+        for (f, rates) in self
+            .pair_factors
+            .iter_mut()
+            .zip(&self.structure.matrices[self.mode])
+        {
+            *f = rates.factors(s);
+        }
+        for pair in pairs {
+            let [i, j] = pair.entries;
+            let mut y = [self.x[i], self.x[j]];
+            advance_pair(
+                &pair.a,
+                &pair.b,
+                &pair.rates,
+                &self.pair_factors[pair.matrix],
+                &mut y,
+            );
+            (self.x[i], self.x[j]) = (y[0], y[1]);
+        }
     }
 
     /// Carries the extra components over `s` from the current state, with
@@ -377,12 +468,27 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             self.span_phi[i] = self.phis[r];
             self.span_chi[i] = self.chis[r];
         }
+        self.span_pairs.clear();
+        for pair in &self.structure.pairs[self.mode] {
+            for &i in &pair.entries {
+                (self.span_rate[i], self.span_decay[i]) = (0.0, 1.0);
+                (self.span_phi[i], self.span_chi[i]) = (0.0, 0.0);
+            }
+            self.span_pairs.push(PairStretch {
+                entries: pair.entries,
+                a: pair.a,
+                b: pair.b,
+                rates: pair.rates,
+                factors: pair.rates.factors(s),
+            });
+        }
         let span = ExactSpan {
             s,
             rate: &self.span_rate,
             decay: &self.span_decay,
             phi: &self.span_phi,
             chi: &self.span_chi,
+            pairs: &self.span_pairs,
         };
         let run = self.context();
         if self
@@ -578,7 +684,14 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             for g in 0..self.structure.guards_on[self.mode][state].len() {
                 let j = self.structure.guards_on[self.mode][state][g];
                 let direction = system.transitions()[j].guard.direction();
-                let level = self.structure.thresholds[j].level;
+                let threshold = self.structure.thresholds[j];
+                if threshold.state != state {
+                    // The reset moved the other entry of the guard's pair:
+                    // its entry did not jump, its course did.
+                    self.predict(j);
+                    continue;
+                }
+                let level = threshold.level;
                 let (before, after) = (self.x_after[state] - level, self.x[state] - level);
                 // Beyond zero and not due, a guard is disarmed (a mode
                 // switch left it there heading back): a reset that leaves

@@ -1,18 +1,41 @@
-//! What the exact solver runs on: each mode's flow coefficients and each
-//! transition's threshold, and the closed-form delay to a crossing.
+//! What the exact solver runs on: each mode's flow coefficients (decoupled
+//! entries and 2x2 linear pairs) and each transition's threshold, and the
+//! closed-form delay to a crossing.
 
-use ia_core::{Direction, HybridError, HybridSystem, Threshold};
+use crate::pair_form::PairRates;
+use ia_core::{Direction, HybridError, HybridSystem, LinearBlocks, Threshold};
+
+/// A 2x2 linear pair of a mode ([`ia_core::LinearPair`]) with its rates.
+pub(super) struct Pair {
+    pub(super) entries: [usize; 2],
+    pub(super) a: [[f64; 2]; 2],
+    pub(super) b: [f64; 2],
+    pub(super) rates: PairRates,
+    /// The index of its matrix among the mode's distinct ones, whose
+    /// factors a stretch forms once.
+    pub(super) matrix: usize,
+}
+
+/// Marks an entry in no pair in [`Structure::pair_of`].
+pub(super) const NO_PAIR: usize = usize::MAX;
 
 /// The coefficients and thresholds the exact solver runs on.
 pub(super) struct Structure {
-    /// `a` of each mode, `n` each.
+    /// `a` of each mode, `n` each (0 on the entries of a pair).
     pub(super) a: Vec<Vec<f64>>,
-    /// `b` of each mode.
+    /// `b` of each mode (0 on the entries of a pair).
     pub(super) b: Vec<Vec<f64>>,
+    /// The pairs of each mode.
+    pub(super) pairs: Vec<Vec<Pair>>,
+    /// Per mode, the distinct matrices of its pairs (their rates).
+    pub(super) matrices: Vec<Vec<PairRates>>,
+    /// Per mode and entry, its pair in `pairs` and slot (0 or 1), or
+    /// ([`NO_PAIR`], 0).
+    pub(super) pair_of: Vec<Vec<(usize, usize)>>,
     /// The threshold of each transition.
     pub(super) thresholds: Vec<Threshold>,
     /// Per mode and state entry, the transitions out of that mode whose
-    /// guard reads that entry.
+    /// guard reads that entry or the other entry of its pair.
     pub(super) guards_on: Vec<Vec<Vec<usize>>>,
     /// Per mode, the transitions out of it.
     pub(super) leaving: Vec<Vec<usize>>,
@@ -22,15 +45,92 @@ impl Structure {
     pub(super) fn of(system: &HybridSystem, params: &[f64]) -> Result<Self, HybridError> {
         let n = system.state_dim();
         let modes = system.modes();
+        let names = system.state_names();
+        let name = |i: usize| {
+            names
+                .get(i)
+                .map_or_else(|| format!("entry {i}"), |s| format!("'{s}'"))
+        };
         let mut a = Vec::with_capacity(modes.len());
         let mut b = Vec::with_capacity(modes.len());
+        let mut pairs = Vec::with_capacity(modes.len());
+        let mut matrices = Vec::with_capacity(modes.len());
+        let mut pair_of = Vec::with_capacity(modes.len());
         for mode in modes {
-            let (mut am, mut bm) = (vec![0.0; n], vec![0.0; n]);
-            if !mode.flow.decoupled_linear(params, &mut am, &mut bm) {
+            let mut blocks = LinearBlocks::new(n);
+            if !mode.flow.linear_blocks(params, &mut blocks) {
                 return Err(HybridError::Unsupported(format!(
-                    "the exact solver needs a decoupled linear flow (x_i' = a_i x_i + b_i, Flow::decoupled_linear) in every mode; the flow of mode '{}' declares none: use a Runge-Kutta solver (dopri5, dop853)",
+                    "the exact solver needs a decoupled linear flow (x_i' = a_i x_i + b_i, Flow::decoupled_linear) or one of small linear blocks (Flow::linear_blocks) in every mode; the flow of mode '{}' declares neither: use a Runge-Kutta solver (dopri5, dop853)",
                     mode.name
                 )));
+            }
+            let LinearBlocks {
+                a: mut am,
+                b: mut bm,
+                pairs: declared,
+            } = blocks;
+            if am.len() != n || bm.len() != n {
+                return Err(HybridError::Unsupported(format!(
+                    "the linear blocks of the flow of mode '{}' give {} coefficients for a state of {n} entries (Flow::linear_blocks must keep n of them)",
+                    mode.name,
+                    am.len().min(bm.len())
+                )));
+            }
+            let mut of = vec![(NO_PAIR, 0); n];
+            let mut mode_pairs = Vec::with_capacity(declared.len());
+            let mut mode_matrices: Vec<PairRates> = Vec::new();
+            let mut kinds: Vec<[[u64; 2]; 2]> = Vec::new();
+            for pair in &declared {
+                let [i, j] = pair.entries;
+                if i >= n || j >= n || i == j || of[i].0 != NO_PAIR || of[j].0 != NO_PAIR {
+                    return Err(HybridError::Unsupported(format!(
+                        "the linear pair on entries ({i}, {j}) of the flow of mode '{}' is not a pair of distinct entries below {n} in no other pair (Flow::linear_blocks)",
+                        mode.name
+                    )));
+                }
+                let coefficients = pair.a.iter().flatten().chain(&pair.b);
+                if let Some(v) = coefficients.copied().find(|v| !v.is_finite()) {
+                    return Err(HybridError::invalid_num(
+                        format!(
+                            "coefficient of the linear pair ({}, {}) of the flow of mode '{}'",
+                            name(i),
+                            name(j),
+                            mode.name
+                        ),
+                        v,
+                        "must be finite (the parameters give a block x' = A x + b)",
+                    ));
+                }
+                let rates = PairRates::of(&pair.a);
+                if rates.rates().is_none() {
+                    return Err(HybridError::Unsupported(format!(
+                        "the exact solver needs real rates in every linear pair; the pair ({}, {}) of mode '{}' has complex rates at these parameters ({} +- {}i, an oscillating block): use a Runge-Kutta solver (dopri5, dop853)",
+                        name(i),
+                        name(j),
+                        mode.name,
+                        rates.m,
+                        (-rates.q).sqrt()
+                    )));
+                }
+                let kind = pair.a.map(|row| row.map(f64::to_bits));
+                let matrix = match kinds.iter().position(|k| *k == kind) {
+                    Some(m) => m,
+                    None => {
+                        kinds.push(kind);
+                        mode_matrices.push(rates);
+                        kinds.len() - 1
+                    }
+                };
+                of[i] = (mode_pairs.len(), 0);
+                of[j] = (mode_pairs.len(), 1);
+                (am[i], bm[i], am[j], bm[j]) = (0.0, 0.0, 0.0, 0.0);
+                mode_pairs.push(Pair {
+                    entries: pair.entries,
+                    a: pair.a,
+                    b: pair.b,
+                    rates,
+                    matrix,
+                });
             }
             if let Some(v) = am.iter().chain(&bm).find(|v| !v.is_finite()) {
                 return Err(HybridError::invalid_num(
@@ -41,6 +141,9 @@ impl Structure {
             }
             a.push(am);
             b.push(bm);
+            pairs.push(mode_pairs);
+            matrices.push(mode_matrices);
+            pair_of.push(of);
         }
         let mut thresholds = Vec::with_capacity(system.transitions().len());
         let mut guards_on = vec![vec![Vec::new(); n]; modes.len()];
@@ -63,16 +166,29 @@ impl Structure {
                 ));
             }
             guards_on[tr.from][threshold.state].push(k);
+            let (pair, slot) = pair_of[tr.from][threshold.state];
+            if pair != NO_PAIR {
+                let other = pairs[tr.from][pair].entries[1 - slot];
+                guards_on[tr.from][other].push(k);
+            }
             leaving[tr.from].push(k);
             thresholds.push(threshold);
         }
         Ok(Self {
             a,
             b,
+            pairs,
+            matrices,
+            pair_of,
             thresholds,
             guards_on,
             leaving,
         })
+    }
+
+    /// Whether some mode has a linear pair.
+    pub(super) fn has_pairs(&self) -> bool {
+        self.pairs.iter().any(|p| !p.is_empty())
     }
 }
 

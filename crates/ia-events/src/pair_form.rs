@@ -1,0 +1,675 @@
+//! The closed form of a 2x2 linear pair, `y' = A y + b`, over a stretch
+//! between events ([`ia_core::LinearPair`]), and the first crossing of a
+//! level by one of its entries: what the exact solver ([`crate::exact`])
+//! runs on for flows made of linear blocks. Re-exported by
+//! [`crate::exact`].
+//!
+//! The formulas are in the documentation of [`PairRates`] (the map)
+//! and [`first_crossing`] (the crossing).
+
+use ia_core::Direction;
+
+/// The factors of a pair's stretch of length `s`: `e^{A s} = E0 I + E1 N`
+/// and `Phi(s) = P0 I + P1 N` (see [`PairRates`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairFactors {
+    /// `E0`.
+    pub e0: f64,
+    /// `E1`.
+    pub e1: f64,
+    /// `P0`.
+    pub p0: f64,
+    /// `P1`.
+    pub p1: f64,
+}
+
+/// The invariants of a pair's matrix: `m = tr(A) / 2`, `q = d^2` (the
+/// rates are `m +- d`), its determinant, and `N = A - m I`.
+///
+/// # The closed form of a stretch
+///
+/// With `m = tr(A) / 2`, `N = A - m I` and `q = ((a00 - a11) / 2)^2 + a01 a10`
+/// (so `N^2 = q I` and the rates, the eigenvalues of `A`, are `m +- sqrt(q)`,
+/// real when `q >= 0`), every analytic function of `A` is `f0 I + f1 N`. The
+/// stretch of length `s` is
+///
+/// ```text
+/// y(s) = y0 + Phi(s) r0,   r0 = A y0 + b,   Phi(s) = int_0^s e^{A u} du = P0 I + P1 N,
+/// y'(s) = e^{A s} r0,      e^{A s} = E0 I + E1 N,
+/// ```
+///
+/// the form of the decoupled entries (`x + rate phi`), with
+/// `E0 = e^{m s} cosh(d s)`, `E1 = e^{m s} sinh(d s) / d` (`d = sqrt(q)`; a
+/// series in `q s^2` where `|d s| <= 1`, so equal rates, `tau_mem = tau_syn`,
+/// and nearly equal ones take the same path without cancellation),
+/// `P1 = (E1 - phi(l1, s)) / l1` for the rate `l1` of larger magnitude and
+/// `P0 = (phi(l1, s) + phi(l2, s)) / 2` where `|l1| s >= 1`, and otherwise
+/// the Taylor series `Phi = s sum_k (A s)^k / (k + 1)!` in the same basis.
+///
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairRates {
+    /// `tr(A) / 2`.
+    pub m: f64,
+    /// `((a00 - a11) / 2)^2 + a01 a10`, the square of half the rates'
+    /// difference (negative for complex rates).
+    pub q: f64,
+    /// `det(A)`, the product of the rates.
+    pub det: f64,
+    /// `A - m I`, row-major.
+    pub n: [[f64; 2]; 2],
+}
+
+impl PairRates {
+    /// The invariants of `a` (row-major).
+    ///
+    /// ```
+    /// use ia_events::exact::PairRates;
+    /// let rates = PairRates::of(&[[-0.05, 0.05], [0.0, -0.2]]);
+    /// let (l1, l2) = rates.rates().unwrap();
+    /// assert!((l1 + 0.2).abs() < 1e-17 && (l2 + 0.05).abs() < 1e-17);
+    /// assert!(PairRates::of(&[[0.0, 1.0], [-1.0, 0.0]]).rates().is_none()); // complex
+    /// ```
+    pub fn of(a: &[[f64; 2]; 2]) -> Self {
+        let m = 0.5 * (a[0][0] + a[1][1]);
+        let h = 0.5 * (a[0][0] - a[1][1]);
+        Self {
+            m,
+            q: h * h + a[0][1] * a[1][0],
+            det: a[0][0] * a[1][1] - a[0][1] * a[1][0],
+            n: [[h, a[0][1]], [a[1][0], -h]],
+        }
+    }
+
+    /// The rates (eigenvalues) when real: the one of larger magnitude
+    /// first, the other from the determinant (no cancellation).
+    pub fn rates(&self) -> Option<(f64, f64)> {
+        if self.q.is_nan() || self.q < 0.0 {
+            return None;
+        }
+        let d = self.q.sqrt();
+        let l1 = if self.m >= 0.0 {
+            self.m + d
+        } else {
+            self.m - d
+        };
+        let l2 = if l1 == 0.0 { 0.0 } else { self.det / l1 };
+        Some((l1, l2))
+    }
+
+    /// The factors of a stretch of length `s >= 0` (real rates).
+    ///
+    /// ```
+    /// use ia_events::exact::PairRates;
+    /// // Equal rates, -1 and -1, with a coupling: e^{A s} = e^{-s} (I + s N).
+    /// let f = PairRates::of(&[[-1.0, 1.0], [0.0, -1.0]]).factors(2.0);
+    /// assert!((f.e0 - (-2.0f64).exp()).abs() < 1e-16);
+    /// assert!((f.e1 - 2.0 * (-2.0f64).exp()).abs() < 1e-16);
+    /// ```
+    pub fn factors(&self, s: f64) -> PairFactors {
+        let (m, q) = (self.m, self.q.max(0.0));
+        let w = q * s * s;
+        let (e0, e1) = if w <= 1.0 {
+            // cosh(d s) and sinh(d s) / d as series in w = (d s)^2.
+            let (mut c, mut sh, mut term_c, mut term_s) = (1.0, 1.0, 1.0, 1.0);
+            for k in 1..=10 {
+                let k = k as f64;
+                term_c *= w / ((2.0 * k - 1.0) * (2.0 * k));
+                term_s *= w / ((2.0 * k) * (2.0 * k + 1.0));
+                c += term_c;
+                sh += term_s;
+            }
+            let em = (m * s).exp();
+            (em * c, em * s * sh)
+        } else {
+            let d = q.sqrt();
+            let (up, down) = (((m + d) * s).exp(), ((m - d) * s).exp());
+            (0.5 * (up + down), (up - down) / (2.0 * d))
+        };
+        let (l1, l2) = self.rates().unwrap_or((m, m));
+        let (p0, p1) = if (l1 * s).abs() >= 1.0 {
+            let (phi1, phi2) = (crate::factor::phi(l1, s), crate::factor::phi(l2, s));
+            (0.5 * (phi1 + phi2), (e1 - phi2) / l1)
+        } else {
+            // Phi = s sum_k (A s)^k / (k + 1)!, (A s)^k = s^k (pk I + hk N).
+            let (mut pk, mut hk) = (1.0, 0.0);
+            let (mut p0, mut p1, mut scale) = (0.0, 0.0, s);
+            for k in 0..26 {
+                p0 += scale * pk;
+                p1 += scale * hk;
+                let next = (m * pk + q * hk, pk + m * hk);
+                (pk, hk) = (next.0 * s, next.1 * s);
+                scale /= (k + 2) as f64;
+            }
+            (p0, p1)
+        };
+        PairFactors { e0, e1, p0, p1 }
+    }
+}
+
+/// Carries `y` over a stretch of `y' = a y + b` whose factors are `f`:
+/// `y += P0 r0 + P1 N r0` (the arithmetic of the exact run, shared by
+/// everything that replays it).
+///
+/// ```
+/// use ia_events::exact::{advance_pair, PairRates};
+/// let a = [[-1.0, 1.0], [0.0, -0.25]];
+/// let rates = PairRates::of(&a);
+/// let mut y = [0.0, 1.0];
+/// advance_pair(&a, &[0.0, 0.0], &rates, &rates.factors(1.0), &mut y);
+/// // I = e^{-s/4}; V = (e^{-s/4} - e^{-s}) / (1 - 1/4).
+/// assert!((y[1] - (-0.25f64).exp()).abs() < 1e-15);
+/// assert!((y[0] - ((-0.25f64).exp() - (-1.0f64).exp()) / 0.75).abs() < 1e-15);
+/// ```
+#[inline]
+pub fn advance_pair(
+    a: &[[f64; 2]; 2],
+    b: &[f64; 2],
+    rates: &PairRates,
+    f: &PairFactors,
+    y: &mut [f64; 2],
+) {
+    let r = rate(a, b, y);
+    let nr = apply(&rates.n, &r);
+    for i in 0..2 {
+        y[i] += f.p0 * r[i] + f.p1 * nr[i];
+    }
+}
+
+/// `a y + b`.
+#[inline]
+pub(crate) fn rate(a: &[[f64; 2]; 2], b: &[f64; 2], y: &[f64; 2]) -> [f64; 2] {
+    [
+        a[0][0] * y[0] + a[0][1] * y[1] + b[0],
+        a[1][0] * y[0] + a[1][1] * y[1] + b[1],
+    ]
+}
+
+/// `n v`.
+#[inline]
+pub(crate) fn apply(n: &[[f64; 2]; 2], v: &[f64; 2]) -> [f64; 2] {
+    [
+        n[0][0] * v[0] + n[0][1] * v[1],
+        n[1][0] * v[0] + n[1][1] * v[1],
+    ]
+}
+
+/// `atanh(z) / z`, 1 at 0 (a series where `z` is small).
+fn atanhc(z: f64) -> f64 {
+    if z.abs() < 1e-3 {
+        let z2 = z * z;
+        1.0 + z2 * (1.0 / 3.0 + z2 * (1.0 / 5.0 + z2 / 7.0))
+    } else {
+        z.atanh() / z
+    }
+}
+
+/// Entry `k` of a pair's stretch from `y0` (rate `r0`, `N r0` in `nr0`)
+/// against a level: its value and rate at a delay.
+struct Entry<'a> {
+    rates: &'a PairRates,
+    y0: f64,
+    level: f64,
+    u: f64,
+    w: f64,
+}
+
+impl Entry<'_> {
+    /// `(g(s), g'(s))`, `g` with the arithmetic of [`advance_pair`].
+    fn at(&self, s: f64) -> (f64, f64) {
+        let f = self.rates.factors(s);
+        (
+            (self.y0 + (f.p0 * self.u + f.p1 * self.w)) - self.level,
+            f.e0 * self.u + f.e1 * self.w,
+        )
+    }
+}
+
+/// The first delay `s > 0` at which entry `k` (0 or 1) of the pair
+/// `y' = a y + b` from `y0` crosses `level` in `direction`, if it does: a
+/// crossing from strictly before the level, with the guard's rate pointing
+/// in `direction` (see below). The rates must be
+/// real ([`PairRates::rates`]).
+///
+///
+/// An entry's guard `g(s) = y_k(s) - level` has `g'(s) = [e^{A s} r0]_k =
+/// e^{m s} (u cosh(d s) + w sinh(d s) / d)` (`u = r0_k`, `w = (N r0)_k`),
+/// which vanishes at most once for `s > 0`: where `tanh(d s) / d = -u / w`,
+/// `s* = r atanh(r d) / (r d)` with `r = -u / w`. So `[0, s*]` and
+/// `[s*, inf)` are each monotone: [`first_crossing`] brackets each root in
+/// them (the second by doubling, after checking the limit of a decaying
+/// pair), narrows it by Newton steps kept inside the bracket, and finishes
+/// by bisection to adjacent floating-point numbers: the delay returned is
+/// the first double at which the guard has reached the level, as evaluated.
+/// A crossing that rises and falls back before `s*` is found in the first
+/// segment; one that only grazes the level (touches it without crossing)
+/// does not fire.
+///
+/// ```
+/// use ia_core::Direction;
+/// use ia_events::exact::{first_crossing, PairRates};
+/// // A neuron kicked by a current: V rises, peaks and decays back.
+/// let a = [[-1.0 / 20.0, 1.0 / 20.0], [0.0, -1.0 / 5.0]];
+/// let rates = PairRates::of(&a);
+/// let s = first_crossing(&a, &[0.0, 0.0], &rates, &[0.0, 10.0], 0, 1.0, Direction::Rising);
+/// assert!(s.is_some());
+/// // Too weak a kick never reaches the threshold.
+/// let s = first_crossing(&a, &[0.0, 0.0], &rates, &[0.0, 1.0], 0, 1.0, Direction::Rising);
+/// assert_eq!(s, None);
+/// ```
+pub fn first_crossing(
+    a: &[[f64; 2]; 2],
+    b: &[f64; 2],
+    rates: &PairRates,
+    y0: &[f64; 2],
+    k: usize,
+    level: f64,
+    direction: Direction,
+) -> Option<f64> {
+    let r0 = rate(a, b, y0);
+    let nr0 = apply(&rates.n, &r0);
+    let entry = Entry {
+        rates,
+        y0: y0[k],
+        level,
+        u: r0[k],
+        w: nr0[k],
+    };
+    let (u, w) = (entry.u, entry.w);
+    if u == 0.0 && w == 0.0 {
+        return None;
+    }
+    // The one interior extremum, where tanh(d s) / d = -u / w.
+    let extremum = (w != 0.0)
+        .then(|| {
+            let r = -u / w;
+            let rd = r * rates.q.max(0.0).sqrt();
+            (r > 0.0 && rd < 1.0).then(|| r * atanhc(rd))
+        })
+        .flatten()
+        .filter(|s| s.is_finite() && *s > 0.0);
+    let mut lo = 0.0;
+    let mut g_lo = y0[k] - level;
+    // The sign of g' on the first segment: that of u (of w where u = 0).
+    let mut rising = if u != 0.0 { u > 0.0 } else { w > 0.0 };
+    if let Some(s_star) = extremum {
+        let (g_star, _) = entry.at(s_star);
+        if let Some(s) = root_in(&entry, direction, rising, (lo, g_lo), (s_star, g_star)) {
+            return Some(s);
+        }
+        (lo, g_lo, rising) = (s_star, g_star, !rising);
+    }
+    // The last segment, monotone to infinity: find a bracket.
+    let toward = if rising { g_lo < 0.0 } else { g_lo > 0.0 };
+    if !toward || !fires(direction, rising) {
+        return None;
+    }
+    let (l1, l2) = rates.rates()?;
+    if l1 < 0.0 && l2 < 0.0 {
+        // Decaying: the limit is the equilibrium, y0 - A^{-1} r0.
+        let inv_r = [
+            (a[1][1] * r0[0] - a[0][1] * r0[1]) / rates.det,
+            (-a[1][0] * r0[0] + a[0][0] * r0[1]) / rates.det,
+        ];
+        let limit = (y0[k] - inv_r[k]) - level;
+        let beyond = if rising { limit > 0.0 } else { limit < 0.0 };
+        if !beyond {
+            return None;
+        }
+    }
+    let slowest = l1.abs().min(l2.abs()).max(l1.abs() * 1e-3);
+    let mut step = if slowest > 0.0 { 1.0 / slowest } else { 1.0 };
+    if !step.is_finite() {
+        step = 1.0;
+    }
+    let mut hi = lo + step;
+    for _ in 0..2100 {
+        let (g_hi, _) = entry.at(hi);
+        let reached = if rising { g_hi >= 0.0 } else { g_hi <= 0.0 };
+        if reached || !g_hi.is_finite() {
+            return root_in(&entry, direction, rising, (lo, g_lo), (hi, g_hi));
+        }
+        (lo, g_lo) = (hi, g_hi);
+        step *= 2.0;
+        hi = lo + step;
+        if !hi.is_finite() {
+            return None;
+        }
+    }
+    None
+}
+
+/// Whether a monotone segment (`rising` or not) crosses in `direction`.
+fn fires(direction: Direction, rising: bool) -> bool {
+    match direction {
+        Direction::Rising => rising,
+        Direction::Falling => !rising,
+        Direction::Either => true,
+    }
+}
+
+/// The root of the monotone segment `[lo, hi]` of `entry` (`rising` or
+/// not), when `g(lo)` is strictly before zero and `g(hi)` at or beyond it
+/// and the segment crosses in `direction`: the first double at which `g`
+/// reaches zero, by Newton steps in the bracket and bisection to adjacent
+/// doubles.
+fn root_in(
+    entry: &Entry<'_>,
+    direction: Direction,
+    rising: bool,
+    (mut lo, g_lo): (f64, f64),
+    (mut hi, g_hi): (f64, f64),
+) -> Option<f64> {
+    // Orient so that g rises through zero: h = g or -g.
+    let sign = if rising { 1.0 } else { -1.0 };
+    let (before, reached) = (sign * g_lo < 0.0, sign * g_hi >= 0.0);
+    if !fires(direction, rising) || !before || !reached {
+        return None;
+    }
+    let mut s = lo + 0.5 * (hi - lo);
+    // Newton's step from the end nearer zero in value.
+    let (h_lo, h_hi) = (-sign * g_lo, sign * g_hi);
+    if h_hi.is_finite() && h_lo.is_finite() {
+        s = lo + (hi - lo) * (h_lo / (h_lo + h_hi));
+    }
+    for _ in 0..100 {
+        if !(s > lo && s < hi) {
+            s = lo + 0.5 * (hi - lo);
+            if !(s > lo && s < hi) {
+                break;
+            }
+        }
+        let (g, dg) = entry.at(s);
+        if sign * g >= 0.0 {
+            hi = s;
+        } else {
+            lo = s;
+        }
+        let newton = s - g / dg;
+        if !(newton > lo && newton < hi) || dg == 0.0 || !newton.is_finite() {
+            s = lo + 0.5 * (hi - lo);
+            continue;
+        }
+        let ulp = 4.0 * f64::EPSILON * newton.abs();
+        if (newton - s).abs() <= ulp {
+            // Converged: close the bracket around Newton's point.
+            for probe in [newton - ulp, newton + ulp] {
+                if probe > lo && probe < hi {
+                    if sign * entry.at(probe).0 >= 0.0 {
+                        hi = probe;
+                    } else {
+                        lo = probe;
+                    }
+                }
+            }
+            break;
+        }
+        s = newton;
+    }
+    // Bisection to adjacent doubles: hi is the first at or beyond zero.
+    loop {
+        let mid = lo + 0.5 * (hi - lo);
+        if !(mid > lo && mid < hi) {
+            break;
+        }
+        if sign * entry.at(mid).0 >= 0.0 {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
+/// One linear pair over a stretch, as a component carried along with the
+/// state needs it ([`ExactSpan::pairs`](crate::exact::ExactSpan::pairs)):
+/// the pair, its rates and the factors of the stretch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairStretch {
+    /// The pair's entries `[i, j]`.
+    pub entries: [usize; 2],
+    /// Its matrix, row-major.
+    pub a: [[f64; 2]; 2],
+    /// Its constant term.
+    pub b: [f64; 2],
+    /// The invariants of `a`.
+    pub rates: PairRates,
+    /// The factors of the stretch.
+    pub factors: PairFactors,
+}
+
+impl PairStretch {
+    /// Carries a tangent `v` of the pair's entries over the stretch of
+    /// length `s` from the pair's state `y0`, when the parameter it is
+    /// taken along moves the pair's rate by `e y + beta` (`e = dA/dp`,
+    /// `beta = db/dp`; zero for an initial-state tangent):
+    /// `v' = A v + e y + beta`. Where `e` is zero, in closed form
+    /// (`v(s) = e^{A s} v0 + Phi(s) beta`); otherwise from the exponential of
+    /// the augmented 5x5 matrix `[[A, e, beta], [0, A, b], [0, 0, 0]]` by
+    /// scaling and squaring of its Taylor series.
+    ///
+    /// ```
+    /// use ia_events::exact::{PairRates, PairStretch};
+    /// // y' = -y (both entries, uncoupled); along the rate itself (e = -I):
+    /// // v' = -v - y, v(0) = 0, so v(s) = -s e^{-s} y0.
+    /// let a = [[-1.0, 0.0], [0.0, -1.0]];
+    /// let rates = PairRates::of(&a);
+    /// let pair = PairStretch { entries: [0, 1], a, b: [0.0; 2], rates, factors: rates.factors(2.0) };
+    /// let mut v = [0.0, 0.0];
+    /// pair.carry_tangent(2.0, [1.0, 3.0], [[-1.0, 0.0], [0.0, -1.0]], [0.0; 2], &mut v);
+    /// assert!((v[0] + 2.0 * (-2.0f64).exp()).abs() < 1e-14);
+    /// assert!((v[1] + 6.0 * (-2.0f64).exp()).abs() < 1e-14, "{}", v[1] + 6.0 * (-2.0f64).exp());
+    /// ```
+    pub fn carry_tangent(
+        &self,
+        s: f64,
+        y0: [f64; 2],
+        e: [[f64; 2]; 2],
+        beta: [f64; 2],
+        v: &mut [f64; 2],
+    ) {
+        let f = &self.factors;
+        if e.iter().flatten().all(|&x| x == 0.0) {
+            let (nv, nb) = (apply(&self.rates.n, v), apply(&self.rates.n, &beta));
+            for i in 0..2 {
+                v[i] = (f.e0 * v[i] + f.e1 * nv[i]) + (f.p0 * beta[i] + f.p1 * nb[i]);
+            }
+            return;
+        }
+        let mut m = [[0.0; 5]; 5];
+        for i in 0..2 {
+            for j in 0..2 {
+                m[i][j] = self.a[i][j] * s;
+                m[i][j + 2] = e[i][j] * s;
+                m[i + 2][j + 2] = self.a[i][j] * s;
+            }
+            m[i][4] = beta[i] * s;
+            m[i + 2][4] = self.b[i] * s;
+        }
+        let exp = expm5(m);
+        let z = [v[0], v[1], y0[0], y0[1], 1.0];
+        for (i, out) in v.iter_mut().enumerate() {
+            *out = exp[i].iter().zip(&z).map(|(a, b)| a * b).sum();
+        }
+    }
+}
+
+type Mat5 = [[f64; 5]; 5];
+
+fn mul5(a: &Mat5, b: &Mat5) -> Mat5 {
+    let mut c = [[0.0; 5]; 5];
+    for i in 0..5 {
+        for k in 0..5 {
+            let aik = a[i][k];
+            if aik != 0.0 {
+                for j in 0..5 {
+                    c[i][j] += aik * b[k][j];
+                }
+            }
+        }
+    }
+    c
+}
+
+/// `e^m` of a 5x5 matrix: its Taylor series (to order 18) of `m / 2^k`,
+/// `|m| / 2^k <= 1/4`, squared `k` times.
+fn expm5(mut m: Mat5) -> Mat5 {
+    let norm = m
+        .iter()
+        .map(|row| row.iter().map(|x| x.abs()).sum::<f64>())
+        .fold(0.0, f64::max);
+    let mut squarings = 0;
+    if norm > 0.25 {
+        squarings = (norm / 0.25).log2().ceil() as i32;
+        let scale = 0.5f64.powi(squarings);
+        for x in m.iter_mut().flatten() {
+            *x *= scale;
+        }
+    }
+    let mut sum = [[0.0; 5]; 5];
+    let mut term = [[0.0; 5]; 5];
+    for i in 0..5 {
+        sum[i][i] = 1.0;
+        term[i][i] = 1.0;
+    }
+    for k in 1..=18 {
+        term = mul5(&term, &m);
+        let inv = 1.0 / k as f64;
+        for (row, srow) in term.iter_mut().zip(sum.iter_mut()) {
+            for (t, s) in row.iter_mut().zip(srow.iter_mut()) {
+                *t *= inv;
+                *s += *t;
+            }
+        }
+    }
+    for _ in 0..squarings {
+        sum = mul5(&sum, &sum);
+    }
+    sum
+}
+
+/// The transpose of [`PairStretch::carry_tangent`], what an adjoint pass
+/// needs of a pair's stretch: for a cotangent `lambda` of the pair's
+/// entries at the stretch's end,
+/// `lambda . v(s) = (e^{A^T s} lambda) . v0 + sum_kl g[k][l] e[k][l] + gamma . beta`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairCotangent {
+    /// `e^{A^T s} lambda`, the cotangent at the stretch's start.
+    pub lambda: [f64; 2],
+    /// `g[k][l] = int_0^s mu_k(u) y_l(u) du`, `mu(u) = e^{A^T (s - u)} lambda`.
+    pub g: [[f64; 2]; 2],
+    /// `gamma = Phi(s)^T lambda = int_0^s mu(u) du`.
+    pub gamma: [f64; 2],
+}
+
+impl PairStretch {
+    /// The transpose of [`PairStretch::carry_tangent`] from the pair's state
+    /// `y0` at the stretch's start: `g` and `gamma` together are the
+    /// top-right block of the exponential of
+    /// `[[A^T, lambda z0^T], [0, A3^T]] s` (Van Loan's integral), with
+    /// `A3 = [[A, b], [0, 0]]` and `z0 = [y0, 1]`; `lambda` in closed form.
+    ///
+    /// ```
+    /// use ia_events::exact::{PairRates, PairStretch};
+    /// // Checked against carry_tangent along a tangent moving A and b.
+    /// let a = [[-0.05, 0.05], [0.0, -0.2]];
+    /// let rates = PairRates::of(&a);
+    /// let (s, y0) = (3.0, [0.4, 2.0]);
+    /// let pair = PairStretch { entries: [0, 1], a, b: [0.0; 2], rates, factors: rates.factors(s) };
+    /// let (v0, e, beta) = ([0.3, -1.0], [[0.01, -0.02], [0.0, 0.04]], [0.5, 0.1]);
+    /// let mut v = v0;
+    /// pair.carry_tangent(s, y0, e, beta, &mut v);
+    /// let lambda = [1.5, -0.7];
+    /// let c = pair.transpose_tangent(s, y0, lambda);
+    /// let mut dot = c.lambda[0] * v0[0] + c.lambda[1] * v0[1];
+    /// dot += c.gamma[0] * beta[0] + c.gamma[1] * beta[1];
+    /// for k in 0..2 {
+    ///     for l in 0..2 {
+    ///         dot += c.g[k][l] * e[k][l];
+    ///     }
+    /// }
+    /// assert!((dot - (lambda[0] * v[0] + lambda[1] * v[1])).abs() < 1e-13);
+    /// ```
+    pub fn transpose_tangent(&self, s: f64, y0: [f64; 2], lambda: [f64; 2]) -> PairCotangent {
+        let f = &self.factors;
+        let n = &self.rates.n;
+        let nt = [[n[0][0], n[1][0]], [n[0][1], n[1][1]]];
+        let nl = apply(&nt, &lambda);
+        let start = [
+            f.e0 * lambda[0] + f.e1 * nl[0],
+            f.e0 * lambda[1] + f.e1 * nl[1],
+        ];
+        let z0 = [y0[0], y0[1], 1.0];
+        let mut m = [[0.0; 5]; 5];
+        for i in 0..2 {
+            for j in 0..2 {
+                m[i][j] = self.a[j][i] * s;
+                m[i + 2][j + 2] = self.a[j][i] * s;
+            }
+            for (j, z) in z0.iter().enumerate() {
+                m[i][j + 2] = lambda[i] * z * s;
+            }
+            m[4][i + 2] = self.b[i] * s;
+        }
+        let exp = expm5(m);
+        PairCotangent {
+            lambda: start,
+            g: [[exp[0][2], exp[0][3]], [exp[1][2], exp[1][3]]],
+            gamma: [exp[0][4], exp[1][4]],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: &PairFactors, b: &PairFactors, tol: f64) -> bool {
+        let (x, y) = ([a.e0, a.e1, a.p0, a.p1], [b.e0, b.e1, b.p0, b.p1]);
+        x.iter()
+            .zip(&y)
+            .all(|(x, y)| (x - y).abs() <= tol * (1.0 + y.abs()))
+    }
+
+    /// Reference: the factors are analytic in `A` and `s`, so the branches
+    /// (series in `q s^2` or in `A s`, or the rates' exponentials) agree on
+    /// either side of their boundaries (`|d s| = 1`, `|l1| s = 1`), and equal
+    /// rates are the limit of nearly equal ones.
+    #[test]
+    fn the_branches_of_the_factors_meet_continuously() {
+        let eps = 1e-12;
+        // |l1| s = 1 with equal rates: the series in A s and the rates' form.
+        let equal = PairRates::of(&[[-0.5, 0.5], [0.0, -0.5]]);
+        assert!(close(
+            &equal.factors(2.0 - eps),
+            &equal.factors(2.0 + eps),
+            1e-11
+        ));
+        // |d s| = 1: the series in q s^2 and the rates' exponentials.
+        let apart = PairRates::of(&[[-0.05, 0.05], [0.0, -0.2]]);
+        let s = 1.0 / 0.075;
+        assert!(close(
+            &apart.factors(s - eps),
+            &apart.factors(s + eps),
+            1e-11
+        ));
+        // Nearly equal rates tend to equal ones, without cancellation.
+        let near = PairRates::of(&[[-0.5, 0.5], [0.0, -0.5 * (1.0 + 1e-12)]]);
+        assert!(close(&near.factors(7.0), &equal.factors(7.0), 1e-11));
+        // A zero rate (a singular matrix) takes the series.
+        let singular = PairRates::of(&[[0.0, 1.0], [0.0, 0.0]]);
+        let f = singular.factors(3.0);
+        // e^{A s} = I + s N (N = A here), Phi = s I + s^2 / 2 N.
+        assert_eq!((f.e0, f.e1), (1.0, 3.0));
+        assert!((f.p0 - 3.0).abs() < 1e-15 && (f.p1 - 4.5).abs() < 1e-14);
+    }
+
+    /// Reference: `atanh(z) / z` and its series agree where they meet.
+    #[test]
+    fn atanhc_is_continuous_at_its_series() {
+        let z = 1e-3;
+        let series = 1.0 + z * z * (1.0 / 3.0 + z * z * (1.0 / 5.0 + z * z / 7.0));
+        assert!((atanhc(z) - (z.atanh() / z)).abs() < 1e-15);
+        assert!((atanhc(z * (1.0 - 1e-9)) - series).abs() < 1e-15);
+        assert_eq!(atanhc(0.0), 1.0);
+    }
+}
