@@ -29,6 +29,7 @@ mod dispatch;
 mod engine;
 pub mod explicit_rk;
 pub mod geometry;
+pub mod implicit_rk;
 pub mod ode_solvers_adapter;
 mod problem;
 mod recorder;
@@ -42,6 +43,7 @@ pub use dispatch::{run, run_in, simulate, simulate_in};
 pub use engine::exact;
 pub use explicit_rk::{RkStepper, StepControl};
 pub use geometry::{EventAt, EventGeometry, GeometryWorkspace};
+pub use implicit_rk::{EsdirkTableau, ImplicitStepper};
 pub use ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 pub use problem::{
     EventOptions, EventRecording, Problem, Progress, ProgressHook, SolverChoice, StopAfter,

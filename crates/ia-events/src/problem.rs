@@ -2,6 +2,7 @@
 //! solver choice and the event options.
 
 use crate::explicit_rk::{RkStepper, StepControl};
+use crate::implicit_rk::{EsdirkTableau, ImplicitStepper, KVAERNO3, KVAERNO5, TRBDF2};
 use crate::ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 use crate::stepper::Stepper;
 use crate::tableau::{ButcherTableau, DOP853, DOPRI5, RK4};
@@ -31,6 +32,40 @@ pub enum SolverChoice {
     /// for tight tolerances and long smooth stretches between events, where
     /// its steps are several times longer than DOPRI5's.
     Dop853 {
+        /// Relative tolerance.
+        rtol: f64,
+        /// Absolute tolerance.
+        atol: f64,
+        /// Largest step (unbounded when absent).
+        #[serde(default)]
+        max_step: Option<f64>,
+    },
+    /// TR-BDF2, an implicit (ESDIRK) second-order method with a third-order
+    /// error estimate, for stiff flows at loose tolerances
+    /// ([`crate::implicit_rk::TRBDF2`]).
+    Trbdf2 {
+        /// Relative tolerance.
+        rtol: f64,
+        /// Absolute tolerance.
+        atol: f64,
+        /// Largest step (unbounded when absent).
+        #[serde(default)]
+        max_step: Option<f64>,
+    },
+    /// Kvaerno's implicit (ESDIRK) 3(2) method, for stiff flows at moderate
+    /// tolerances ([`crate::implicit_rk::KVAERNO3`]).
+    Kvaerno3 {
+        /// Relative tolerance.
+        rtol: f64,
+        /// Absolute tolerance.
+        atol: f64,
+        /// Largest step (unbounded when absent).
+        #[serde(default)]
+        max_step: Option<f64>,
+    },
+    /// Kvaerno's implicit (ESDIRK) 5(4) method, for stiff flows at tight
+    /// tolerances ([`crate::implicit_rk::KVAERNO5`]).
+    Kvaerno5 {
         /// Relative tolerance.
         rtol: f64,
         /// Absolute tolerance.
@@ -71,7 +106,7 @@ impl Default for SolverChoice {
 /// Why the exact solver has no stepper: it carries the state over each
 /// stretch between events in closed form ([`crate::exact`]), which
 /// [`crate::run`] and [`crate::simulate`] dispatch to.
-pub const EXACT_HAS_NO_STEPS: &str = "the exact solver (method exact) takes no steps: it carries the state between events in closed form, so it has no stepper; run it through ia_events::simulate or ia_events::run (which dispatch to ia_events::exact), or choose rk4, dopri5 or dop853 for a stepper";
+pub const EXACT_HAS_NO_STEPS: &str = "the exact solver (method exact) takes no steps: it carries the state between events in closed form, so it has no stepper; run it through ia_events::simulate or ia_events::run (which dispatch to ia_events::exact), or choose rk4, dopri5, dop853, trbdf2, kvaerno3 or kvaerno5 for a stepper";
 
 impl SolverChoice {
     /// Adaptive Dormand-Prince 5(4) with `rtol = atol = tol`.
@@ -118,6 +153,21 @@ impl SolverChoice {
                 rtol,
                 atol,
                 max_step,
+            }
+            | SolverChoice::Trbdf2 {
+                rtol,
+                atol,
+                max_step,
+            }
+            | SolverChoice::Kvaerno3 {
+                rtol,
+                atol,
+                max_step,
+            }
+            | SolverChoice::Kvaerno5 {
+                rtol,
+                atol,
+                max_step,
             } => {
                 tolerance("rtol", rtol)?;
                 tolerance("atol", atol)?;
@@ -148,9 +198,12 @@ impl SolverChoice {
         let (name, step) = match *self {
             SolverChoice::Rk4 { dt } => ("dt", dt),
             SolverChoice::OdeSolvers { macro_step, .. } => ("macro_step", macro_step),
-            SolverChoice::Dopri5 { .. } | SolverChoice::Dop853 { .. } | SolverChoice::Exact => {
-                return Ok(())
-            }
+            SolverChoice::Dopri5 { .. }
+            | SolverChoice::Dop853 { .. }
+            | SolverChoice::Trbdf2 { .. }
+            | SolverChoice::Kvaerno3 { .. }
+            | SolverChoice::Kvaerno5 { .. }
+            | SolverChoice::Exact => return Ok(()),
         };
         if span / step > MAX_FIXED_STEPS {
             return Err(HybridError::invalid_num(
@@ -175,7 +228,22 @@ impl SolverChoice {
             SolverChoice::Rk4 { .. } => Some(&RK4),
             SolverChoice::Dopri5 { .. } => Some(&DOPRI5),
             SolverChoice::Dop853 { .. } => Some(&DOP853),
-            SolverChoice::OdeSolvers { .. } | SolverChoice::Exact => None,
+            SolverChoice::OdeSolvers { .. }
+            | SolverChoice::Exact
+            | SolverChoice::Trbdf2 { .. }
+            | SolverChoice::Kvaerno3 { .. }
+            | SolverChoice::Kvaerno5 { .. } => None,
+        }
+    }
+
+    /// The implicit (ESDIRK) method every accepted step of this solver
+    /// applies, for the implicit solvers.
+    pub fn implicit_method(&self) -> Option<&'static EsdirkTableau> {
+        match self {
+            SolverChoice::Trbdf2 { .. } => Some(&TRBDF2),
+            SolverChoice::Kvaerno3 { .. } => Some(&KVAERNO3),
+            SolverChoice::Kvaerno5 { .. } => Some(&KVAERNO5),
+            _ => None,
         }
     }
 
@@ -201,6 +269,26 @@ impl SolverChoice {
                     max_step: max_step.unwrap_or(f64::INFINITY),
                     initial_step: None,
                 },
+            )?),
+            SolverChoice::Trbdf2 {
+                rtol,
+                atol,
+                max_step,
+            }
+            | SolverChoice::Kvaerno3 {
+                rtol,
+                atol,
+                max_step,
+            }
+            | SolverChoice::Kvaerno5 {
+                rtol,
+                atol,
+                max_step,
+            } => Box::new(ImplicitStepper::new(
+                self.implicit_method().expect("a built-in implicit method"),
+                rtol,
+                atol,
+                max_step.unwrap_or(f64::INFINITY),
             )?),
             SolverChoice::OdeSolvers {
                 integrator,
