@@ -88,6 +88,10 @@ pub struct ImplicitStepper {
     err: Vec<f64>,
     jacobian: Vec<f64>,
     lu: DenseLu,
+    /// The Jacobian at the stage being solved and its iteration matrix, for
+    /// the sensitivities carried after the state.
+    sens_jacobian: Vec<f64>,
+    sens_lu: DenseLu,
     /// `h gamma` of the factorised matrix (0: none).
     lu_hg: f64,
     /// A Jacobian of the current segment is in `jacobian`.
@@ -147,6 +151,8 @@ impl ImplicitStepper {
             err: Vec::new(),
             jacobian: Vec::new(),
             lu: DenseLu::default(),
+            sens_jacobian: Vec::new(),
+            sens_lu: DenseLu::default(),
             lu_hg: 0.0,
             jacobian_valid: false,
             jacobian_fresh: false,
@@ -167,16 +173,23 @@ impl ImplicitStepper {
     }
 
     /// Evaluates the closed block's Jacobian at `(t, y)` into
-    /// `self.jacobian`: the right-hand side's own, or forward differences
-    /// where it has none.
+    /// `self.jacobian`, the Newton iteration's.
     fn evaluate_jacobian(&mut self, rhs: &mut dyn OdeRhs, t: f64, y: &[f64]) {
-        let c = self.closed;
-        self.stats.jacobians += 1;
         self.jacobian_valid = true;
         self.jacobian_fresh = true;
         self.jacobian_stale = false;
         self.lu_hg = 0.0;
-        if rhs.jacobian(t, &y[..c], &mut self.jacobian) {
+        let mut jacobian = std::mem::take(&mut self.jacobian);
+        self.closed_jacobian(rhs, t, y, &mut jacobian);
+        self.jacobian = jacobian;
+    }
+
+    /// Writes the closed block's Jacobian at `(t, y)` into `out`: the
+    /// right-hand side's own, or forward differences where it has none.
+    fn closed_jacobian(&mut self, rhs: &mut dyn OdeRhs, t: f64, y: &[f64], out: &mut [f64]) {
+        let c = self.closed;
+        self.stats.jacobians += 1;
+        if rhs.jacobian(t, &y[..c], out) {
             return;
         }
         // Forward differences of the closed block's rates (base rate in
@@ -187,7 +200,7 @@ impl ImplicitStepper {
             let delta = f64::EPSILON.sqrt() * yj.abs().max(self.atol / self.rtol).max(1e-8);
             self.dz[j] = yj + delta;
             rhs.eval_closed(t, &self.dz[..c], &mut self.f[..c]);
-            let column = &mut self.jacobian[j * c..(j + 1) * c];
+            let column = &mut out[j * c..(j + 1) * c];
             for (jr, (&f, &base)) in column.iter_mut().zip(self.f.iter().zip(&self.err)) {
                 *jr = (f - base) / delta;
             }
@@ -264,17 +277,26 @@ impl ImplicitStepper {
             }
             if n > c {
                 // The sensitivities: (I - h gamma J(Y_i)) K = G(Y_i, W_i),
-                // exactly, with the Jacobian at the converged stage.
-                let z = std::mem::take(&mut self.z);
-                self.evaluate_jacobian(rhs, ti, &z);
+                // exactly, with the Jacobian at the converged stage, in a
+                // factorisation of their own: the state's Newton iterates
+                // are those of a run without them, to the bit (the same
+                // steps, as the adjoint transposes).
+                let (z, mut jacobian) = (
+                    std::mem::take(&mut self.z),
+                    std::mem::take(&mut self.sens_jacobian),
+                );
+                self.closed_jacobian(rhs, ti, &z, &mut jacobian);
                 self.z = z;
-                if !self.factorise(hg) {
+                self.sens_lu.set_iteration_matrix(c, &jacobian, hg);
+                self.sens_jacobian = jacobian;
+                self.stats.factorisations += 1;
+                if !self.sens_lu.factor() {
                     return Attempt::NewtonFailed(false);
                 }
                 self.z[c..].copy_from_slice(&self.w[c..]);
                 rhs.eval(ti, &self.z, &mut self.f);
                 self.counters.rhs_evaluations += 1;
-                Self::solve_blocks(&self.lu, c, &mut self.f[c..]);
+                Self::solve_blocks(&self.sens_lu, c, &mut self.f[c..]);
                 self.k[i * n + c..(i + 1) * n].copy_from_slice(&self.f[c..]);
             }
         }
@@ -420,6 +442,7 @@ impl Stepper for ImplicitStepper {
                 (&mut self.dz, n),
                 (&mut self.err, n),
                 (&mut self.jacobian, closed * closed),
+                (&mut self.sens_jacobian, closed * closed),
             ] {
                 buffer.clear();
                 buffer.resize(len, 0.0);
