@@ -11,6 +11,11 @@
 //! `dL/dp += xi_p^T lambda+`, and a loss that reads event times adds
 //! `-(dL/dt*) g_x / gdot` to `lambda-` and `-(dL/dt*) g_p / gdot` to `dL/dp`.
 //!
+//! An implicit (ESDIRK) step is transposed stage by stage with transposed
+//! solves of `(I - h gamma J_i)`, its stages solved again from its start
+//! state (the module `implicit` of this crate says what is exact and why they are
+//! recomputed rather than stored).
+//!
 //! Because it transposes the same linear maps the forward sensitivity
 //! applies, the adjoint agrees with forward sensitivities computed on the
 //! same steps to rounding.

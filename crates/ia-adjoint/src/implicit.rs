@@ -19,8 +19,11 @@
 //! rounding by full Newton ([`ia_events::implicit_rk::solve_stages_exactly`]).
 //! The tape keeps the same size as for an explicit method (its stage states
 //! would be `s` times the start states), and the stages are a function of
-//! the step's start alone, so a replay from a checkpoint gives them to the
-//! last bit. The forward pass solved the same stage equations to a
+//! the step's start alone. A replay from a checkpoint carries the states
+//! with these exactly solved stages, so its states differ from the forward
+//! pass's by about a thousandth of the tolerance (not to the bit, as for
+//! the explicit methods): the checkpointed gradient agrees with the full
+//! tape's to that order. The forward pass solved the same stage equations to a
 //! thousandth of the tolerance and its sensitivities exactly at its stages,
 //! so forward and adjoint differentiate the same map at stages that agree
 //! to far below the tolerance.

@@ -1,7 +1,9 @@
 //! # ia-events: steppers and the engines of hybrid runs
 //!
 //! The pluggable solver layer ([`Stepper`]: fixed-step RK4, adaptive
-//! Dormand-Prince 5(4) and 8(5,3) ([`RkStepper`]), and an adapter for the `ode_solvers` crate, chosen
+//! Dormand-Prince 5(4) and 8(5,3) ([`RkStepper`]), the implicit ESDIRK
+//! methods TR-BDF2, Kvaerno 3(2) and 5(4) for stiff flows ([`implicit_rk`],
+//! [`ImplicitStepper`]), and an adapter for the `ode_solvers` crate, chosen
 //! per run with a [`SolverChoice`] value) and the engines that run a hybrid
 //! system through its events ([`simulate`], [`run`]): the Runge-Kutta
 //! engine, which detects, locates and applies events on the steps, and the

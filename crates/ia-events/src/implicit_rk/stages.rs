@@ -32,7 +32,7 @@ pub struct StageWorkspace {
 /// finite or a stage does not converge (the buffers then hold the last
 /// iterates).
 ///
-/// The result depends on `(t0, h, y0)` only, so a replay gives the same
+/// The result depends on `(t0, h, y0)` only: the same start gives the same
 /// stages to the last bit.
 #[allow(clippy::too_many_arguments)]
 pub fn solve_stages_exactly(
