@@ -205,3 +205,30 @@ fn checkpointed_gradients_agree_with_the_full_tape(#[values("trbdf2", "kvaerno5"
             < full.tape_floats
     );
 }
+
+/// `x' = 1e31 + x^2`: no implicit stage has a solution at any
+/// representable step from `x = 0` (see the stepper's unit test).
+struct NoStageSolution;
+impl FlowFn for NoStageSolution {
+    fn rate<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], d: &mut [S]) {
+        d[0] = x[0] * x[0] + 1e31;
+        d[1] = x[1] * 0.0;
+    }
+}
+
+#[test]
+fn a_newton_failure_names_the_time_and_the_mode() {
+    let system = HybridSystem::builder(&["x", "y"], &["k", "a", "c", "d"])
+        .mode("blowup", Autodiff(NoStageSolution))
+        .build()
+        .unwrap();
+    let run = Problem::new(&system, vec![0.0, 1.0], vec![1.0; 4], 1.0)
+        .with_solver(implicit("kvaerno3", 1e-8));
+    let err = ia_events::simulate(&run).unwrap_err();
+    assert_eq!(err.kind(), "newton_failure", "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("t = 0") && message.contains("mode 'blowup'"),
+        "{message}"
+    );
+}
