@@ -57,13 +57,21 @@ impl OdeRhs for FlowRhs<'_> {
     }
 }
 
-/// The flow's partials at `(t, x, p)` in `kept` (formed on first use).
+/// The flow's partials at `(t, x, p)` in `kept` (formed on first use, and
+/// again for a system of other dimensions: the buffers outlive a run).
 fn flow_partials<'k>(
     flow: &dyn Flow,
     kept: &'k mut Option<FlowPartials>,
     (t, x, p): (f64, &[f64], &[f64]),
 ) -> &'k FlowPartials {
-    let partials = kept.get_or_insert_with(|| FlowPartials::zeros(x.len(), p.len()));
+    let (n, np) = (x.len(), p.len());
+    if !kept
+        .as_ref()
+        .is_some_and(|k| k.x.nrows() == n && k.p.ncols() == np)
+    {
+        *kept = Some(FlowPartials::zeros(n, np));
+    }
+    let partials = kept.get_or_insert_with(|| FlowPartials::zeros(n, np));
     partials.clear();
     flow.partials(t, x, p, partials);
     partials

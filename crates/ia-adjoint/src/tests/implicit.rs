@@ -232,3 +232,28 @@ fn a_newton_failure_names_the_time_and_the_mode() {
         "{message}"
     );
 }
+
+#[test]
+fn the_backward_buffers_follow_a_system_of_other_dimensions() {
+    // Reference: each system's adjoint in a thread that has not run the
+    // other (the thread's workspace keeps the backward buffers between
+    // calls: the ball has two parameters, the stiff flow four).
+    let (ball, stiff) = (ball(), stiff_system());
+    let ball_run = problem(&ball).with_solver(implicit("kvaerno5", 1e-10));
+    let stiff_run = Problem::new(&stiff, vec![0.5, 1.0], vec![1e3, 1.0, 0.5, 0.6], 1.0)
+        .with_solver(implicit("kvaerno5", 1e-8));
+    let alone = std::thread::scope(|s| {
+        s.spawn(|| {
+            jacobian(&stiff_run, Method::Adjoint)
+                .unwrap()
+                .final_jacobian
+        })
+        .join()
+        .unwrap()
+    });
+    jacobian(&ball_run, Method::Adjoint).unwrap();
+    let after = jacobian(&stiff_run, Method::Adjoint)
+        .unwrap()
+        .final_jacobian;
+    assert_eq!(after, alone);
+}
