@@ -36,6 +36,7 @@ pub mod ode_solvers_adapter;
 mod problem;
 mod recorder;
 mod reuse;
+mod solver;
 pub mod stepper;
 pub mod tableau;
 pub mod vocabulary;
@@ -48,10 +49,10 @@ pub use geometry::{EventAt, EventGeometry, GeometryWorkspace};
 pub use implicit_rk::{EsdirkTableau, ImplicitStepper};
 pub use ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 pub use problem::{
-    EventOptions, EventRecording, Problem, Progress, ProgressHook, SolverChoice, StopAfter,
-    DEFAULT_MAX_STEPS, EXACT_HAS_NO_STEPS, MAX_FIXED_STEPS, MAX_TIME_TOLERANCE_FRACTION,
-    PROGRESS_EVERY_STEPS,
+    EventOptions, EventRecording, Problem, Progress, ProgressHook, StopAfter, DEFAULT_MAX_STEPS,
+    MAX_TIME_TOLERANCE_FRACTION, PROGRESS_EVERY_STEPS,
 };
+pub use solver::{SolverChoice, EXACT_HAS_NO_STEPS, MAX_FIXED_STEPS};
 pub use stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
 pub use tableau::{ButcherTableau, DenseOutput, ErrorEstimate, ExtraStages, DOP853, DOPRI5, RK4};
 pub use vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observer, RunContext};
