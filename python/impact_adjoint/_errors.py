@@ -87,6 +87,14 @@ class StepSizeUnderflowError(Error):
     kind = "step_size_underflow"
 
 
+class NewtonFailureError(Error):
+    """The stage equations of an implicit method (``trbdf2``, ``kvaerno3``,
+    ``kvaerno5``) did not converge at any step size (the message names the
+    time and the mode)."""
+
+    kind = "newton_failure"
+
+
 class StepLimitError(Error):
     """The run took ``max_steps`` steps before its end."""
 
@@ -134,6 +142,7 @@ ERRORS = {
         ZenoError,
         GrazingError,
         StepSizeUnderflowError,
+        NewtonFailureError,
         StepLimitError,
         EventLocationError,
         UnsupportedError,

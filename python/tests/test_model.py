@@ -191,3 +191,24 @@ def test_from_equations_doc_names_the_let_key():
     doc = ia.Model.from_equations.__doc__
     assert "`let`" in doc, doc
     assert "lets" not in doc, doc
+
+
+@pytest.mark.parametrize("method", ["forward", "adjoint"])
+def test_kvaerno5_runs_ready_and_equation_models(closed_form, method):
+    """Reference: the closed form of ball2d_flat_a
+    (crates/ia-verify/references/closed_form.json). ``solver="kvaerno5"``
+    (the implicit Kvaerno 5(4) at its default tolerance, 1e-10) on the ready
+    model and on its equation form gives the closed-form Jacobian within
+    1e-7."""
+    from conftest import ROOT
+
+    text = (ROOT / "crates" / "ia-equations" / "tests" / "data" / "ball2d-flat.json").read_text()
+    ready = ia.Model.ready("ball2d-flat")
+    case = closed_form["ball2d_flat_a"]
+    x0, params = case_inputs(ready, case)
+    for model in (ready, ia.Model.from_equations(text)):
+        jac = model.jacobian(x0, params, case["t_end"], solver="kvaerno5", method=method)
+        for s, row in case["jacobian"].items():
+            for w, want in row.items():
+                got = jac.final_derivative(s, w)
+                assert abs(got - want) <= 1e-7 * max(abs(want), 1.0), (s, w, got, want)

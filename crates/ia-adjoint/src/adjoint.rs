@@ -11,6 +11,11 @@
 //! `dL/dp += xi_p^T lambda+`, and a loss that reads event times adds
 //! `-(dL/dt*) g_x / gdot` to `lambda-` and `-(dL/dt*) g_p / gdot` to `dL/dp`.
 //!
+//! An implicit (ESDIRK) step is transposed stage by stage with transposed
+//! solves of `(I - h gamma J_i)`, its stages solved again from its start
+//! state (the module `implicit` of this crate says what is exact and why they are
+//! recomputed rather than stored).
+//!
 //! Because it transposes the same linear maps the forward sensitivity
 //! applies, the adjoint agrees with forward sensitivities computed on the
 //! same steps to rounding.
@@ -34,12 +39,13 @@
 //! replay nothing, while a run of millions of steps stays within tens of
 //! megabytes of kept states.
 
+use crate::implicit::ImplicitBuffers;
 pub use crate::loss::LossSeeds;
 use crate::saltation::SaltationWorkspace;
 pub use crate::tape::{AdjointOptions, AUTOMATIC_CHECKPOINT_FLOATS};
 use crate::tape::{Cursor, Tape, TapeEntry, TapedEvent};
 use ia_core::{FlowPartials, HybridError, HybridSystem, Trajectory};
-use ia_events::{ButcherTableau, Problem, SpareVecs};
+use ia_events::{ButcherTableau, EsdirkTableau, Problem, SpareVecs};
 
 /// The backward pass checks the parameters' cotangent for overflow once
 /// per this many tape entries (and at the start of the tape, its last
@@ -52,6 +58,9 @@ const PARAM_CHECK_EVERY: usize = 64;
 pub(crate) enum Stepping {
     /// The Runge-Kutta steps of this method (the step size held fixed).
     RungeKutta(&'static ButcherTableau),
+    /// The steps of this implicit (ESDIRK) method (the step size held
+    /// fixed, the stages solved exactly: [`crate::implicit`]).
+    Implicit(&'static EsdirkTableau),
     /// The exact solver's closed-form stretches of a decoupled linear flow
     /// ([`ia_events::exact`]).
     Exact,
@@ -64,6 +73,7 @@ impl Stepping {
     fn stages(self) -> usize {
         match self {
             Stepping::RungeKutta(tableau) => tableau.solution_stages(),
+            Stepping::Implicit(tableau) => tableau.stages(),
             Stepping::Exact => 1,
         }
     }
@@ -75,13 +85,16 @@ pub(crate) fn adjoint_stepping(problem: &Problem<'_>) -> Result<Stepping, Hybrid
     if problem.solver == ia_events::SolverChoice::Exact {
         return Ok(Stepping::Exact);
     }
+    if let Some(method) = problem.solver.implicit_method() {
+        return Ok(Stepping::Implicit(method));
+    }
     problem
         .solver
         .tableau()
         .map(Stepping::RungeKutta)
         .ok_or_else(|| {
             HybridError::Unsupported(
-                "the adjoint transposes the Runge-Kutta steps of the forward pass, which the ode_solvers adapter does not expose; use the built-in rk4, dopri5 or dop853 solver (SolverChoice::Rk4, SolverChoice::Dopri5 or SolverChoice::Dop853), or forward sensitivities (Method::Forward)".into(),
+                "the adjoint transposes the Runge-Kutta steps of the forward pass, which the ode_solvers adapter does not expose; use the built-in rk4, dopri5, dop853, trbdf2, kvaerno3 or kvaerno5 solver (SolverChoice::Rk4, SolverChoice::Dopri5, SolverChoice::Dop853, SolverChoice::Trbdf2, SolverChoice::Kvaerno3 or SolverChoice::Kvaerno5), or forward sensitivities (Method::Forward)".into(),
             )
         })
 }
@@ -111,6 +124,8 @@ pub(crate) struct Backward<'a> {
     /// Checkpointing: the tape position of the first step whose stage
     /// states `vectors.replay` holds.
     replay_from: usize,
+    /// The implicit steps' stage solves and transposed solves.
+    implicit: ImplicitBuffers,
 }
 
 /// The buffers of a [`Backward`] pass, kept between passes by a
@@ -121,6 +136,7 @@ pub(crate) struct BackwardBuffers {
     saltation: Option<SaltationWorkspace>,
     vectors: BackwardVectors,
     linear: Vec<f64>,
+    implicit: ImplicitBuffers,
 }
 
 /// The vectors of a backward pass.
@@ -254,6 +270,7 @@ impl<'a> Backward<'a> {
             saltation,
             vectors: take(&mut kept.vectors).prepare(s, n),
             replay_from: 0,
+            implicit: take(&mut kept.implicit),
         }
     }
 
@@ -264,6 +281,7 @@ impl<'a> Backward<'a> {
             saltation: Some(self.saltation),
             vectors: self.vectors,
             linear: self.linear,
+            implicit: self.implicit,
         };
     }
 
@@ -338,6 +356,23 @@ impl<'a> Backward<'a> {
                         .extend_from_slice(&self.vectors.stage_states);
                     tab.solution(h, &y, &self.vectors.stages, &mut next);
                     std::mem::swap(&mut y, &mut next);
+                }
+                (TapeEntry::Step { t0, h }, Stepping::Implicit(tab)) => {
+                    let flow = &*self.system.modes()[mode].flow;
+                    // The stages as the backward step solves them (a
+                    // function of the start alone, so the same to the bit).
+                    self.implicit.solve_stages(
+                        tab,
+                        (flow, params),
+                        (t0, h, &y),
+                        &mut self.vectors.stage_states,
+                        &mut self.vectors.stages,
+                    );
+                    self.vectors
+                        .replay
+                        .extend_from_slice(&self.vectors.stage_states);
+                    let last = self.vectors.stage_states.len() - n;
+                    y.copy_from_slice(&self.vectors.stage_states[last..]);
                 }
                 (TapeEntry::Event { index }, _) => {
                     self.vectors
@@ -438,6 +473,24 @@ impl<'a> Backward<'a> {
                             Stepping::RungeKutta(_) => {
                                 self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
                             }
+                            Stepping::Implicit(tab) => {
+                                let flow = &*self.system.modes()[mode].flow;
+                                self.implicit.solve_stages(
+                                    tab,
+                                    (flow, self.params),
+                                    (t0, h, y0),
+                                    &mut self.vectors.stage_states,
+                                    &mut self.vectors.stages,
+                                );
+                                self.transpose_implicit(
+                                    tab,
+                                    mode,
+                                    t0,
+                                    h,
+                                    &mut lambda,
+                                    &mut param_bar,
+                                );
+                            }
                             Stepping::Exact => {
                                 self.vectors.stage_states.copy_from_slice(y0);
                                 self.transpose_stretch(mode, t0, h, &mut lambda, &mut param_bar);
@@ -454,11 +507,23 @@ impl<'a> Backward<'a> {
                             Stepping::RungeKutta(_) => {
                                 self.transpose_step(mode, t0, h, &mut lambda, &mut param_bar);
                             }
+                            Stepping::Implicit(tab) => {
+                                self.transpose_implicit(
+                                    tab,
+                                    mode,
+                                    t0,
+                                    h,
+                                    &mut lambda,
+                                    &mut param_bar,
+                                );
+                            }
                             Stepping::Exact => {
                                 self.transpose_stretch(mode, t0, h, &mut lambda, &mut param_bar);
                             }
                         }
                     }
+                    let mode_name = &self.system.modes()[mode].name;
+                    self.implicit.check(t0, mode_name, h)?;
                 }
             }
             // The adjoint of a violently unstable flow overflows as the
@@ -645,6 +710,78 @@ impl<'a> Backward<'a> {
             }
         }
         lambda.copy_from_slice(&self.vectors.state_bar);
+    }
+}
+
+impl Backward<'_> {
+    /// Transposes one implicit step whose stage states are in
+    /// `self.vectors.stage_states` ([`crate::implicit`] states the map).
+    fn transpose_implicit(
+        &mut self,
+        tab: &'static EsdirkTableau,
+        mode: usize,
+        t0: f64,
+        h: f64,
+        lambda: &mut [f64],
+        param_bar: &mut [f64],
+    ) {
+        let n = self.n;
+        let s = tab.stages();
+        let hg = h * tab.gamma;
+        let flow = &*self.system.modes()[mode].flow;
+        let vectors = &mut self.vectors;
+        // K_bar: h gamma lambda on the last stage (y_1 = W_s + h gamma K_s).
+        vectors.stage_bars.iter_mut().for_each(|v| *v = 0.0);
+        for (kb, &l) in vectors.stage_bars[(s - 1) * n..]
+            .iter_mut()
+            .zip(lambda.iter())
+        {
+            *kb = hg * l;
+        }
+        vectors.state_bar.iter_mut().for_each(|v| *v = 0.0);
+        for i in (0..s).rev() {
+            let stage_time = t0 + tab.c[i] * h;
+            let stage_state = &vectors.stage_states[i * n..(i + 1) * n];
+            let (before, rest) = vectors.stage_bars.split_at_mut(i * n);
+            let k_bar = &mut rest[..n];
+            if i > 0 {
+                // u = (I - h gamma J_i)^{-T} K_bar_i, in place.
+                self.implicit.transposed_solve(
+                    flow,
+                    (stage_time, stage_state, self.params),
+                    hg,
+                    k_bar,
+                );
+            }
+            // W_bar_i = J_i^T u (p_bar += f_p^T u); K_1 = f(y_0) for the first.
+            flow_transpose(
+                flow,
+                &mut self.partials,
+                (stage_time, stage_state, self.params),
+                k_bar,
+                &mut vectors.scratch,
+                param_bar,
+            );
+            if i == s - 1 {
+                for (w, &l) in vectors.scratch.iter_mut().zip(lambda.iter()) {
+                    *w += l;
+                }
+            }
+            for (sb, &wb) in vectors.state_bar.iter_mut().zip(&vectors.scratch) {
+                *sb += wb;
+            }
+            if i > 0 {
+                for (j, &a) in tab.a[i].iter().enumerate() {
+                    if a != 0.0 {
+                        for (kb, &wb) in before[j * n..(j + 1) * n].iter_mut().zip(&vectors.scratch)
+                        {
+                            *kb += h * a * wb;
+                        }
+                    }
+                }
+            }
+        }
+        lambda.copy_from_slice(&vectors.state_bar);
     }
 }
 

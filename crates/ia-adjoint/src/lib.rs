@@ -94,6 +94,7 @@ pub mod adjoint;
 pub mod batch;
 pub mod forward;
 mod gradient;
+mod implicit;
 mod jacobian;
 pub mod loss;
 mod results;

@@ -252,8 +252,10 @@
 //! with status 2: bad input (kinds `malformed_json` with line and column,
 //! `invalid_scenario`, `invalid_equations` (a mistake in a model written as
 //! equations), `unknown_name`, `invalid_option`, `io`), a failure of
-//! the solver (`zeno`, `grazing`, `step_size_underflow`, `step_limit`,
-//! `guard_violated_at_start`, `event_location`, `non_finite`), a request the
+//! the solver (`zeno`, `grazing`, `step_size_underflow`, `newton_failure`
+//! (an implicit method's stage equations did not converge at any step
+//! size), `step_limit`, `guard_violated_at_start`, `event_location`,
+//! `non_finite`), a request the
 //! method cannot serve (`unsupported`), a periodic orbit not found
 //! (`no_convergence`, `no_return`), a fit that fails (`optimizer`,
 //! `not_identifiable`), and usage errors (kind `usage`: no

@@ -25,7 +25,7 @@ use rstest::rstest;
 )]
 #[case::unknown_solver(
     r#"{"model": "lif", "t_end": 0.05, "solver": {"method": "euler"}}"#,
-    &["'euler'", "dopri5, dop853, rk4, exact, ode_solvers.dopri5, ode_solvers.dop853, ode_solvers.rk4"]
+    &["'euler'", "dopri5, dop853, rk4, trbdf2, kvaerno3, kvaerno5, exact, ode_solvers.dopri5, ode_solvers.dop853, ode_solvers.rk4"]
 )]
 #[case::size_of_an_unsized_model(
     r#"{"model": "lif", "t_end": 0.05, "size": 4}"#,

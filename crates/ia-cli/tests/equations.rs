@@ -341,3 +341,24 @@ fn a_stiff_model_shows_its_stiff_steps_and_its_step_limit_names_the_implicit_met
         doc["stats"]
     );
 }
+
+/// Reference: the same scenario with `dopri5` at 1e-12 (a different,
+/// explicit method). `kvaerno5` (implicit) at 1e-10 on the ready model and
+/// on its equation form gives the same events, final state, Jacobian and
+/// loss gradient within 1e-7, forward and adjoint alike.
+#[rstest]
+#[case::forward(&["gradient", "-", "--method", "forward"])]
+#[case::adjoint(&["gradient", "-", "--method", "adjoint"])]
+fn kvaerno5_runs_ready_and_equation_models(#[case] args: &[&str]) {
+    let reference = document(args, &scenario(json!("ball1d")));
+    for model in [json!("ball1d"), ball1d_equations()] {
+        let mut v: Value = serde_json::from_str(&scenario(model)).unwrap();
+        v["solver"] = json!({"method": "kvaerno5", "rtol": 1e-10, "atol": 1e-10});
+        let got = document(args, &v.to_string());
+        for key in ["final_state", "events", "jacobian", "loss"] {
+            if let (Some(a), Some(b)) = (got.get(key), reference.get(key)) {
+                same_numbers_within(a, b, key, 1e-7);
+            }
+        }
+    }
+}

@@ -46,6 +46,19 @@ pub enum HybridError {
         /// The run up to there, when the failure happened during a run.
         trajectory: Option<Box<Trajectory>>,
     },
+    /// The stage equations of an implicit method did not converge at any
+    /// step size: Newton's iteration diverged even on the smallest steps.
+    #[error("Newton failure at t = {} in mode '{mode}': the implicit stage equations did not converge down to step {step:e}; check the flow's partial derivatives (the Newton matrix uses them), or use an explicit method (dopri5) if the flow is not stiff", short_num(*time))]
+    NewtonFailure {
+        /// Time reached (the start of the step that failed).
+        time: f64,
+        /// The mode the run was in.
+        mode: String,
+        /// The last step size tried.
+        step: f64,
+        /// The run up to there.
+        trajectory: Box<Trajectory>,
+    },
     /// The step size fell below the smallest the solver accepts.
     #[error("step size underflow at t = {}: step {step:e} is below the smallest allowed {min_step:e}; {}{}", short_num(*time), underflow_advice(*time, *min_step), stiffness_advice(&trajectory.stats))]
     StepSizeUnderflow {
@@ -195,6 +208,7 @@ impl HybridError {
             HybridError::Zeno { trajectory, .. }
             | HybridError::Grazing { trajectory, .. }
             | HybridError::StepSizeUnderflow { trajectory, .. }
+            | HybridError::NewtonFailure { trajectory, .. }
             | HybridError::StepLimit { trajectory, .. }
             | HybridError::EventLocation { trajectory, .. } => Some(trajectory),
             HybridError::NonFinite { trajectory, .. } => trajectory.as_deref(),
@@ -210,6 +224,7 @@ impl HybridError {
             HybridError::Grazing { .. } => "grazing",
             HybridError::NonFinite { .. } => "non_finite",
             HybridError::StepSizeUnderflow { .. } => "step_size_underflow",
+            HybridError::NewtonFailure { .. } => "newton_failure",
             HybridError::StepLimit { .. } => "step_limit",
             HybridError::GuardViolatedAtStart { .. } => "guard_violated_at_start",
             HybridError::DimensionMismatch { .. } => "dimension_mismatch",

@@ -2,7 +2,8 @@
 //! [`SolverChoice`] names ([`crate::engine`]): one arm per engine.
 
 use crate::engine::{exact, runge_kutta};
-use crate::problem::{Problem, SolverChoice};
+use crate::problem::Problem;
+use crate::solver::SolverChoice;
 use crate::vocabulary::{ExtraState, NoExtraState, NoObserver, Observer};
 use crate::workspace::Workspace;
 use ia_core::{HybridError, Trajectory};

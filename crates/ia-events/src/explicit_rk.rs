@@ -90,7 +90,7 @@ pub(crate) fn min_step(t: f64, t_limit: f64) -> f64 {
 /// `[MIN_FACTOR, max]`: the error estimate of an embedded pair of orders
 /// `q (q - 1)` scales as `h^q`. (Newton's method for the root from a
 /// guess read off the exponent bits ran as many instructions as `powf`.)
-fn step_factor(err: f64, q: u32, max: f64) -> f64 {
+pub(crate) fn step_factor(err: f64, q: u32, max: f64) -> f64 {
     (SAFETY * err.powf(-1.0 / f64::from(q))).clamp(MIN_FACTOR, max)
 }
 

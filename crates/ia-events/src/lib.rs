@@ -1,7 +1,9 @@
 //! # ia-events: steppers and the engines of hybrid runs
 //!
 //! The pluggable solver layer ([`Stepper`]: fixed-step RK4, adaptive
-//! Dormand-Prince 5(4) and 8(5,3) ([`RkStepper`]), and an adapter for the `ode_solvers` crate, chosen
+//! Dormand-Prince 5(4) and 8(5,3) ([`RkStepper`]), the implicit ESDIRK
+//! methods TR-BDF2, Kvaerno 3(2) and 5(4) for stiff flows ([`implicit_rk`],
+//! [`ImplicitStepper`]), and an adapter for the `ode_solvers` crate, chosen
 //! per run with a [`SolverChoice`] value) and the engines that run a hybrid
 //! system through its events ([`simulate`], [`run`]): the Runge-Kutta
 //! engine, which detects, locates and applies events on the steps, and the
@@ -30,11 +32,13 @@ mod engine;
 pub mod explicit_rk;
 mod factor;
 pub mod geometry;
+pub mod implicit_rk;
 pub mod ode_solvers_adapter;
 mod pair_form;
 mod problem;
 mod recorder;
 mod reuse;
+mod solver;
 pub mod stepper;
 pub mod stiffness;
 pub mod tableau;
@@ -45,12 +49,13 @@ pub use dispatch::{run, run_in, simulate, simulate_in};
 pub use engine::exact;
 pub use explicit_rk::{RkStepper, StepControl};
 pub use geometry::{EventAt, EventGeometry, GeometryWorkspace};
+pub use implicit_rk::{EsdirkTableau, ImplicitStepper};
 pub use ode_solvers_adapter::{OdeSolversMethod, OdeSolversStepper};
 pub use problem::{
-    EventOptions, EventRecording, Problem, Progress, ProgressHook, SolverChoice, StopAfter,
-    DEFAULT_MAX_STEPS, EXACT_HAS_NO_STEPS, MAX_FIXED_STEPS, MAX_TIME_TOLERANCE_FRACTION,
-    PROGRESS_EVERY_STEPS,
+    EventOptions, EventRecording, Problem, Progress, ProgressHook, StopAfter, DEFAULT_MAX_STEPS,
+    MAX_TIME_TOLERANCE_FRACTION, PROGRESS_EVERY_STEPS,
 };
+pub use solver::{SolverChoice, EXACT_HAS_NO_STEPS, MAX_FIXED_STEPS};
 pub use stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
 pub use tableau::{ButcherTableau, DenseOutput, ErrorEstimate, ExtraStages, DOP853, DOPRI5, RK4};
 pub use vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observer, RunContext};

@@ -30,6 +30,16 @@ pub trait OdeRhs {
     fn eval_closed(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) {
         self.eval(t, y, dydt);
     }
+    /// Writes the Jacobian of the rates of the leading
+    /// [`OdeRhs::closed_dim`] components with respect to them at `(t, y)`
+    /// (`y` that long), column-major into `jacobian` (`closed_dim^2`
+    /// entries), and returns true; returns false, writing nothing, when the
+    /// right-hand side has none (an implicit stepper then differences
+    /// [`OdeRhs::eval_closed`]). The default has none.
+    fn jacobian(&mut self, t: f64, y: &[f64], jacobian: &mut [f64]) -> bool {
+        let _ = (t, y, jacobian);
+        false
+    }
 }
 
 /// Why a step could not be taken.
@@ -48,6 +58,14 @@ pub enum StepFailure {
     NonFinite {
         /// Time reached.
         time: f64,
+    },
+    /// The stage equations of an implicit method did not converge at any
+    /// step size down to the smallest representable advance.
+    NewtonFailure {
+        /// Time reached (the start of the step that failed).
+        time: f64,
+        /// The last step size tried.
+        step: f64,
     },
     /// A failure reported by a wrapped solver.
     Solver(String),

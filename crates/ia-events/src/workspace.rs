@@ -30,8 +30,8 @@ pub use crate::reuse::{keep_larger, refill, SpareVecs};
 
 use crate::engine::runge_kutta::RkBuffers;
 use crate::geometry::GeometryWorkspace;
-use crate::problem::SolverChoice;
 use crate::recorder::RecordBuffers;
+use crate::solver::SolverChoice;
 use crate::stepper::Stepper;
 use ia_core::{HybridError, Trajectory};
 

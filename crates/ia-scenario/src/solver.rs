@@ -8,10 +8,13 @@ use ia_events::{OdeSolversMethod, SolverChoice};
 use serde_json::{Map, Value};
 
 /// The solver method names a scenario may give, the default first.
-pub const SOLVER_METHODS: [&str; 7] = [
+pub const SOLVER_METHODS: [&str; 10] = [
     "dopri5",
     "dop853",
     "rk4",
+    "trbdf2",
+    "kvaerno3",
+    "kvaerno5",
     "exact",
     "ode_solvers.dopri5",
     "ode_solvers.dop853",
@@ -68,7 +71,7 @@ fn solver_of(
         }
     };
     match method {
-        "dopri5" | "dop853" => {
+        "dopri5" | "dop853" | "trbdf2" | "kvaerno3" | "kvaerno5" => {
             check_keys(obj, &["method", "rtol", "atol", "max_step"], &context)?;
             let (rtol, atol) = (
                 get("rtol", DEFAULT_TOLERANCE)?,
@@ -78,18 +81,32 @@ fn solver_of(
                 None => None,
                 Some(v) => Some(number(v, "solver.max_step")?),
             };
-            Ok(if method == "dopri5" {
-                SolverChoice::Dopri5 {
+            Ok(match method {
+                "dopri5" => SolverChoice::Dopri5 {
                     rtol,
                     atol,
                     max_step,
-                }
-            } else {
-                SolverChoice::Dop853 {
+                },
+                "dop853" => SolverChoice::Dop853 {
                     rtol,
                     atol,
                     max_step,
-                }
+                },
+                "trbdf2" => SolverChoice::Trbdf2 {
+                    rtol,
+                    atol,
+                    max_step,
+                },
+                "kvaerno3" => SolverChoice::Kvaerno3 {
+                    rtol,
+                    atol,
+                    max_step,
+                },
+                _ => SolverChoice::Kvaerno5 {
+                    rtol,
+                    atol,
+                    max_step,
+                },
             })
         }
         "exact" => {

@@ -166,6 +166,12 @@ fn reference_checks_pass(#[case] name: &str) {
         rows.iter().filter(|r| r.case == dop853).count() >= 2,
         "{rows:#?}"
     );
+    // And the implicit Kvaerno 5(4)'s.
+    let kvaerno5 = format!("{name} (kvaerno5)");
+    assert!(
+        rows.iter().filter(|r| r.case == kvaerno5).count() >= 2,
+        "{rows:#?}"
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! [`fixtures`](crate::fixtures), and of what they are made of where a test
 //! reaches through several modules: the losses and the workspace.
 
+mod implicit;
 mod losses;
 mod workspaces;
 

@@ -89,7 +89,7 @@ pub fn has_long_number(text: &str) -> bool {
 
 /// The documented error kinds (crate docs of `ia_cli`, "Errors and exit
 /// status").
-pub const ERROR_KINDS: [&str; 16] = [
+pub const ERROR_KINDS: [&str; 17] = [
     "malformed_json",
     "invalid_scenario",
     "invalid_equations",
@@ -100,6 +100,7 @@ pub const ERROR_KINDS: [&str; 16] = [
     "zeno",
     "grazing",
     "step_size_underflow",
+    "newton_failure",
     "step_limit",
     "guard_violated_at_start",
     "event_location",

@@ -66,6 +66,18 @@ pub fn tight_high_order_solver() -> SolverChoice {
     }
 }
 
+/// The fifth-order implicit method at the same tolerance, whose
+/// sensitivities the reference cases check too (case names suffixed
+/// ` (kvaerno5)`). (TR-BDF2 and Kvaerno 3(2), of orders two and three,
+/// would take tens of thousands of steps at this tolerance.)
+pub fn tight_implicit_solver() -> SolverChoice {
+    SolverChoice::Kvaerno5 {
+        rtol: 1e-12,
+        atol: 1e-12,
+        max_step: None,
+    }
+}
+
 /// One compared entry of a group.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Compared {
@@ -427,13 +439,18 @@ pub fn reference_case_rows(name: &str, case: &ReferenceCase) -> Vec<Row> {
             ));
         }
     }
-    let high_order = problem.clone().with_solver(tight_high_order_solver());
-    rows.extend(sensitivity_rows(
-        study,
-        &format!("{name} (dop853)"),
-        &high_order,
-        &[("closed_form.json", &json_final, &json_events)],
-    ));
+    for (suffix, solver) in [
+        ("dop853", tight_high_order_solver()),
+        ("kvaerno5", tight_implicit_solver()),
+    ] {
+        let other = problem.clone().with_solver(solver);
+        rows.extend(sensitivity_rows(
+            study,
+            &format!("{name} ({suffix})"),
+            &other,
+            &[("closed_form.json", &json_final, &json_events)],
+        ));
+    }
     rows
 }
 

@@ -54,6 +54,9 @@ struct HybridRhs<'a, E> {
     dim: usize,
     controlled: usize,
     extra: &'a mut E,
+    /// The flow's partials, for the Jacobian an implicit stepper asks for
+    /// (formed on first use).
+    partials: Option<ia_core::FlowPartials>,
 }
 
 impl<E> HybridRhs<'_, E> {
@@ -82,6 +85,19 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
         self.system.modes()[self.mode]
             .flow
             .rate(t, x, self.params, dx);
+    }
+
+    fn jacobian(&mut self, t: f64, x: &[f64], jacobian: &mut [f64]) -> bool {
+        let (n, np) = (self.n, self.params.len());
+        let partials = self
+            .partials
+            .get_or_insert_with(|| ia_core::FlowPartials::zeros(n, np));
+        partials.clear();
+        self.system.modes()[self.mode]
+            .flow
+            .partials(t, x, self.params, partials);
+        jacobian.copy_from_slice(partials.x.as_slice());
+        true
     }
 
     fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) {
@@ -183,6 +199,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 dim,
                 controlled,
                 extra,
+                partials: None,
             },
             observer,
             stepper,
@@ -698,6 +715,12 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     .to_string(),
                 time,
             ),
+            StepFailure::NewtonFailure { time, step } => HybridError::NewtonFailure {
+                time,
+                mode: self.problem.system.modes()[self.rhs.mode].name.clone(),
+                step,
+                trajectory: Box::new(self.snapshot()),
+            },
             StepFailure::Solver(message) => HybridError::Unsupported(message),
         }
     }

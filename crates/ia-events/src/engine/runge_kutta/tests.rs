@@ -3,7 +3,8 @@
 //! at `t1 = sqrt(2 h0 / g)` and `t2 = t1 (1 + 2 e)`, impact speed
 //! `w = g t1`, rebound speed `e w`.
 use super::*;
-use crate::problem::{EventOptions, SolverChoice};
+use crate::problem::EventOptions;
+use crate::solver::SolverChoice;
 use crate::{run, simulate, NoExtraState};
 use ia_core::{Autodiff, FlowFn, FromMode, GuardFn, ResetFn, Scalar, ToMode};
 

@@ -1,0 +1,259 @@
+//! The implicit methods' derivatives: against the closed form of the ball,
+//! and forward against adjoint on the same steps through several events of
+//! a stiff nonlinear flow with threshold resets.
+
+use crate::fixtures::{ball, dh_final, problem};
+use crate::jacobian::jacobian;
+use crate::results::Method;
+use ia_core::{
+    Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridSystem, ResetFn, Scalar, ToMode,
+};
+use ia_events::{Problem, SolverChoice};
+use rstest::rstest;
+
+fn implicit(method: &str, tol: f64) -> SolverChoice {
+    let (rtol, atol, max_step) = (tol, tol, None);
+    match method {
+        "trbdf2" => SolverChoice::Trbdf2 {
+            rtol,
+            atol,
+            max_step,
+        },
+        "kvaerno3" => SolverChoice::Kvaerno3 {
+            rtol,
+            atol,
+            max_step,
+        },
+        _ => SolverChoice::Kvaerno5 {
+            rtol,
+            atol,
+            max_step,
+        },
+    }
+}
+
+#[rstest]
+fn every_method_matches_the_closed_form_of_the_ball(
+    #[values("trbdf2", "kvaerno3", "kvaerno5")] name: &str,
+    #[values(Method::Forward, Method::ForwardOnStateSteps, Method::Adjoint)] method: Method,
+) {
+    // Reference: the closed form of the bouncing ball (fixtures::dh_final).
+    // Its flow is linear in time, so each method's steps are exact up to
+    // the stage solves, and the derivatives match to the event location's
+    // accuracy.
+    let system = ball();
+    let run = problem(&system).with_solver(implicit(name, 1e-10));
+    let sens = jacobian(&run, method).unwrap();
+    for (j, want) in dh_final().iter().enumerate() {
+        let got = sens.final_jacobian[(0, j)];
+        assert!(
+            (got - want).abs() < 1e-7,
+            "{name} {method:?} dh(T)/d{}: {got} vs closed form {want}",
+            sens.wrt[j]
+        );
+    }
+}
+
+/// A stiff nonlinear flow: `x' = -k (x - y^2)` (fast, `k` about 1e3),
+/// `y' = -a y + 0.1 x` (slow).
+struct Stiff;
+impl FlowFn for Stiff {
+    fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
+        d[0] = -p[0] * (x[0] - x[1] * x[1]);
+        d[1] = -p[1] * x[1] + x[0] * 0.1;
+    }
+}
+/// `y` falls to the threshold `c`...
+struct Threshold;
+impl GuardFn for Threshold {
+    fn direction(&self) -> Direction {
+        Direction::Falling
+    }
+    fn value<S: Scalar>(&self, _t: S, x: &[S], p: &[S]) -> S {
+        x[1] - p[2]
+    }
+}
+/// ...and is topped up by `d (1 + x)`.
+struct Dose;
+impl ResetFn for Dose {
+    fn apply<S: Scalar>(&self, _t: S, x: &[S], p: &[S], a: &mut [S]) {
+        a[0] = x[0];
+        a[1] = x[1] + p[3] * (x[0] + 1.0);
+    }
+}
+
+fn stiff_system() -> HybridSystem {
+    HybridSystem::builder(&["x", "y"], &["k", "a", "c", "d"])
+        .mode("on", Autodiff(Stiff))
+        .transition(
+            "dose",
+            FromMode("on"),
+            ToMode("on"),
+            Autodiff(Threshold),
+            Autodiff(Dose),
+        )
+        .build()
+        .unwrap()
+}
+
+#[rstest]
+fn forward_and_adjoint_agree_on_the_same_steps_through_several_events(
+    #[values("trbdf2", "kvaerno3", "kvaerno5")] name: &str,
+) {
+    // Reference: forward sensitivities carried through the same steps
+    // (ForwardOnStateSteps); both differentiate the same stage equations,
+    // solved exactly, so they agree to rounding.
+    let system = stiff_system();
+    let run = Problem::new(&system, vec![0.5, 1.0], vec![1e3, 1.0, 0.5, 0.6], 3.0)
+        .with_solver(implicit(name, 1e-8));
+    let forward = jacobian(&run, Method::ForwardOnStateSteps).unwrap();
+    let adjoint = jacobian(&run, Method::Adjoint).unwrap();
+    assert!(
+        forward.trajectory.events.len() >= 3,
+        "{} events",
+        forward.trajectory.events.len()
+    );
+    let scale = forward.final_jacobian.amax();
+    for (f, a) in forward
+        .final_jacobian
+        .iter()
+        .zip(adjoint.final_jacobian.iter())
+    {
+        assert!(
+            (f - a).abs() <= 1e-10 * scale,
+            "{name}: forward {f} vs adjoint {a}"
+        );
+    }
+}
+
+#[rstest]
+fn the_derivatives_match_finite_differences_of_tight_runs(
+    #[values("trbdf2", "kvaerno5")] name: &str,
+) {
+    // Reference: central differences of the final state in each parameter,
+    // from runs at a tight tolerance (DOP853 at 1e-12, independent of the
+    // method under test); the derivative agrees to the method's accuracy.
+    let system = stiff_system();
+    let params = vec![1e3, 1.0, 0.5, 0.6];
+    let final_state = |p: &[f64]| {
+        let run = Problem::new(&system, vec![0.5, 1.0], p.to_vec(), 3.0).with_solver(
+            SolverChoice::Dop853 {
+                rtol: 1e-12,
+                atol: 1e-12,
+                max_step: None,
+            },
+        );
+        ia_events::simulate(&run).unwrap().final_state
+    };
+    let run = Problem::new(&system, vec![0.5, 1.0], params.clone(), 3.0)
+        .with_solver(implicit(name, 1e-9));
+    let sens = jacobian(&run, Method::Adjoint).unwrap();
+    for j in 1..4 {
+        let step = 1e-5 * params[j].abs();
+        let (mut up, mut down) = (params.clone(), params.clone());
+        up[j] += step;
+        down[j] -= step;
+        let (fu, fd) = (final_state(&up), final_state(&down));
+        for i in 0..2 {
+            let fd_derivative = (fu[i] - fd[i]) / (2.0 * step);
+            let got = sens.final_jacobian[(i, 2 + j)];
+            assert!(
+                (got - fd_derivative).abs() < 1e-4 * fd_derivative.abs().max(1.0),
+                "{name} d x{i} / d p{j}: {got} vs {fd_derivative}"
+            );
+        }
+    }
+}
+
+#[rstest]
+fn checkpointed_gradients_agree_with_the_full_tape(#[values("trbdf2", "kvaerno5")] name: &str) {
+    // Reference: the gradient from the full tape. With three checkpoints
+    // the backward pass carries the states between kept ones with the
+    // stages solved exactly, which differ from the forward pass's (solved
+    // to a thousandth of the tolerance) far below the tolerance: the same
+    // gradient to 1e-10 of its largest entry.
+    use crate::gradient::gradient_with;
+    use crate::loss::FinalComponent;
+    use crate::tape::AdjointOptions;
+    let system = stiff_system();
+    let run = Problem::new(&system, vec![0.5, 1.0], vec![1e3, 1.0, 0.5, 0.6], 3.0)
+        .with_solver(implicit(name, 1e-8));
+    let full = gradient_with(&run, &FinalComponent(1), &AdjointOptions::default()).unwrap();
+    let lean = gradient_with(
+        &run,
+        &FinalComponent(1),
+        &AdjointOptions {
+            checkpoints: Some(3),
+        },
+    )
+    .unwrap();
+    let (lean, full_values) = (lean.concatenated(), full.concatenated());
+    let scale = full_values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (a, b) in lean.iter().zip(&full_values) {
+        assert!((a - b).abs() <= 1e-10 * scale, "{name}: {a} vs {b}");
+    }
+    assert!(
+        gradient_with(
+            &run,
+            &FinalComponent(1),
+            &AdjointOptions {
+                checkpoints: Some(3)
+            }
+        )
+        .unwrap()
+        .tape_floats
+            < full.tape_floats
+    );
+}
+
+/// `x' = 1e31 + x^2`: no implicit stage has a solution at any
+/// representable step from `x = 0` (see the stepper's unit test).
+struct NoStageSolution;
+impl FlowFn for NoStageSolution {
+    fn rate<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], d: &mut [S]) {
+        d[0] = x[0] * x[0] + 1e31;
+        d[1] = x[1] * 0.0;
+    }
+}
+
+#[test]
+fn a_newton_failure_names_the_time_and_the_mode() {
+    let system = HybridSystem::builder(&["x", "y"], &["k", "a", "c", "d"])
+        .mode("blowup", Autodiff(NoStageSolution))
+        .build()
+        .unwrap();
+    let run = Problem::new(&system, vec![0.0, 1.0], vec![1.0; 4], 1.0)
+        .with_solver(implicit("kvaerno3", 1e-8));
+    let err = ia_events::simulate(&run).unwrap_err();
+    assert_eq!(err.kind(), "newton_failure", "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("t = 0") && message.contains("mode 'blowup'"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_backward_buffers_follow_a_system_of_other_dimensions() {
+    // Reference: each system's adjoint in a thread that has not run the
+    // other (the thread's workspace keeps the backward buffers between
+    // calls: the ball has two parameters, the stiff flow four).
+    let (ball, stiff) = (ball(), stiff_system());
+    let ball_run = problem(&ball).with_solver(implicit("kvaerno5", 1e-10));
+    let stiff_run = Problem::new(&stiff, vec![0.5, 1.0], vec![1e3, 1.0, 0.5, 0.6], 1.0)
+        .with_solver(implicit("kvaerno5", 1e-8));
+    let alone = std::thread::scope(|s| {
+        s.spawn(|| {
+            jacobian(&stiff_run, Method::Adjoint)
+                .unwrap()
+                .final_jacobian
+        })
+        .join()
+        .unwrap()
+    });
+    jacobian(&ball_run, Method::Adjoint).unwrap();
+    let after = jacobian(&stiff_run, Method::Adjoint)
+        .unwrap()
+        .final_jacobian;
+    assert_eq!(after, alone);
+}

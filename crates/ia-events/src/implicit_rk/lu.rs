@@ -1,0 +1,160 @@
+//! A dense LU factorisation with partial pivoting, kept in reusable buffers
+//! (factorising allocates nothing once sized) and solving with the matrix
+//! or its transpose: the iteration matrix `I - h gamma J` of the implicit
+//! stages, and its transpose in the adjoint.
+
+/// `P A = L U` of a square matrix, stored column-major in place.
+///
+/// ```
+/// use ia_events::implicit_rk::DenseLu;
+/// let mut lu = DenseLu::default();
+/// // I - 0.5 J with J = [[-2, 1], [0, -4]] (column-major).
+/// lu.set_iteration_matrix(2, &[-2.0, 0.0, 1.0, -4.0], 0.5);
+/// assert!(lu.factor());
+/// let mut x = [1.0, 3.0];
+/// lu.solve(&mut x);
+/// // [[2, -0.5], [0, 3]] x = [1, 3]
+/// assert!((x[1] - 1.0).abs() < 1e-15 && (x[0] - 0.75).abs() < 1e-15);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct DenseLu {
+    n: usize,
+    lu: Vec<f64>,
+    pivots: Vec<usize>,
+}
+
+impl DenseLu {
+    /// Order of the matrix.
+    pub fn dim(&self) -> usize {
+        self.n
+    }
+
+    /// Sets the matrix to `I - hg J`, `J` column-major `n x n` (not yet
+    /// factorised: call [`DenseLu::factor`]).
+    pub fn set_iteration_matrix(&mut self, n: usize, jacobian: &[f64], hg: f64) {
+        self.n = n;
+        self.lu.resize(n * n, 0.0);
+        self.pivots.resize(n, 0);
+        for (m, &j) in self.lu.iter_mut().zip(&jacobian[..n * n]) {
+            *m = -hg * j;
+        }
+        for i in 0..n {
+            self.lu[i * n + i] += 1.0;
+        }
+    }
+
+    /// Factorises the matrix set last; false when it is singular (or not
+    /// finite), and the solves must not be used.
+    pub fn factor(&mut self) -> bool {
+        let n = self.n;
+        let a = &mut self.lu;
+        for k in 0..n {
+            let (mut p, mut best) = (k, a[k * n + k].abs());
+            for r in k + 1..n {
+                let v = a[k * n + r].abs();
+                if v > best {
+                    (p, best) = (r, v);
+                }
+            }
+            if !(best > 0.0 && best.is_finite()) {
+                return false;
+            }
+            self.pivots[k] = p;
+            if p != k {
+                for c in 0..n {
+                    a.swap(c * n + k, c * n + p);
+                }
+            }
+            let pivot = a[k * n + k];
+            for r in k + 1..n {
+                a[k * n + r] /= pivot;
+            }
+            for c in k + 1..n {
+                let akc = a[c * n + k];
+                if akc != 0.0 {
+                    for r in k + 1..n {
+                        a[c * n + r] -= a[k * n + r] * akc;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Overwrites `b` with `A^{-1} b`.
+    pub fn solve(&self, b: &mut [f64]) {
+        let n = self.n;
+        let a = &self.lu;
+        for k in 0..n {
+            b.swap(k, self.pivots[k]);
+        }
+        for c in 0..n {
+            let bc = b[c];
+            if bc != 0.0 {
+                for r in c + 1..n {
+                    b[r] -= a[c * n + r] * bc;
+                }
+            }
+        }
+        for c in (0..n).rev() {
+            b[c] /= a[c * n + c];
+            let bc = b[c];
+            if bc != 0.0 {
+                for r in 0..c {
+                    b[r] -= a[c * n + r] * bc;
+                }
+            }
+        }
+    }
+
+    /// Overwrites `b` with `A^{-T} b`.
+    pub fn solve_transpose(&self, b: &mut [f64]) {
+        let n = self.n;
+        let a = &self.lu;
+        // U^T z = b (lower triangular), then L^T w = z, then x = P^T w.
+        for r in 0..n {
+            let dot: f64 = (0..r).map(|k| a[r * n + k] * b[k]).sum();
+            b[r] = (b[r] - dot) / a[r * n + r];
+        }
+        for r in (0..n).rev() {
+            let dot: f64 = (r + 1..n).map(|k| a[r * n + k] * b[k]).sum();
+            b[r] -= dot;
+        }
+        for k in (0..n).rev() {
+            b.swap(k, self.pivots[k]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn solves_with_the_matrix_and_its_transpose() {
+        // Reference: the products of the matrix (and its transpose) with
+        // the solutions give back the right-hand sides.
+        let j = [0.3, -7.0, 2.0, 1.5, 0.2, -0.4, 4.0, 1.0, -3.0];
+        let hg = 0.7;
+        let mut lu = DenseLu::default();
+        lu.set_iteration_matrix(3, &j, hg);
+        assert!(lu.factor());
+        let m = |r: usize, c: usize| f64::from(u8::from(r == c)) - hg * j[c * 3 + r];
+        let b = [1.0, -2.0, 0.5];
+        let (mut x, mut y) = (b, b);
+        lu.solve(&mut x);
+        lu.solve_transpose(&mut y);
+        for (r, &br) in b.iter().enumerate() {
+            let ax: f64 = (0..3).map(|c| m(r, c) * x[c]).sum();
+            let aty: f64 = (0..3).map(|c| m(c, r) * y[c]).sum();
+            assert!((ax - br).abs() < 1e-14 && (aty - br).abs() < 1e-14);
+        }
+    }
+
+    #[test]
+    fn a_singular_matrix_is_reported() {
+        let mut lu = DenseLu::default();
+        lu.set_iteration_matrix(2, &[1.0, 1.0, 1.0, 1.0], 0.5);
+        assert!(!lu.factor());
+    }
+}

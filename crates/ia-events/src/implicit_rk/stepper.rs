@@ -1,0 +1,642 @@
+//! [`ImplicitStepper`]: an ESDIRK method ([`EsdirkTableau`]) with error
+//! control, simplified Newton on each stage with a reused factorisation of
+//! `I - h gamma J`, exact stage solves of the sensitivities carried after
+//! the state, and cubic Hermite dense output.
+
+use super::lu::DenseLu;
+use super::tableau::EsdirkTableau;
+use crate::explicit_rk::{min_step, step_factor};
+use crate::stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
+
+/// Stage convergence: Newton stops when its estimated remaining error,
+/// `theta / (1 - theta) ||dY||`, is below this fraction of the tolerance
+/// (`||.||` the RMS norm scaled by `atol + rtol |Y|`; `theta` the
+/// contraction of the last two increments, so at least two iterations: a
+/// small first increment alone may come from a poor matrix, not from
+/// convergence).
+pub const NEWTON_KAPPA: f64 = 1e-3;
+/// The most Newton iterations of one stage before the stage counts as not
+/// converging.
+pub const NEWTON_MAX_ITERATIONS: usize = 10;
+/// A contraction rate above this counts as divergence.
+const THETA_DIVERGING: f64 = 0.9;
+/// A contraction rate above this marks the Jacobian for a refresh at the
+/// next step.
+const THETA_SLOW: f64 = 0.3;
+/// The iteration matrix is refactorised with the same Jacobian when
+/// `h gamma` has changed by more than this fraction since it was
+/// factorised.
+const REFACTOR_CHANGE: f64 = 0.2;
+/// Step-size factor after a stage failed to converge.
+const NEWTON_SHRINK: f64 = 0.25;
+const MAX_FACTOR: f64 = 5.0;
+
+/// Why one step attempt failed.
+enum Attempt {
+    Done,
+    /// A stage did not converge (`true`: a value became non-finite).
+    NewtonFailed(bool),
+}
+
+/// A stiffly accurate ESDIRK stepper (TR-BDF2, Kvaerno 3(2) and 5(4)).
+///
+/// Each implicit stage `Y_i = W_i + h gamma f(Y_i)` is solved by simplified
+/// Newton with the iteration matrix `I - h gamma J` factorised once (dense
+/// LU) and reused across stages and steps: refactorised when `h gamma`
+/// changes by more than a fifth, the Jacobian `J` re-evaluated at a step's
+/// start after a segment starts, after convergence slowed
+/// (contraction above 0.3) or when a stage failed to converge (the step is
+/// then retried, with a quarter of the step if the Jacobian was fresh). A
+/// stage is converged when `theta/(1-theta) ||dY|| <= 1e-3` (at least two
+/// iterations, `theta` the contraction of the last two increments) in the
+/// tolerance-scaled norm ([`NEWTON_KAPPA`]): a thousandth of the tolerance.
+///
+/// When the right-hand side carries components after its closed block
+/// ([`OdeRhs::closed_dim`]; forward sensitivities), they must be blocks of
+/// the closed block's length whose rates are `J(y) z + g(y)` (variational
+/// equations). Their stages are then solved exactly (to rounding), not
+/// iterated: at each converged state stage the Jacobian is evaluated
+/// ([`OdeRhs::jacobian`]), `I - h gamma J(Y_i)` factorised and
+/// `(I - h gamma J(Y_i)) K_i = G(Y_i, W_i)` solved once per block, which is
+/// the derivative of the stage by the implicit function theorem.
+///
+/// Dense output is cubic Hermite through both ends of the step and their
+/// rates (third order); events are then placed on it and the step redone to
+/// end on them ([`Stepper::truncate`]).
+#[derive(Clone, Debug)]
+pub struct ImplicitStepper {
+    tableau: &'static EsdirkTableau,
+    rtol: f64,
+    atol: f64,
+    max_step: f64,
+    dim: usize,
+    closed: usize,
+    t_prev: f64,
+    t: f64,
+    h_next: f64,
+    h_taken: f64,
+    y_prev: Vec<f64>,
+    y: Vec<f64>,
+    y_new: Vec<f64>,
+    /// Stage rates of the last step, `dim` each; the last block is the rate
+    /// at the step's end (stiffly accurate: `Y_s = y_1`).
+    k: Vec<f64>,
+    w: Vec<f64>,
+    z: Vec<f64>,
+    f: Vec<f64>,
+    dz: Vec<f64>,
+    err: Vec<f64>,
+    jacobian: Vec<f64>,
+    lu: DenseLu,
+    /// The Jacobian at the stage being solved and its iteration matrix, for
+    /// the sensitivities carried after the state.
+    sens_jacobian: Vec<f64>,
+    sens_lu: DenseLu,
+    /// `h gamma` of the factorised matrix (0: none).
+    lu_hg: f64,
+    /// A Jacobian of the current segment is in `jacobian`.
+    jacobian_valid: bool,
+    /// The Jacobian was evaluated during the current step attempt sequence.
+    jacobian_fresh: bool,
+    /// Convergence slowed: re-evaluate the Jacobian at the next step.
+    jacobian_stale: bool,
+    counters: StepCounters,
+    stats: NewtonStats,
+}
+
+/// Work counters of the Newton iterations of an [`ImplicitStepper`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NewtonStats {
+    /// Jacobian evaluations.
+    pub jacobians: usize,
+    /// LU factorisations of the iteration matrix.
+    pub factorisations: usize,
+    /// Newton iterations.
+    pub iterations: usize,
+    /// Step attempts abandoned because a stage did not converge.
+    pub failures: usize,
+}
+
+impl ImplicitStepper {
+    /// The method `tableau` with tolerances `rtol`, `atol` and the largest
+    /// step `max_step`. The method is checked ([`EsdirkTableau::validate`]).
+    pub fn new(
+        tableau: &'static EsdirkTableau,
+        rtol: f64,
+        atol: f64,
+        max_step: f64,
+    ) -> Result<Self, ia_core::HybridError> {
+        tableau
+            .validate()
+            .map_err(ia_core::HybridError::Unsupported)?;
+        Ok(Self {
+            tableau,
+            rtol,
+            atol,
+            max_step,
+            dim: 0,
+            closed: 0,
+            t_prev: 0.0,
+            t: 0.0,
+            h_next: 0.0,
+            h_taken: 0.0,
+            y_prev: Vec::new(),
+            y: Vec::new(),
+            y_new: Vec::new(),
+            k: Vec::new(),
+            w: Vec::new(),
+            z: Vec::new(),
+            f: Vec::new(),
+            dz: Vec::new(),
+            err: Vec::new(),
+            jacobian: Vec::new(),
+            lu: DenseLu::default(),
+            sens_jacobian: Vec::new(),
+            sens_lu: DenseLu::default(),
+            lu_hg: 0.0,
+            jacobian_valid: false,
+            jacobian_fresh: false,
+            jacobian_stale: false,
+            counters: StepCounters::default(),
+            stats: NewtonStats::default(),
+        })
+    }
+
+    /// The method.
+    pub fn method(&self) -> &'static EsdirkTableau {
+        self.tableau
+    }
+
+    /// The Newton work done so far.
+    pub fn newton_stats(&self) -> NewtonStats {
+        self.stats
+    }
+
+    /// Evaluates the closed block's Jacobian at `(t, y)` into
+    /// `self.jacobian`, the Newton iteration's.
+    fn evaluate_jacobian(&mut self, rhs: &mut dyn OdeRhs, t: f64, y: &[f64]) {
+        self.jacobian_valid = true;
+        self.jacobian_fresh = true;
+        self.jacobian_stale = false;
+        self.lu_hg = 0.0;
+        let mut jacobian = std::mem::take(&mut self.jacobian);
+        self.closed_jacobian(rhs, t, y, &mut jacobian);
+        self.jacobian = jacobian;
+    }
+
+    /// Writes the closed block's Jacobian at `(t, y)` into `out`: the
+    /// right-hand side's own, or forward differences where it has none.
+    fn closed_jacobian(&mut self, rhs: &mut dyn OdeRhs, t: f64, y: &[f64], out: &mut [f64]) {
+        let c = self.closed;
+        self.stats.jacobians += 1;
+        if rhs.jacobian(t, &y[..c], out) {
+            return;
+        }
+        // Forward differences of the closed block's rates (base rate in
+        // `err`, the probe in `dz`, its rate in `f`: free at this point).
+        rhs.eval_closed(t, &y[..c], &mut self.err[..c]);
+        self.dz[..c].copy_from_slice(&y[..c]);
+        for (j, &yj) in y[..c].iter().enumerate() {
+            let delta = f64::EPSILON.sqrt() * yj.abs().max(self.atol / self.rtol).max(1e-8);
+            self.dz[j] = yj + delta;
+            rhs.eval_closed(t, &self.dz[..c], &mut self.f[..c]);
+            let column = &mut out[j * c..(j + 1) * c];
+            for (jr, (&f, &base)) in column.iter_mut().zip(self.f.iter().zip(&self.err)) {
+                *jr = (f - base) / delta;
+            }
+            self.dz[j] = yj;
+        }
+        self.counters.rhs_evaluations += c + 1;
+    }
+
+    /// Factorises `I - hg J`; false when it is singular.
+    fn factorise(&mut self, hg: f64) -> bool {
+        self.lu
+            .set_iteration_matrix(self.closed, &self.jacobian, hg);
+        self.stats.factorisations += 1;
+        let ok = self.lu.factor();
+        self.lu_hg = if ok { hg } else { 0.0 };
+        ok
+    }
+
+    /// Applies the factorised `(I - h gamma J)^{-1}` to `v` block by block
+    /// (the state's block and each sensitivity block after it).
+    fn solve_blocks(lu: &DenseLu, closed: usize, v: &mut [f64]) {
+        for block in v.chunks_exact_mut(closed) {
+            lu.solve(block);
+        }
+    }
+
+    /// The tolerance-scaled RMS norm of `v` against the state `y`.
+    fn scaled_norm(&self, v: &[f64], y: &[f64]) -> f64 {
+        let sum: f64 = v
+            .iter()
+            .zip(y)
+            .map(|(&v, &y)| {
+                let r = v / (self.atol + self.rtol * y.abs());
+                r * r
+            })
+            .sum();
+        (sum / v.len().max(1) as f64).sqrt()
+    }
+
+    /// One attempt of a step of size `h` from `(t, y)` into `y_new`, the
+    /// rates into `k` (block 0 must hold `F(t, y)`).
+    fn attempt(&mut self, rhs: &mut dyn OdeRhs, h: f64) -> Attempt {
+        let (n, c) = (self.dim, self.closed);
+        let tab = self.tableau;
+        let hg = h * tab.gamma;
+        if !self.jacobian_valid || self.jacobian_stale {
+            let (t, y) = (self.t, std::mem::take(&mut self.y));
+            self.evaluate_jacobian(rhs, t, &y);
+            self.y = y;
+        }
+        if (self.lu_hg == 0.0 || (hg / self.lu_hg - 1.0).abs() > REFACTOR_CHANGE)
+            && !self.factorise(hg)
+        {
+            return Attempt::NewtonFailed(false);
+        }
+        let s = tab.stages();
+        for i in 1..s {
+            let ti = self.t + tab.c[i] * h;
+            // W_i = y + h sum_{j<i} a_ij K_j over every component.
+            self.w.copy_from_slice(&self.y);
+            for (j, &a) in tab.a[i].iter().enumerate() {
+                if a != 0.0 {
+                    for (w, &kj) in self.w.iter_mut().zip(&self.k[j * n..(j + 1) * n]) {
+                        *w += h * a * kj;
+                    }
+                }
+            }
+            if let Some(failed) = self.newton(rhs, i, ti, hg) {
+                return Attempt::NewtonFailed(failed);
+            }
+            // K_i = (Y_i - W_i) / (h gamma) of the state.
+            for r in 0..c {
+                self.k[i * n + r] = (self.z[r] - self.w[r]) / hg;
+            }
+            if n > c {
+                // The sensitivities: (I - h gamma J(Y_i)) K = G(Y_i, W_i),
+                // exactly, with the Jacobian at the converged stage, in a
+                // factorisation of their own: the state's Newton iterates
+                // are those of a run without them, to the bit (the same
+                // steps, as the adjoint transposes).
+                let (z, mut jacobian) = (
+                    std::mem::take(&mut self.z),
+                    std::mem::take(&mut self.sens_jacobian),
+                );
+                self.closed_jacobian(rhs, ti, &z, &mut jacobian);
+                self.z = z;
+                self.sens_lu.set_iteration_matrix(c, &jacobian, hg);
+                self.sens_jacobian = jacobian;
+                self.stats.factorisations += 1;
+                if !self.sens_lu.factor() {
+                    return Attempt::NewtonFailed(false);
+                }
+                self.z[c..].copy_from_slice(&self.w[c..]);
+                rhs.eval(ti, &self.z, &mut self.f);
+                self.counters.rhs_evaluations += 1;
+                Self::solve_blocks(&self.sens_lu, c, &mut self.f[c..]);
+                self.k[i * n + c..(i + 1) * n].copy_from_slice(&self.f[c..]);
+            }
+        }
+        // Stiffly accurate: y_1 = Y_s.
+        let last = (s - 1) * n;
+        for r in 0..n {
+            self.y_new[r] = self.w[r] + hg * self.k[last + r];
+        }
+        self.y_new[..c].copy_from_slice(&self.z[..c]);
+        Attempt::Done
+    }
+
+    /// Simplified Newton on stage `i` at time `ti` with `h gamma = hg` (its
+    /// `W_i` in `self.w`; the factorised matrix may be of a nearby `hg`),
+    /// the state block into `self.z`; `None` when converged, else whether a
+    /// non-finite value stopped it.
+    fn newton(&mut self, rhs: &mut dyn OdeRhs, i: usize, ti: f64, hg: f64) -> Option<bool> {
+        let (n, c) = (self.dim, self.closed);
+        // Predictor: the previous stage's rate.
+        for r in 0..c {
+            self.z[r] = self.w[r] + hg * self.k[(i - 1) * n + r];
+        }
+        let mut previous = f64::INFINITY;
+        for iteration in 0..NEWTON_MAX_ITERATIONS {
+            self.stats.iterations += 1;
+            rhs.eval_closed(ti, &self.z[..c], &mut self.f[..c]);
+            self.counters.rhs_evaluations += 1;
+            for r in 0..c {
+                self.dz[r] = self.w[r] + hg * self.f[r] - self.z[r];
+            }
+            self.lu.solve(&mut self.dz[..c]);
+            for r in 0..c {
+                self.z[r] += self.dz[r];
+            }
+            let norm = self.scaled_norm(&self.dz[..c], &self.z[..c]);
+            if !norm.is_finite() {
+                return Some(true);
+            }
+            if norm == 0.0 {
+                return None;
+            }
+            if iteration > 0 {
+                let theta = norm / previous;
+                if theta > THETA_SLOW {
+                    self.jacobian_stale = true;
+                }
+                if theta >= THETA_DIVERGING {
+                    return Some(false);
+                }
+                if theta / (1.0 - theta) * norm <= NEWTON_KAPPA {
+                    return None;
+                }
+            }
+            previous = norm;
+        }
+        Some(false)
+    }
+
+    /// The scaled RMS norm of the filtered error estimate
+    /// `(I - h gamma J)^{-1} h sum_j e_j K_j` over the `controlled` leading
+    /// components, `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`.
+    fn error_norm(&mut self, h: f64, controlled: usize) -> f64 {
+        let n = self.dim;
+        self.err.iter_mut().for_each(|e| *e = 0.0);
+        for (j, &e) in self.tableau.error.iter().enumerate() {
+            if e != 0.0 {
+                for (acc, &kj) in self.err.iter_mut().zip(&self.k[j * n..(j + 1) * n]) {
+                    *acc += h * e * kj;
+                }
+            }
+        }
+        Self::solve_blocks(&self.lu, self.closed, &mut self.err);
+        let sum: f64 = (0..controlled)
+            .map(|r| {
+                let sc = self.atol + self.rtol * self.y[r].abs().max(self.y_new[r].abs());
+                (self.err[r] / sc).powi(2)
+            })
+            .sum();
+        (sum / controlled.max(1) as f64).sqrt()
+    }
+
+    /// A first step: a hundredth of the time the state takes to change by
+    /// its own scale at its initial rate, within the span.
+    fn initial_step(&self, span: f64) -> f64 {
+        let n = self.closed.max(1);
+        let d0 = self.scaled_norm(&self.y[..n], &self.y[..n]);
+        let d1 = self.scaled_norm(&self.k[..n], &self.y[..n]);
+        (0.01 * d0.max(1e-5) / d1.max(1e-5)).min(span.abs())
+    }
+
+    fn accept(&mut self, h: f64) {
+        self.h_taken = h;
+        std::mem::swap(&mut self.y_prev, &mut self.y);
+        std::mem::swap(&mut self.y, &mut self.y_new);
+        self.t_prev = self.t;
+        self.t += h;
+    }
+
+    /// One attempt at `h`, retried once with a fresh Jacobian when a stage
+    /// did not converge with an old one; `Some(non_finite)` when it still
+    /// failed.
+    fn attempt_with_refresh(&mut self, rhs: &mut dyn OdeRhs, h: f64) -> Option<bool> {
+        self.jacobian_fresh = false;
+        loop {
+            match self.attempt(rhs, h) {
+                Attempt::Done => return None,
+                Attempt::NewtonFailed(non_finite) => {
+                    self.stats.failures += 1;
+                    if self.jacobian_fresh || non_finite {
+                        self.jacobian_stale = true;
+                        return Some(non_finite);
+                    }
+                    self.jacobian_stale = true;
+                }
+            }
+        }
+    }
+}
+
+impl Stepper for ImplicitStepper {
+    fn name(&self) -> &str {
+        self.tableau.name
+    }
+
+    fn start(&mut self, rhs: &mut dyn OdeRhs, t: f64, y: &[f64]) -> Result<(), StepFailure> {
+        let n = y.len();
+        let mut closed = rhs.closed_dim().clamp(1, n.max(1));
+        if n % closed != 0 {
+            closed = n;
+        }
+        if n != self.dim || closed != self.closed {
+            self.dim = n;
+            self.closed = closed;
+            let s = self.tableau.stages();
+            for (buffer, len) in [
+                (&mut self.y_prev, n),
+                (&mut self.y, n),
+                (&mut self.y_new, n),
+                (&mut self.k, s * n),
+                (&mut self.w, n),
+                (&mut self.z, n),
+                (&mut self.f, n),
+                (&mut self.dz, n),
+                (&mut self.err, n),
+                (&mut self.jacobian, closed * closed),
+                (&mut self.sens_jacobian, closed * closed),
+            ] {
+                buffer.clear();
+                buffer.resize(len, 0.0);
+            }
+        }
+        self.y.copy_from_slice(y);
+        self.y_prev.copy_from_slice(y);
+        self.t = t;
+        self.t_prev = t;
+        // A new segment (a reset may have changed the mode): a new Jacobian.
+        self.jacobian_valid = false;
+        self.lu_hg = 0.0;
+        let (first, _) = self.k.split_at_mut(n);
+        rhs.eval(t, y, first);
+        self.counters.rhs_evaluations += 1;
+        if !first.iter().all(|v| v.is_finite()) {
+            return Err(StepFailure::NonFinite { time: t });
+        }
+        let s = self.tableau.stages();
+        self.k.copy_within(0..n, (s - 1) * n);
+        Ok(())
+    }
+
+    fn step(&mut self, rhs: &mut dyn OdeRhs, t_limit: f64) -> Result<(), StepFailure> {
+        let (n, s) = (self.dim, self.tableau.stages());
+        if self.t != self.t_prev {
+            // First same as last: the end rate starts the next step.
+            self.k.copy_within((s - 1) * n..s * n, 0);
+        }
+        let remaining = t_limit - self.t;
+        let min_step = min_step(self.t, t_limit);
+        if self.h_next <= 0.0 {
+            // No shorter than a step that can be taken at all.
+            self.h_next = self.initial_step(remaining).max(16.0 * min_step);
+        }
+        let controlled = rhs.controlled_dim().min(n);
+        let order = self.tableau.error_order();
+        let mut rejected_last = false;
+        loop {
+            let proposal = self.h_next.min(self.max_step);
+            let landing = proposal >= remaining;
+            let h = if landing { remaining } else { proposal };
+            if h < min_step && !landing {
+                return Err(StepFailure::Underflow {
+                    time: self.t,
+                    step: h,
+                    min_step,
+                });
+            }
+            if let Some(non_finite) = self.attempt_with_refresh(rhs, h) {
+                self.counters.rejected_steps += 1;
+                rejected_last = true;
+                self.h_next = h * NEWTON_SHRINK;
+                if self.h_next < min_step {
+                    if non_finite {
+                        return Err(StepFailure::NonFinite { time: self.t });
+                    }
+                    return Err(StepFailure::NewtonFailure {
+                        time: self.t,
+                        step: h,
+                    });
+                }
+                continue;
+            }
+            let err = self.error_norm(h, controlled);
+            let finite = err.is_finite() && self.y_new.iter().all(|v| v.is_finite());
+            if finite && err <= 1.0 {
+                let mut factor = if err == 0.0 {
+                    MAX_FACTOR
+                } else {
+                    step_factor(err, order, MAX_FACTOR)
+                };
+                if rejected_last {
+                    factor = factor.min(1.0);
+                }
+                if !landing {
+                    self.h_next = h * factor;
+                } else {
+                    self.h_next = self.h_next.max(h * factor);
+                }
+                self.accept(h);
+                if landing {
+                    self.t = t_limit;
+                }
+                return Ok(());
+            }
+            self.counters.rejected_steps += 1;
+            rejected_last = true;
+            self.h_next = if finite {
+                h * step_factor(err, order, 1.0)
+            } else {
+                h * NEWTON_SHRINK
+            };
+            if self.h_next < min_step {
+                if !finite {
+                    return Err(StepFailure::NonFinite { time: self.t });
+                }
+                return Err(StepFailure::Underflow {
+                    time: self.t,
+                    step: self.h_next,
+                    min_step,
+                });
+            }
+        }
+    }
+
+    fn truncate(&mut self, rhs: &mut dyn OdeRhs, t_new: f64) -> Result<(), StepFailure> {
+        std::mem::swap(&mut self.y_prev, &mut self.y);
+        self.t = self.t_prev;
+        let h = t_new - self.t;
+        if let Some(non_finite) = self.attempt_with_refresh(rhs, h) {
+            // Left at the step's start, as before it was taken.
+            self.t_prev = self.t;
+            self.y_prev.copy_from_slice(&self.y);
+            return Err(if non_finite {
+                StepFailure::NonFinite { time: self.t }
+            } else {
+                StepFailure::NewtonFailure {
+                    time: self.t,
+                    step: h,
+                }
+            });
+        }
+        if !self.y_new.iter().all(|v| v.is_finite()) {
+            return Err(StepFailure::NonFinite { time: t_new });
+        }
+        self.accept(h);
+        self.t = t_new;
+        Ok(())
+    }
+
+    fn time(&self) -> f64 {
+        self.t
+    }
+
+    fn state(&self) -> &[f64] {
+        &self.y
+    }
+
+    fn previous_time(&self) -> f64 {
+        self.t_prev
+    }
+
+    fn step_size(&self) -> f64 {
+        self.h_taken
+    }
+
+    fn previous_state(&self) -> &[f64] {
+        &self.y_prev
+    }
+
+    fn interpolate(&mut self, _rhs: &mut dyn OdeRhs, t: f64, out: &mut [f64]) {
+        let (n, s) = (self.dim, self.tableau.stages());
+        let h = self.t - self.t_prev;
+        if h == 0.0 {
+            let m = out.len();
+            out.copy_from_slice(&self.y[..m]);
+            return;
+        }
+        let theta = (t - self.t_prev) / h;
+        let theta1 = 1.0 - theta;
+        // Cubic Hermite through both ends and their rates.
+        let h00 = (1.0 + 2.0 * theta) * theta1 * theta1;
+        let h10 = theta * theta1 * theta1 * h;
+        let h01 = theta * theta * (3.0 - 2.0 * theta);
+        let h11 = -theta * theta * theta1 * h;
+        let end = (s - 1) * n;
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = h00 * self.y_prev[i] + h10 * self.k[i] + h01 * self.y[i] + h11 * self.k[end + i];
+        }
+    }
+
+    fn counters(&self) -> StepCounters {
+        self.counters
+    }
+
+    fn rewind(&mut self) -> bool {
+        self.t_prev = 0.0;
+        self.t = 0.0;
+        self.h_next = 0.0;
+        self.h_taken = 0.0;
+        self.jacobian_valid = false;
+        self.lu_hg = 0.0;
+        self.counters = StepCounters::default();
+        self.stats = NewtonStats::default();
+        true
+    }
+
+    fn step_rates(&self) -> Option<(&[f64], &[f64])> {
+        let (n, s) = (self.dim, self.tableau.stages());
+        (self.t != self.t_prev).then(|| (&self.k[..n], &self.k[(s - 1) * n..s * n]))
+    }
+}
+
+#[cfg(test)]
+#[path = "stepper_tests.rs"]
+mod tests;

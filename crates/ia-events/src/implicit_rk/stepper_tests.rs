@@ -1,0 +1,163 @@
+use super::*;
+use crate::implicit_rk::{KVAERNO3, KVAERNO5, TRBDF2};
+use crate::RkStepper;
+use rstest::rstest;
+
+/// `y' = A y`, `A = [[-1000, 999], [0, -1]]`: eigenvalues -1000 and -1.
+/// From `(1 + c, 1)` the solution is `(e^-t + c e^-1000t, e^-t)` (the
+/// matrix exponential of `A t` applied to the start).
+struct StiffLinear {
+    exact_jacobian: bool,
+}
+impl OdeRhs for StiffLinear {
+    fn dim(&self) -> usize {
+        2
+    }
+    fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+        dydt[0] = -1000.0 * y[0] + 999.0 * y[1];
+        dydt[1] = -y[1];
+    }
+    fn jacobian(&mut self, _t: f64, _y: &[f64], jacobian: &mut [f64]) -> bool {
+        if self.exact_jacobian {
+            jacobian.copy_from_slice(&[-1000.0, 0.0, 999.0, -1.0]);
+        }
+        self.exact_jacobian
+    }
+}
+
+fn exact(t: f64, c: f64) -> [f64; 2] {
+    [(-t).exp() + c * (-1000.0 * t).exp(), (-t).exp()]
+}
+
+/// `n` steps of size `1 / n` to `t = 1` from `(1, 1)`, each one attempt
+/// (no error control): the global error of the method.
+fn fixed_step_error(tableau: &'static EsdirkTableau, n: usize) -> f64 {
+    let mut stepper = ImplicitStepper::new(tableau, 1e-12, 1e-12, f64::INFINITY).unwrap();
+    let mut rhs = StiffLinear {
+        exact_jacobian: true,
+    };
+    stepper.start(&mut rhs, 0.0, &[1.0, 1.0]).unwrap();
+    let h = 1.0 / n as f64;
+    for _ in 0..n {
+        if stepper.t != stepper.t_prev {
+            let (dim, s) = (stepper.dim, tableau.stages());
+            stepper.k.copy_within((s - 1) * dim..s * dim, 0);
+        }
+        assert!(matches!(stepper.attempt(&mut rhs, h), Attempt::Done));
+        stepper.accept(h);
+    }
+    let want = exact(1.0, 0.0);
+    (stepper.y[0] - want[0])
+        .abs()
+        .max((stepper.y[1] - want[1]).abs())
+}
+
+#[rstest]
+#[case::trbdf2(&TRBDF2, 8)]
+#[case::kvaerno3(&KVAERNO3, 8)]
+#[case::kvaerno5(&KVAERNO5, 4)]
+fn each_method_converges_at_its_order_on_a_stiff_linear_flow(
+    #[case] tableau: &'static EsdirkTableau,
+    #[case] n: usize,
+) {
+    // Reference: the matrix exponential (closed form above). Steps of
+    // 1/8 are 125 times the stiff time scale, where an explicit method
+    // would blow up; the error still falls as h^p.
+    let order = (fixed_step_error(tableau, n) / fixed_step_error(tableau, 2 * n)).log2();
+    let p = f64::from(tableau.order);
+    assert!(
+        (p - 0.3..p + 0.6).contains(&order),
+        "{}: order {order}",
+        tableau.name
+    );
+}
+
+fn run(stepper: &mut dyn Stepper, rhs: &mut dyn OdeRhs, t_end: f64) -> usize {
+    stepper.start(rhs, 0.0, &[2.0, 1.0]).unwrap();
+    let mut steps = 0;
+    while stepper.time() < t_end {
+        stepper.step(rhs, t_end).unwrap();
+        steps += 1;
+    }
+    steps
+}
+
+#[rstest]
+fn adaptive_steps_meet_the_tolerance_in_far_fewer_steps_than_dopri5(
+    #[values(&TRBDF2, &KVAERNO3, &KVAERNO5)] tableau: &'static EsdirkTableau,
+    #[values(true, false)] exact_jacobian: bool,
+) {
+    // Reference: the closed form above, with the stiff transient
+    // (c = 1); DOPRI5 is held to steps of about 3.3 / 1000 by stability.
+    let tol = 1e-6;
+    let mut rhs = StiffLinear { exact_jacobian };
+    let mut stepper = ImplicitStepper::new(tableau, tol, tol, f64::INFINITY).unwrap();
+    let steps = run(&mut stepper, &mut rhs, 10.0);
+    let want = exact(10.0, 1.0);
+    for (got, want) in stepper.state().iter().zip(want) {
+        assert!((got - want).abs() < 20.0 * tol, "{got} vs {want}");
+    }
+    let explicit = run(&mut RkStepper::dopri5(tol, tol), &mut rhs, 10.0);
+    assert!(
+        10 * steps < explicit,
+        "{}: {steps} steps against {explicit}",
+        tableau.name
+    );
+    let stats = stepper.newton_stats();
+    assert!(stats.factorisations < steps, "{stats:?} over {steps} steps");
+}
+
+#[test]
+fn truncate_redoes_the_step_and_the_dense_output_follows_it() {
+    // Reference: the closed form; the step redone to end inside the last
+    // one ends on the solution there, and the Hermite extension in between
+    // follows the solution to third order of the step.
+    let mut rhs = StiffLinear {
+        exact_jacobian: true,
+    };
+    let mut stepper = ImplicitStepper::new(&KVAERNO5, 1e-10, 1e-10, f64::INFINITY).unwrap();
+    stepper.start(&mut rhs, 0.0, &[1.0, 1.0]).unwrap();
+    stepper.step(&mut rhs, 1.0).unwrap();
+    stepper.step(&mut rhs, 1.0).unwrap();
+    let (a, b) = (stepper.previous_time(), stepper.time());
+    let mut out = [0.0; 2];
+    stepper.interpolate(&mut rhs, 0.5 * (a + b), &mut out);
+    let h = b - a;
+    assert!(
+        (out[1] - exact(0.5 * (a + b), 0.0)[1]).abs() < h.powi(4),
+        "{out:?}"
+    );
+    let mid = a + 0.3 * h;
+    stepper.truncate(&mut rhs, mid).unwrap();
+    assert_eq!((stepper.previous_time(), stepper.time()), (a, mid));
+    assert!((stepper.state()[1] - exact(mid, 0.0)[1]).abs() < 1e-9);
+}
+
+/// `y' = 1e31 + y^2` from `y = 0`: the first implicit stage,
+/// `Y - h gamma Y^2 = h gamma 1e31`, has no real solution unless
+/// `4 (h gamma)^2 1e31 <= 1`, a step below the least representable one
+/// at `t = 0` (`8 eps`).
+struct NoSolution;
+impl OdeRhs for NoSolution {
+    fn dim(&self) -> usize {
+        1
+    }
+    fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+        dydt[0] = 1e31 + y[0] * y[0];
+    }
+    fn jacobian(&mut self, _t: f64, y: &[f64], jacobian: &mut [f64]) -> bool {
+        jacobian[0] = 2.0 * y[0];
+        true
+    }
+}
+
+#[test]
+fn a_newton_failure_no_step_cures_is_an_error_not_a_hang() {
+    let mut stepper = ImplicitStepper::new(&KVAERNO3, 1e-8, 1e-8, f64::INFINITY).unwrap();
+    stepper.start(&mut NoSolution, 0.0, &[0.0]).unwrap();
+    let err = stepper.step(&mut NoSolution, 1.0).unwrap_err();
+    assert!(
+        matches!(err, StepFailure::NewtonFailure { time, .. } if time == 0.0),
+        "{err:?}"
+    );
+}
