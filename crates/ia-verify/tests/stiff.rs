@@ -148,16 +148,29 @@ fn same_steps_gap(problem: &Problem<'_>, adjoint: &Sensitivities) -> f64 {
 /// agree to rounding (issue 28's target).
 const SAME_STEPS_TOL: f64 = 1e-10;
 
-/// Problems whose adjoint is further than [`SAME_STEPS_TOL`] from the
-/// forward pass on the same steps: a gap found by these tests and not
-/// closed yet (see [`heated_rod_adjoint_against_forward_on_the_same_steps`]).
-const KNOWN_SAME_STEPS_GAPS: &[&str] = &["heated_rod"];
+/// Where no step amplifies rounding, forward and adjoint on the same steps
+/// agree to this (measured: 8e-15 on the heated rod, DOPRI5 held stable).
+const STABLE_SAME_STEPS_TOL: f64 = 1e-12;
+
+/// Forward and adjoint on the same steps differ by at most this many
+/// rounding errors (`f64::EPSILON`, normwise relative) amplified by the
+/// steps ([`rod_rounding_amplification`]): they make different rounding
+/// errors, which the steps amplify alike. Measured on the heated rod at
+/// [`TOL`]: 0.008 (DOPRI5), 1.2 (DOP853), 0.14 (DOPRI5 held stable).
+const ROUNDING_AMPLIFIED: f64 = 4.0;
+
+/// Problems whose explicit steps are held by stability, where the steps
+/// amplify rounding: forward and adjoint on the same steps are held to
+/// [`ROUNDING_AMPLIFIED`] roundings amplified, not to [`SAME_STEPS_TOL`]
+/// (see [`heated_rod_adjoint_against_forward_on_the_same_steps`]).
+const STABILITY_HELD: &[&str] = &["heated_rod"];
 
 /// Runs `name` with every method, forward and adjoint, and checks each
 /// against the reference: state and event times within `STATE_TOL`, the
 /// forward pass's derivatives within `FORWARD_TOL` and the adjoint's within
 /// `ADJOINT_TOL` (normwise relative), and the adjoint against the forward
-/// pass on its steps within [`SAME_STEPS_TOL`].
+/// pass on its steps within [`SAME_STEPS_TOL`] (rounding amplified by the
+/// steps, for the problems in [`STABILITY_HELD`]).
 ///
 /// The two bounds differ on purpose: the forward pass's error control sees
 /// its sensitivities, the adjoint transposes steps chosen for the state
@@ -205,7 +218,12 @@ fn check_piecewise_linear(name: &str) {
         // agree to rounding (issue 28's target: 1e-10 relative).
         let transposed = same_steps_gap(&problem, &adjoint.unwrap());
         println!("{name} {method}: adjoint against forward on its steps {transposed:e}");
-        if transposed > SAME_STEPS_TOL && !KNOWN_SAME_STEPS_GAPS.contains(&name) {
+        let same_steps_tol = if STABILITY_HELD.contains(&name) {
+            ROUNDING_AMPLIFIED * f64::EPSILON * rod_rounding_amplification(&problem)
+        } else {
+            SAME_STEPS_TOL
+        };
+        if transposed > same_steps_tol {
             failures.push(format!(
                 "{method}: adjoint against forward on the same steps {transposed:e}"
             ));
@@ -337,28 +355,112 @@ fn dopri5_finds_a_finer_heated_rod_stiff() {
     }
 }
 
+/// Records the accepted steps of a run: start time and size.
+struct StepSizes(Vec<(f64, f64)>);
+
+impl ia_events::Observer for StepSizes {
+    fn step_taken(&mut self, _: ia_events::RunContext<'_>, _: usize, t0: f64, h: f64, _: &[f64]) {
+        self.0.push((t0, h));
+    }
+}
+
+/// How far rounding can take a tangent carried by the heated rod's steps
+/// under `problem`, in units of `f64::EPSILON`: the largest, over the
+/// eigenvalues `lambda` of the rod's Jacobian, of
+/// `sum_k T_k prod_{j > k} |R(h_j lambda)|`, where `T_k` sums the
+/// magnitudes of the terms step `k` adds up (its rounding) and `R` is the
+/// method's stability function (the growth of each later step). The rod's
+/// flow is `x' = A x + b`, with the same symmetric `A` in both modes
+/// (asserted), so each step multiplies a tangent by `R(h A)` and the
+/// eigenvalues of `A` are the growth rates of its components.
+fn rod_rounding_amplification(problem: &Problem<'_>) -> f64 {
+    let system = problem.system;
+    let n = system.state_dim();
+    let a_of = |mode: usize| {
+        let mut partials = ia_core::FlowPartials::zeros(n, system.param_dim());
+        system.modes()[mode].flow.partials(
+            0.0,
+            &problem.initial_state,
+            &problem.params,
+            &mut partials,
+        );
+        partials.x
+    };
+    let a = a_of(0);
+    assert_eq!(a, a.transpose(), "a symmetric Jacobian");
+    assert!((0..system.modes().len()).all(|mode| a_of(mode) == a));
+    let mut steps = StepSizes(Vec::new());
+    ia_events::run(problem, &mut ia_events::NoExtraState, &mut steps).unwrap();
+    let tableau = problem.solver.tableau().unwrap();
+    let (mut k, mut stages) = (vec![0.0; tableau.solution_stages()], vec![0.0]);
+    let mut worst = 1.0f64;
+    for &lambda in a.symmetric_eigen().eigenvalues.iter() {
+        // Walking back from the end: `growth` is the amplification from
+        // the end of step k to the end, `sum` adds step k's rounding (its
+        // terms' magnitudes) amplified by it.
+        let (mut growth, mut sum) = (1.0f64, 0.0f64);
+        for &(t0, h) in steps.0.iter().rev() {
+            let rate = &mut |_: f64, y: &[f64], out: &mut [f64]| out[0] = lambda * y[0];
+            tableau.stages(rate, t0, h, &[1.0], 0, &mut k, &mut stages);
+            let mut r = [0.0];
+            tableau.solution(h, &[1.0], &k, &mut r);
+            let terms: f64 = 1.0
+                + (0..k.len())
+                    .map(|i| {
+                        let weight = tableau.b[i].abs()
+                            + tableau
+                                .a
+                                .iter()
+                                .filter_map(|row| row.get(i))
+                                .map(|a| a.abs())
+                                .sum::<f64>();
+                        h * weight * k[i].abs()
+                    })
+                    .sum::<f64>();
+            sum += terms * growth;
+            growth *= r[0].abs();
+        }
+        worst = worst.max(sum);
+    }
+    worst
+}
+
 #[test]
-#[ignore = "fails: a gap between the adjoint and forward on the same steps, not closed yet"]
 fn heated_rod_adjoint_against_forward_on_the_same_steps() {
     // Reference: the forward pass on the adjoint's steps, its exact
-    // transpose (issue 28's target: 1e-10 relative). Found by these tests:
-    // on the six-cell heated rod with DOPRI5 at 1e-10 the two differ by
-    // 1.6e-9 normwise (1.9e-8 in d T3(T) / d beta of -12.2), at 1e-12 by
-    // 2e-10, though both runs take the same 994 steps and events, their
-    // final states equal to the bit. It is there without events too (over
-    // t in [0, 2], no switch: 1.3e-10 at 1e-10, 1.7e-9 at 1e-8, 2.6e-14 at
-    // 1e-6), for the initial-state columns as for the parameters', with 3
-    // cells (7e-11) but not 2 (3e-15), and not with RK4 (fixed steps) nor
-    // with DOPRI5 held below its stability boundary (`max_step` 1e-3, no
-    // rejected step: 8e-15); DOP853 is within 3.3e-11. It was there before
-    // the stiffness test (which changes no step). The relay, the drug model
-    // and the ball agree to 3e-12 or better. Both sides are within 1.3e-8 of
-    // the 50-digit reference.
+    // transpose: the two form the same product of step matrices, in
+    // opposite orders, so they agree to rounding, as the steps amplify it
+    // ([`rod_rounding_amplification`]).
+    //
+    // The rod is stiff (its Jacobian's eigenvalues reach -404 with six
+    // cells, beta = 1), and an explicit method's steps are held there by
+    // stability: the step controller lets the stiffest component grow
+    // (|R(h lambda)| > 1 on 116 of DOPRI5's 266 steps over t in [0, 2] at
+    // 1e-8) until its error estimate shrinks the step (the rejected steps),
+    // so a rounding error made in that component grows up to 1.9e7-fold on
+    // the way to the end, in the forward pass's sensitivities as in the
+    // adjoint's cotangents. The two make different rounding errors (one
+    // sums f_x S, the other f_x^T lambda), so they differ by that much:
+    // 1.6e-9 normwise on the six-cell rod with DOPRI5 at 1e-10 (the same
+    // 994 steps, final states equal to the bit), 3.3e-11 with DOP853.
+    // Neither side is wrong: over t in [0, 2] at 1e-8 the initial-state
+    // block formed a third way (by hand, column by column, on the same
+    // steps) lies 4e-9 from each (entries 0.0226), as far as they lie from
+    // each other. With two cells no step amplifies (3e-15); held below its
+    // stability boundary (`max_step` 1e-3: no step amplifies, none is
+    // rejected) DOPRI5's two sides agree to 3e-14 through every event: the
+    // transpose is exact, and is held to STABLE_SAME_STEPS_TOL there.
     let (model, reference) = problem_files("heated_rod");
     let spec = model.spec();
     let system = model.system();
-    let mut gaps = Vec::new();
-    for &(method, solver) in METHODS {
+    let mut failures = Vec::new();
+    let bounded = |tol: f64| SolverChoice::Dopri5 {
+        rtol: tol,
+        atol: tol,
+        max_step: Some(1e-3),
+    };
+    let cases: &[(&str, MethodAt)] = &[METHODS[0], METHODS[1], ("dopri5 held stable", bounded)];
+    for &(method, solver) in cases {
         let problem = Problem::new(
             &system,
             spec.default_state(),
@@ -370,9 +472,14 @@ fn heated_rod_adjoint_against_forward_on_the_same_steps() {
         .with_solver(solver(TOL));
         let adjoint = jacobian(&problem, Method::Adjoint).unwrap();
         let gap = same_steps_gap(&problem, &adjoint);
-        if gap > SAME_STEPS_TOL {
-            gaps.push(format!("{method}: {gap:e}"));
+        let amplification = rod_rounding_amplification(&problem);
+        let bound = (ROUNDING_AMPLIFIED * f64::EPSILON * amplification).max(STABLE_SAME_STEPS_TOL);
+        println!(
+            "heated_rod {method}: gap {gap:e}, amplification {amplification:e}, bound {bound:e}"
+        );
+        if gap > bound {
+            failures.push(format!("{method}: {gap:e} > {bound:e}"));
         }
     }
-    assert!(gaps.is_empty(), "{gaps:?}");
+    assert!(failures.is_empty(), "{failures:?}");
 }
