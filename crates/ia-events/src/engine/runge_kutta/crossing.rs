@@ -291,7 +291,10 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
         if self.guards.sides[k] * g > 0.0 {
             return false;
         }
-        g.abs() > self.guards.band(k, t_start)
+        // Zero itself is reached (vocabulary rule 1: "to zero or beyond"),
+        // unless it lies within the rounding band of the last event.
+        let band = self.guards.band(k, t_start);
+        (band == 0.0 || g.abs() > band)
             && self.system().transitions()[k]
                 .guard
                 .direction()

@@ -368,3 +368,61 @@ fn an_observation_within_rounding_of_the_start_is_the_start_state(#[case] solver
     assert_eq!(with.events, without.events);
     assert_eq!(with.final_state, without.final_state);
 }
+
+/// A clock guard `t - 1` that a step lands on exactly.
+struct Clock;
+impl GuardFn for Clock {
+    fn direction(&self) -> Direction {
+        Direction::Rising
+    }
+    fn value<S: Scalar>(&self, t: S, _x: &[S], _p: &[S]) -> S {
+        t - S::from(1.0)
+    }
+}
+struct Kick;
+impl ResetFn for Kick {
+    fn apply<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], a: &mut [S]) {
+        a[0] = x[0];
+        a[1] = x[1] + S::from(1.0);
+    }
+}
+
+#[test]
+fn a_guard_a_step_ends_exactly_on_fires_there() {
+    // Reference: the rule "from its side to zero or beyond" (vocabulary,
+    // rule 1). The observation at t = 1 ends a step exactly where the clock
+    // guard is zero; the kick fires at t = 1 (before the fix: no event at
+    // t = 1, then an event_location error on the next step, whose start
+    // value was zero). With no gravity the velocity is 0 then 1, so
+    // h(2) = 1 + 1.
+    let system = HybridSystem::builder(&["h", "v"], &["g", "e"])
+        .mode("flight", Autodiff(Fall))
+        .transition(
+            "kick",
+            FromMode("flight"),
+            ToMode("flight"),
+            Autodiff(Clock),
+            Autodiff(Kick),
+        )
+        .build()
+        .unwrap();
+    for solver in [
+        SolverChoice::dopri5(1e-10),
+        SolverChoice::Rk4 { dt: 0.25 },
+        SolverChoice::Dop853 {
+            rtol: 1e-10,
+            atol: 1e-10,
+            max_step: None,
+        },
+    ] {
+        let problem = Problem::new(&system, vec![1.0, 0.0], vec![0.0, E], 2.0)
+            .with_solver(solver.clone())
+            .with_observations(vec![1.0]);
+        let trajectory = simulate(&problem).unwrap();
+        assert_eq!(trajectory.event_times(), vec![1.0], "{solver:?}");
+        assert!(
+            (trajectory.final_state[0] - 2.0).abs() < 1e-12,
+            "{solver:?}"
+        );
+    }
+}
