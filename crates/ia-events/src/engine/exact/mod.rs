@@ -100,7 +100,7 @@ use crate::vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observe
 use ia_core::{Direction, EventRecord, HybridError, HybridSystem, Trajectory};
 use queue::CrossingQueue;
 use std::cmp::Ordering;
-use structure::{crossing_delay, pushed_over, Structure, NO_PAIR};
+use structure::{crossing_delay, pushed_over, Level, Structure, NO_PAIR};
 
 /// Why a system cannot be run by the exact solver, or `Ok` when it can:
 /// every mode's flow must declare [`Flow::decoupled_linear`](ia_core::Flow::decoupled_linear)
@@ -307,9 +307,13 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     }
 
     /// The rate of transition `k`'s guard in the current mode: that of its
-    /// threshold's entry, `a x + b` (`g_x` is 1 there).
+    /// threshold's entry, `a x + b` (`g_x` is 1 there), or 1 for a
+    /// threshold on time.
     fn guard_rate(&self, k: usize) -> f64 {
-        let i = self.structure.thresholds[k].state;
+        let i = match self.structure.thresholds[k] {
+            Level::State(threshold) => threshold.state,
+            Level::Time(_) => return 1.0,
+        };
         let (pair, slot) = self.structure.pair_of[self.mode][i];
         if pair != NO_PAIR {
             let pair = &self.structure.pairs[self.mode][pair];
@@ -321,8 +325,10 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     }
 
     fn guard_value(&self, k: usize) -> f64 {
-        let threshold = self.structure.thresholds[k];
-        self.x[threshold.state] - threshold.level
+        match self.structure.thresholds[k] {
+            Level::State(threshold) => self.x[threshold.state] - threshold.level,
+            Level::Time(level) => self.t - level,
+        }
     }
 
     /// Groups the components by their `a` in the current mode and predicts
@@ -361,9 +367,18 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     /// Replaces transition `k`'s predicted crossing by one from the
     /// current state.
     fn predict(&mut self, k: usize) {
-        let threshold = self.structure.thresholds[k];
-        let i = threshold.state;
         let direction = self.problem.system.transitions()[k].guard.direction();
+        let threshold = match self.structure.thresholds[k] {
+            Level::State(threshold) => threshold,
+            Level::Time(level) => {
+                // `g = t - level` rises at rate 1: it crosses once, at the
+                // level exactly, when that is ahead.
+                let fires = direction != Direction::Falling && level > self.t;
+                self.queue.set(k, fires.then_some(level));
+                return;
+            }
+        };
+        let i = threshold.state;
         let (pair, slot) = self.structure.pair_of[self.mode][i];
         if pair != NO_PAIR {
             let pair = &self.structure.pairs[self.mode][pair];
@@ -684,7 +699,10 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             for g in 0..self.structure.guards_on[self.mode][state].len() {
                 let j = self.structure.guards_on[self.mode][state][g];
                 let direction = system.transitions()[j].guard.direction();
-                let threshold = self.structure.thresholds[j];
+                // Only state thresholds are listed in `guards_on`.
+                let Level::State(threshold) = self.structure.thresholds[j] else {
+                    continue;
+                };
                 if threshold.state != state {
                     // The reset moved the other entry of the guard's pair:
                     // its entry did not jump, its course did.
