@@ -46,6 +46,9 @@
 //! Partials and the sensitivity fast paths are written by hand (checked
 //! against finite differences by the catalogue tests): every guard reads one
 //! entry and every reset writes its neuron and its targets only.
+//! The flow declares its neurons as linear pairs (`Flow::linear_blocks`)
+//! and the input guards their levels on time (`Guard::time_threshold`), so
+//! the exact event-driven solver (`"method": "exact"`) runs it too.
 //!
 //! ```
 //! use ia_models::{CubaLif, Model};

@@ -1,5 +1,6 @@
 //! The exact event-driven solver, for systems whose flows are decoupled
-//! and linear and whose guards are thresholds on one state entry: spiking
+//! and linear (or made of 2x2 linear pairs) and whose guards are thresholds
+//! on one state entry or on time: spiking
 //! networks of leaky integrate-and-fire neurons, thermostats, relaxation
 //! oscillators.
 //!
@@ -42,6 +43,12 @@
 //! entry of a pair predicts again the guards on both. The formulas are
 //! those of [`PairRates`] and [`first_crossing`] (and the method
 //! document's section on this solver).
+//!
+//! A guard that declares a threshold on time
+//! ([`Guard::time_threshold`](ia_core::Guard::time_threshold),
+//! `g = t - c`, such as an input spike) rises at rate 1: it is predicted
+//! once, when its mode is entered, at `t = c` exactly if that lies ahead,
+//! and no reset moves it.
 //!
 //! The event rules are every engine's ([`crate::vocabulary`]; what this
 //! solver needs of them is said there). After a reset only the guards on
@@ -105,8 +112,9 @@ use structure::{crossing_delay, pushed_over, Level, Structure, NO_PAIR};
 /// Why a system cannot be run by the exact solver, or `Ok` when it can:
 /// every mode's flow must declare [`Flow::decoupled_linear`](ia_core::Flow::decoupled_linear)
 /// or [`Flow::linear_blocks`](ia_core::Flow::linear_blocks) (pairs with
-/// real rates) and every guard a [`Threshold`](ia_core::Guard::threshold),
-/// at the parameters `params`.
+/// real rates) and every guard a [`Threshold`](ia_core::Guard::threshold)
+/// or a [time threshold](ia_core::Guard::time_threshold), at the parameters
+/// `params`.
 ///
 /// ```
 /// let ball = ia_models::by_name("ball2d-flat").unwrap();
