@@ -249,7 +249,8 @@ fn every_example_agrees_between_the_two_dormand_prince_pairs() {
 
 /// Reference: `dopri5` at 1e-12. `"solver": {"method": "exact"}` runs the
 /// exact event-driven solver: the example scenarios of the models it takes
-/// (`lif`, `lif-network`, `thermostat`) give the same events (transitions,
+/// (`lif`, `lif-network`, `thermostat`, and `cuba-lif`, whose neurons are
+/// linear pairs and whose inputs are thresholds on time) give the same events (transitions,
 /// cascade roots) and, within 1e-8, the same times, states and final
 /// state, with no steps taken, and forward `gradient` the same Jacobian
 /// within 1e-7; through the exact solver, `--method adjoint` gives the
@@ -261,7 +262,8 @@ fn the_exact_solver_runs_the_linear_threshold_models() {
     for file in example_files() {
         let text = std::fs::read_to_string(&file).expect("read");
         let mut v: Value = serde_json::from_str(&text).expect("JSON");
-        if !["lif", "lif-network", "thermostat"].contains(&v["model"].as_str().unwrap_or("")) {
+        let takes = ["lif", "lif-network", "thermostat", "cuba-lif"];
+        if !takes.contains(&v["model"].as_str().unwrap_or("")) {
             continue;
         }
         models.insert(v["model"].as_str().unwrap().to_string());
@@ -315,7 +317,7 @@ fn the_exact_solver_runs_the_linear_threshold_models() {
     }
     assert_eq!(
         models.len(),
-        3,
+        4,
         "an example of each model the exact solver takes"
     );
     let bad = r#"{"model": "lif", "t_end": 1, "solver": {"method": "exact", "rtol": 1e-9}}"#;

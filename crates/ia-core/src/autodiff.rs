@@ -91,6 +91,11 @@ pub trait GuardFn: Send + Sync {
     fn threshold(&self, _p: &[f64]) -> Option<Threshold> {
         None
     }
+    /// The threshold on time, as in [`Guard::time_threshold`]; `None` (the
+    /// default) means any other form.
+    fn time_threshold(&self, _p: &[f64]) -> Option<f64> {
+        None
+    }
 }
 
 /// A reset written once, generic over [`Scalar`]. Wrap in [`Autodiff`] to get a
@@ -261,6 +266,9 @@ impl<T: GuardFn> Guard for Autodiff<T> {
 
     fn threshold(&self, p: &[f64]) -> Option<Threshold> {
         self.0.threshold(p)
+    }
+    fn time_threshold(&self, p: &[f64]) -> Option<f64> {
+        self.0.time_threshold(p)
     }
 
     fn value(&self, t: f64, x: &[f64], p: &[f64]) -> f64 {

@@ -382,6 +382,32 @@ pub trait Guard: Send + Sync {
     fn threshold(&self, _p: &[f64]) -> Option<Threshold> {
         None
     }
+
+    /// Optional structure: when `g(t, x, p) = t - level(p)`, a threshold on
+    /// time (a guard that fires at a given instant, such as an input spike
+    /// at `t_in`), the level at these parameters; the exact event-driven
+    /// solver fires it at `t = level` exactly. The default, `None`, means
+    /// any other form. [`Guard::value`] must agree with it, and its
+    /// [`Guard::partials`] are `g_t = 1`, `g_p = -dlevel/dp`, `g_x = 0`.
+    ///
+    /// ```
+    /// use ia_core::{Direction, Guard, GuardPartials};
+    /// struct At;
+    /// impl Guard for At {
+    ///     fn direction(&self) -> Direction { Direction::Rising }
+    ///     fn value(&self, t: f64, _x: &[f64], p: &[f64]) -> f64 { t - p[0] }
+    ///     fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut GuardPartials) {
+    ///         out.t = 1.0;
+    ///         out.p[0] = -1.0;
+    ///     }
+    ///     fn time_threshold(&self, p: &[f64]) -> Option<f64> { Some(p[0]) }
+    /// }
+    /// assert_eq!(At.time_threshold(&[2.5]), Some(2.5));
+    /// assert_eq!(At.threshold(&[2.5]), None);
+    /// ```
+    fn time_threshold(&self, _p: &[f64]) -> Option<f64> {
+        None
+    }
 }
 
 /// The entries a guard reads: see [`Guard::support`].

@@ -46,6 +46,9 @@
 //! Partials and the sensitivity fast paths are written by hand (checked
 //! against finite differences by the catalogue tests): every guard reads one
 //! entry and every reset writes its neuron and its targets only.
+//! The flow declares its neurons as linear pairs (`Flow::linear_blocks`)
+//! and the input guards their levels on time (`Guard::time_threshold`), so
+//! the exact event-driven solver (`"method": "exact"`) runs it too.
 //!
 //! ```
 //! use ia_models::{CubaLif, Model};
@@ -64,7 +67,7 @@ use crate::size::Size;
 use crate::spec::{ModelSpec, Quantity, TransitionSpec};
 use ia_core::{
     Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, HybridError, HybridSystem,
-    Reset, ResetPartials, Support, Tangent, ToMode,
+    LinearBlocks, LinearPair, Reset, ResetPartials, Support, Tangent, ToMode,
 };
 
 /// Largest number of synapses (weights) accepted.
@@ -334,6 +337,24 @@ struct Synaptic {
 }
 
 impl Flow for Synaptic {
+    /// One [`LinearPair`] per neuron `m`: `[V, I]` at `(2m, 2m + 1)`,
+    /// `A = [[-1/tau_mem, 1/tau_mem], [0, -1/tau_syn]]`, `b = 0`.
+    fn linear_blocks(&self, p: &[f64], blocks: &mut LinearBlocks) -> bool {
+        let (tm, ts) = (p[TAU_MEM_P], p[TAU_SYN_P]);
+        blocks.a.fill(0.0);
+        blocks.b.fill(0.0);
+        blocks.pairs.clear();
+        blocks.pairs.extend((0..self.neurons).map(|m| {
+            let (v, i) = (2 * m, 2 * m + 1);
+            LinearPair::new(
+                [v, i],
+                [[-1.0 / tm, 1.0 / tm], [0.0, -1.0 / ts]],
+                [0.0, 0.0],
+            )
+        }));
+        true
+    }
+
     fn rate(&self, _t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
         let (tm, ts) = (p[TAU_MEM_P], p[TAU_SYN_P]);
         for (d, s) in dxdt.chunks_exact_mut(2).zip(x.chunks_exact(2)) {
@@ -450,6 +471,10 @@ impl Guard for At {
             states: &[],
             params: &self.time,
         })
+    }
+
+    fn time_threshold(&self, p: &[f64]) -> Option<f64> {
+        Some(p[self.time[0]])
     }
 }
 

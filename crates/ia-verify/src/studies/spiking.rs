@@ -11,6 +11,16 @@
 //! adjoint within [`AGREEMENT_TOLERANCE`] (the adjoint against forward
 //! sensitivities on the state's steps, [`Method::ForwardOnStateSteps`]:
 //! the same discretisation, so they agree to rounding).
+//!
+//! Each case runs with the exact event-driven solver too
+//! (`"method": "exact"`, [`SolverChoice::Exact`]: closed-form stretches of
+//! the neurons' linear pairs, input guards fired at their time
+//! thresholds): forward and adjoint against the same references under the
+//! same rules, forward against adjoint within [`EXACT_AGREEMENT`] (both
+//! are exact to rounding), and its spike times, final states and their
+//! derivatives against the default solver's (DOPRI5 at `1e-12`), event
+//! times and final states within [`STATE_TOLERANCE`], derivatives by the
+//! Jacobian rule.
 
 use crate::references::cuba_lif::{cuba_lif_references, CubaLifCase};
 use crate::studies::checks::{
@@ -18,10 +28,14 @@ use crate::studies::checks::{
 };
 use crate::studies::report::Row;
 use ia_adjoint::{jacobian, Method, Sensitivities};
-use ia_events::Problem;
+use ia_events::{Problem, SolverChoice};
 use ia_models::Model;
 
 const STUDY: &str = "cuba-lif";
+
+/// The exact solver's forward against its adjoint: largest error
+/// (relative, absolute below [`crate::studies::checks::FLOOR`]).
+pub const EXACT_AGREEMENT: f64 = 1e-10;
 
 /// The rows of every reference case; a case that cannot run is one failed
 /// row naming why.
@@ -56,43 +70,111 @@ fn case_rows(case: &CubaLifCase) -> Vec<Row> {
     }
     let on_steps = jacobian(&problem, Method::ForwardOnStateSteps);
     if let (Ok(forward), [_, adjoint]) = (&on_steps, &runs[..]) {
-        let same = forward.event_time_gradients.shape() == adjoint.event_time_gradients.shape();
-        let mut items: Vec<Compared> = Vec::new();
-        if same {
-            for (k, (f, a)) in forward
-                .final_jacobian
-                .iter()
-                .zip(adjoint.final_jacobian.iter())
-                .chain(
-                    forward
-                        .event_time_gradients
-                        .iter()
-                        .zip(adjoint.event_time_gradients.iter()),
-                )
-                .enumerate()
-            {
-                items.push(Compared::mixed(
-                    format!("entry {k}"),
-                    *f,
-                    *a,
-                    AGREEMENT_TOLERANCE,
-                ));
+        rows.push(agreement(
+            name,
+            "adjoint vs forward on its steps: d x(T)/d p and d t*/d p",
+            forward,
+            adjoint,
+            |k, f, a| Compared::mixed(format!("entry {k}"), f, a, AGREEMENT_TOLERANCE),
+        ));
+    }
+    let exact = problem.clone().with_solver(SolverChoice::Exact);
+    let mut exact_runs = Vec::new();
+    for (method, label) in [
+        (Method::Forward, "forward (exact)"),
+        (Method::Adjoint, "adjoint (exact)"),
+    ] {
+        match jacobian(&exact, method) {
+            Ok(sens) => {
+                rows.extend(against_reference(case, &sens, &system, label));
+                exact_runs.push(sens);
             }
+            Err(e) => rows.push(Row::failure(STUDY, name, format!("{label} Jacobian"), e)),
         }
-        rows.push(if same {
-            worst_row(
-                STUDY,
-                name,
-                "adjoint vs forward on its steps: d x(T)/d p and d t*/d p",
-                &items,
-            )
-        } else {
-            Row::failure(STUDY, name, "forward vs adjoint", "different event counts")
-        });
+    }
+    if let [forward, adjoint] = &exact_runs[..] {
+        rows.push(agreement(
+            name,
+            "exact: adjoint vs forward: d x(T)/d p and d t*/d p",
+            forward,
+            adjoint,
+            |k, f, a| Compared::mixed(format!("entry {k}"), f, a, EXACT_AGREEMENT),
+        ));
+    }
+    if let ([forward, _], [exact_forward, _]) = (&runs[..], &exact_runs[..]) {
+        rows.push(against_dopri5(name, exact_forward, forward));
     }
     rows
 }
 
+/// One row comparing two runs' final Jacobians and event-time gradients
+/// entry by entry under `rule`, or a failed row when their event counts
+/// differ.
+fn agreement(
+    name: &str,
+    quantity: &str,
+    a: &Sensitivities,
+    b: &Sensitivities,
+    rule: impl Fn(usize, f64, f64) -> Compared,
+) -> Row {
+    match derivative_items(a, b, rule) {
+        Some(items) => worst_row(STUDY, name, quantity, &items),
+        None => Row::failure(STUDY, name, quantity, "different event counts"),
+    }
+}
+
+/// The entries of two runs' final Jacobians and event-time gradients under
+/// `rule`, or `None` when their event counts differ.
+fn derivative_items(
+    a: &Sensitivities,
+    b: &Sensitivities,
+    rule: impl Fn(usize, f64, f64) -> Compared,
+) -> Option<Vec<Compared>> {
+    if a.event_time_gradients.shape() != b.event_time_gradients.shape() {
+        return None;
+    }
+    let pairs = a.final_jacobian.iter().zip(b.final_jacobian.iter()).chain(
+        a.event_time_gradients
+            .iter()
+            .zip(b.event_time_gradients.iter()),
+    );
+    Some(
+        pairs
+            .enumerate()
+            .map(|(k, (x, y))| rule(k, *x, *y))
+            .collect(),
+    )
+}
+
+/// The exact solver's forward run against DOPRI5's: event times and final
+/// states within [`STATE_TOLERANCE`], derivatives by the Jacobian rule.
+fn against_dopri5(name: &str, exact: &Sensitivities, dopri5: &Sensitivities) -> Row {
+    let quantity = "exact vs dopri5 (1e-12): t*, x(T) and their derivatives";
+    let (e, d) = (&exact.trajectory, &dopri5.trajectory);
+    let same = e.events.len() == d.events.len()
+        && e.events
+            .iter()
+            .zip(&d.events)
+            .all(|(a, b)| a.transition == b.transition);
+    let derivatives = derivative_items(exact, dopri5, |k, x, y| {
+        Compared::jacobian(format!("derivative entry {k}"), x, y)
+    });
+    let (true, Some(mut items)) = (same, derivatives) else {
+        return Row::failure(STUDY, name, quantity, "different event sequences");
+    };
+    for (k, (a, b)) in e.events.iter().zip(&d.events).enumerate() {
+        items.push(Compared::mixed(
+            format!("t{k}"),
+            a.time,
+            b.time,
+            STATE_TOLERANCE,
+        ));
+    }
+    for (i, (a, b)) in e.final_state.iter().zip(&d.final_state).enumerate() {
+        items.push(Compared::mixed(format!("x{i}(T)"), *a, *b, STATE_TOLERANCE));
+    }
+    worst_row(STUDY, name, quantity, &items)
+}
 /// The rows of one run against the case's reference.
 fn against_reference(
     case: &CubaLifCase,

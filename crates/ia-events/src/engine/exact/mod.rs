@@ -1,5 +1,6 @@
 //! The exact event-driven solver, for systems whose flows are decoupled
-//! and linear and whose guards are thresholds on one state entry: spiking
+//! and linear (or made of 2x2 linear pairs) and whose guards are thresholds
+//! on one state entry or on time: spiking
 //! networks of leaky integrate-and-fire neurons, thermostats, relaxation
 //! oscillators.
 //!
@@ -42,6 +43,12 @@
 //! entry of a pair predicts again the guards on both. The formulas are
 //! those of [`PairRates`] and [`first_crossing`] (and the method
 //! document's section on this solver).
+//!
+//! A guard that declares a threshold on time
+//! ([`Guard::time_threshold`](ia_core::Guard::time_threshold),
+//! `g = t - c`, such as an input spike) rises at rate 1: it is predicted
+//! once, when its mode is entered, at `t = c` exactly if that lies ahead,
+//! and no reset moves it.
 //!
 //! The event rules are every engine's ([`crate::vocabulary`]; what this
 //! solver needs of them is said there). After a reset only the guards on
@@ -100,13 +107,14 @@ use crate::vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observe
 use ia_core::{Direction, EventRecord, HybridError, HybridSystem, Trajectory};
 use queue::CrossingQueue;
 use std::cmp::Ordering;
-use structure::{crossing_delay, pushed_over, Structure, NO_PAIR};
+use structure::{crossing_delay, pushed_over, Level, Structure, NO_PAIR};
 
 /// Why a system cannot be run by the exact solver, or `Ok` when it can:
 /// every mode's flow must declare [`Flow::decoupled_linear`](ia_core::Flow::decoupled_linear)
 /// or [`Flow::linear_blocks`](ia_core::Flow::linear_blocks) (pairs with
-/// real rates) and every guard a [`Threshold`](ia_core::Guard::threshold),
-/// at the parameters `params`.
+/// real rates) and every guard a [`Threshold`](ia_core::Guard::threshold)
+/// or a [time threshold](ia_core::Guard::time_threshold), at the parameters
+/// `params`.
 ///
 /// ```
 /// let ball = ia_models::by_name("ball2d-flat").unwrap();
@@ -307,9 +315,13 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     }
 
     /// The rate of transition `k`'s guard in the current mode: that of its
-    /// threshold's entry, `a x + b` (`g_x` is 1 there).
+    /// threshold's entry, `a x + b` (`g_x` is 1 there), or 1 for a
+    /// threshold on time.
     fn guard_rate(&self, k: usize) -> f64 {
-        let i = self.structure.thresholds[k].state;
+        let i = match self.structure.thresholds[k] {
+            Level::State(threshold) => threshold.state,
+            Level::Time(_) => return 1.0,
+        };
         let (pair, slot) = self.structure.pair_of[self.mode][i];
         if pair != NO_PAIR {
             let pair = &self.structure.pairs[self.mode][pair];
@@ -321,8 +333,10 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     }
 
     fn guard_value(&self, k: usize) -> f64 {
-        let threshold = self.structure.thresholds[k];
-        self.x[threshold.state] - threshold.level
+        match self.structure.thresholds[k] {
+            Level::State(threshold) => self.x[threshold.state] - threshold.level,
+            Level::Time(level) => self.t - level,
+        }
     }
 
     /// Groups the components by their `a` in the current mode and predicts
@@ -361,9 +375,18 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     /// Replaces transition `k`'s predicted crossing by one from the
     /// current state.
     fn predict(&mut self, k: usize) {
-        let threshold = self.structure.thresholds[k];
-        let i = threshold.state;
         let direction = self.problem.system.transitions()[k].guard.direction();
+        let threshold = match self.structure.thresholds[k] {
+            Level::State(threshold) => threshold,
+            Level::Time(level) => {
+                // `g = t - level` rises at rate 1: it crosses once, at the
+                // level exactly, when that is ahead.
+                let fires = direction != Direction::Falling && level > self.t;
+                self.queue.set(k, fires.then_some(level));
+                return;
+            }
+        };
+        let i = threshold.state;
         let (pair, slot) = self.structure.pair_of[self.mode][i];
         if pair != NO_PAIR {
             let pair = &self.structure.pairs[self.mode][pair];
@@ -684,7 +707,10 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             for g in 0..self.structure.guards_on[self.mode][state].len() {
                 let j = self.structure.guards_on[self.mode][state][g];
                 let direction = system.transitions()[j].guard.direction();
-                let threshold = self.structure.thresholds[j];
+                // Only state thresholds are listed in `guards_on`.
+                let Level::State(threshold) = self.structure.thresholds[j] else {
+                    continue;
+                };
                 if threshold.state != state {
                     // The reset moved the other entry of the guard's pair:
                     // its entry did not jump, its course did.

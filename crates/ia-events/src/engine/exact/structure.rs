@@ -16,6 +16,17 @@ pub(super) struct Pair {
     pub(super) matrix: usize,
 }
 
+/// What a guard the exact solver runs on crosses: a threshold on one state
+/// entry ([`ia_core::Guard::threshold`]) or on time
+/// ([`ia_core::Guard::time_threshold`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Level {
+    /// `g = x_k - level`.
+    State(Threshold),
+    /// `g = t - level`.
+    Time(f64),
+}
+
 /// Marks an entry in no pair in [`Structure::pair_of`].
 pub(super) const NO_PAIR: usize = usize::MAX;
 
@@ -32,8 +43,8 @@ pub(super) struct Structure {
     /// Per mode and entry, its pair in `pairs` and slot (0 or 1), or
     /// ([`NO_PAIR`], 0).
     pub(super) pair_of: Vec<Vec<(usize, usize)>>,
-    /// The threshold of each transition.
-    pub(super) thresholds: Vec<Threshold>,
+    /// The level of each transition's guard.
+    pub(super) thresholds: Vec<Level>,
     /// Per mode and state entry, the transitions out of that mode whose
     /// guard reads that entry or the other entry of its pair.
     pub(super) guards_on: Vec<Vec<Vec<usize>>>,
@@ -149,9 +160,21 @@ impl Structure {
         let mut guards_on = vec![vec![Vec::new(); n]; modes.len()];
         let mut leaving = vec![Vec::new(); modes.len()];
         for (k, tr) in system.transitions().iter().enumerate() {
+            leaving[tr.from].push(k);
+            if let Some(level) = tr.guard.time_threshold(params) {
+                if !level.is_finite() {
+                    return Err(HybridError::invalid_num(
+                        format!("time threshold of the guard of '{}'", tr.name),
+                        level,
+                        "must be a finite time (the guard is t - level)",
+                    ));
+                }
+                thresholds.push(Level::Time(level));
+                continue;
+            }
             let threshold = tr.guard.threshold(params).ok_or_else(|| {
                 HybridError::Unsupported(format!(
-                    "the exact solver needs every guard to be a threshold on one state entry (x_k - level, Guard::threshold); the guard of '{}' declares none: use a Runge-Kutta solver (dopri5, dop853)",
+                    "the exact solver needs every guard to be a threshold on one state entry (x_k - level, Guard::threshold) or on time (t - level, Guard::time_threshold); the guard of '{}' declares neither: use a Runge-Kutta solver (dopri5, dop853)",
                     tr.name
                 ))
             })?;
@@ -171,8 +194,7 @@ impl Structure {
                 let other = pairs[tr.from][pair].entries[1 - slot];
                 guards_on[tr.from][other].push(k);
             }
-            leaving[tr.from].push(k);
-            thresholds.push(threshold);
+            thresholds.push(Level::State(threshold));
         }
         Ok(Self {
             a,
