@@ -346,7 +346,8 @@ impl ImplicitStepper {
             // converged as f64 can make it, and the contraction of two such
             // increments is rounding noise, not divergence (a stage whose
             // predictor is already exact, near a steady state).
-            if iteration > 0 && norm <= NEWTON_ROUNDING * self.scaled_norm(&self.z[..c], &self.z[..c])
+            if iteration > 0
+                && norm <= NEWTON_ROUNDING * self.scaled_norm(&self.z[..c], &self.z[..c])
             {
                 return None;
             }
