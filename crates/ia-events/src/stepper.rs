@@ -117,6 +117,14 @@ pub trait Stepper {
     }
     /// State at the start of the last step.
     fn previous_state(&self) -> &[f64];
+    /// Whether the dense output is of lower order than the step, so that an
+    /// event located on it lies off the step's solution by more than the
+    /// step's error: the engine then refines the event time on redone steps
+    /// ([`Stepper::truncate`]) until the guard vanishes at a step's end. The
+    /// default is `false` (the located time is kept).
+    fn refine_events_on_steps(&self) -> bool {
+        false
+    }
     /// Writes the dense output at `t` (within the last step) of the leading
     /// `out.len()` components. Steppers without a continuous extension may
     /// re-integrate from the step's start with `rhs`.

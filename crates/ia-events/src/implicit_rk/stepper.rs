@@ -18,6 +18,10 @@ pub const NEWTON_KAPPA: f64 = 1e-3;
 /// The most Newton iterations of one stage before the stage counts as not
 /// converging.
 pub const NEWTON_MAX_ITERATIONS: usize = 10;
+/// A Newton increment within this many roundings (`f64::EPSILON`) of the
+/// iterate, in the tolerance-scaled norm, counts as converged whatever its
+/// contraction: rounding noise, not an iteration that diverges.
+const NEWTON_ROUNDING: f64 = 16.0 * f64::EPSILON;
 /// A contraction rate above this counts as divergence.
 const THETA_DIVERGING: f64 = 0.9;
 /// A contraction rate above this marks the Jacobian for a refresh at the
@@ -338,6 +342,15 @@ impl ImplicitStepper {
             if norm == 0.0 {
                 return None;
             }
+            // An increment within rounding of the iterate: the stage is as
+            // converged as f64 can make it, and the contraction of two such
+            // increments is rounding noise, not divergence (a stage whose
+            // predictor is already exact, near a steady state).
+            if iteration > 0
+                && norm <= NEWTON_ROUNDING * self.scaled_norm(&self.z[..c], &self.z[..c])
+            {
+                return None;
+            }
             if iteration > 0 {
                 let theta = norm / previous;
                 if theta > THETA_SLOW {
@@ -592,6 +605,11 @@ impl Stepper for ImplicitStepper {
 
     fn previous_state(&self) -> &[f64] {
         &self.y_prev
+    }
+
+    /// The cubic Hermite dense output is of third order, below the step's.
+    fn refine_events_on_steps(&self) -> bool {
+        true
     }
 
     fn interpolate(&mut self, _rhs: &mut dyn OdeRhs, t: f64, out: &mut [f64]) {

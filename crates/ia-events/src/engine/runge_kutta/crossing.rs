@@ -35,6 +35,11 @@ const COARSE_SAMPLES: usize = 8;
 /// back past zero at the first sample.
 const BRACKET_DOUBLINGS: usize = 60;
 
+/// Newton iterations that move an event located on a lower-order dense
+/// output to the zero of its guard on redone steps
+/// ([`Run::refine_on_steps`]): each gains the step's order over the last.
+const REFINE_ITERATIONS: usize = 4;
+
 /// The fraction of a step by which the states at its ends are pushed along
 /// the flow to tell whether a guard heads towards zero or away from it.
 const DIP_PROBE: f64 = 1e-6;
@@ -44,6 +49,49 @@ const DIP_PROBE: f64 = 1e-6;
 const DIP_ITERATIONS: usize = 80;
 
 impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
+    /// Moves the end of the last step, redone to end at the event time
+    /// `t_event` located on the dense output, to where transition `k`'s
+    /// guard vanishes at the step's own end state, by Newton on the step's
+    /// end time (the guard's rate along the flow at the end state), redoing
+    /// the step to each new end; returns the event time. A dense output of
+    /// lower order than the step puts the located time off by its error;
+    /// the event's saltation assumes the guard is zero at the event state.
+    /// The end stays inside `(t_prev, t_new]`, the step first taken.
+    pub(super) fn refine_on_steps(
+        &mut self,
+        k: usize,
+        t_event: f64,
+        t_new: f64,
+    ) -> Result<f64, HybridError> {
+        let system = self.system();
+        let p = &self.problem.params;
+        let n = self.rhs.n;
+        let guard = &system.transitions()[k].guard;
+        let t_prev = self.stepper.previous_time();
+        let mut t = t_event;
+        for _ in 0..REFINE_ITERATIONS {
+            let x = &self.stepper.state()[..n];
+            let g = guard.value(t, x, p);
+            if g == 0.0 {
+                break;
+            }
+            let (crossing, _) = self.geometry.crossing(system, p, k, t, x);
+            let rate = crossing.guard_rate;
+            self.extra_rhs_evaluations += 1;
+            let next = t - g / rate;
+            if !(next.is_finite() && next > t_prev && next <= t_new)
+                || (next - t).abs() <= 4.0 * f64::EPSILON * t.abs().max(f64::MIN_POSITIVE)
+            {
+                break;
+            }
+            if let Err(f) = self.stepper.truncate(&mut self.rhs, next) {
+                return Err(self.step_failure(f));
+            }
+            t = next;
+        }
+        Ok(t)
+    }
+
     /// Finds the earliest transition whose guard crossed in `[t_prev, t_new]`.
     ///
     /// Only that one is located to the time tolerance: when several guards

@@ -279,11 +279,15 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     self.stop_back_on_side(t_back, k)?;
                     t = t_back;
                 }
-                Some(Found::Crossing(t_event, transition)) => {
+                Some(Found::Crossing(t_located, transition)) => {
+                    let mut t_event = t_located;
                     if t_event < t_new {
                         let failure = self.stepper.truncate(&mut self.rhs, t_event).err();
                         if let Some(f) = failure {
                             return Err(self.step_failure(f));
+                        }
+                        if self.stepper.refine_events_on_steps() {
+                            t_event = self.refine_on_steps(transition, t_event, t_new)?;
                         }
                     }
                     self.step_taken();
