@@ -177,13 +177,15 @@ const ROUNDING_AMPLIFIED: f64 = 4.0;
 /// (see [`heated_rod_adjoint_against_forward_on_the_same_steps`]).
 const STABILITY_HELD: &[&str] = &["heated_rod"];
 
-/// Bounds not met yet, by problem and method: the forward pass's
-/// event-time gradients are held to the measured value given instead of
-/// [`FORWARD_TOL`]. Kvaerno 5(4) on the ball: 1.63e-8 (its event times are
-/// within 3.2e-10, its adjoint's event-time gradients within 7.4e-9, the
-/// same before and after its events were refined on redone steps): not
-/// explained yet.
-const KNOWN_GAPS: &[(&str, &str, f64)] = &[("ball_kelvin_voigt", "kvaerno5", 2e-8)];
+/// A bound not met yet, by problem and method: the forward pass's
+/// event-time gradients, left out of [`check_piecewise_linear`] and held to
+/// [`FORWARD_TOL`] by the ignored test
+/// [`kvaerno5_forward_event_time_gradients_on_the_kelvin_voigt_ball`], which
+/// fails until the cause is found. Kvaerno 5(4) on the ball: 1.63e-8 (its
+/// event times are within 3.2e-10, its adjoint's event-time gradients within
+/// 7.4e-9, the same before and after its events were refined on redone
+/// steps): not explained yet.
+const KNOWN_GAPS: &[(&str, &str)] = &[("ball_kelvin_voigt", "kvaerno5")];
 
 /// Runs `name` with every method, forward and adjoint, and checks each
 /// against the reference: state and event times within `STATE_TOL`, the
@@ -227,9 +229,11 @@ fn check_piecewise_linear(name: &str) {
             if e.state > STATE_TOL || e.times > STATE_TOL {
                 failures.push(format!("{method} {sensitivity:?}: {e:?}"));
             }
-            let time_gradient_tol = match KNOWN_GAPS.iter().find(|g| (g.0, g.1) == (name, method)) {
-                Some(&(_, _, measured)) if sensitivity == Method::Forward => measured,
-                _ => derivative_tol,
+            let known_gap = sensitivity == Method::Forward && KNOWN_GAPS.contains(&(name, method));
+            let time_gradient_tol = if known_gap {
+                f64::INFINITY
+            } else {
+                derivative_tol
             };
             if e.jacobian > derivative_tol || e.time_gradients > time_gradient_tol {
                 failures.push(format!("{method} {sensitivity:?}: {e:?}"));
@@ -506,4 +510,26 @@ fn heated_rod_adjoint_against_forward_on_the_same_steps() {
         }
     }
     assert!(failures.is_empty(), "{failures:?}");
+}
+
+#[test]
+#[ignore = "known gap (issue 28): kvaerno5's forward event-time gradients on the Kelvin-Voigt ball are 1.63e-8 from the reference, above FORWARD_TOL; cause not found yet"]
+fn kvaerno5_forward_event_time_gradients_on_the_kelvin_voigt_ball() {
+    // Reference: the mpmath matrix-exponential reference of the ball
+    // (references/stiff/ball_kelvin_voigt.reference.json).
+    let (model, reference) = problem_files("ball_kelvin_voigt");
+    let spec = model.spec();
+    let system = model.system();
+    let problem = Problem::new(
+        &system,
+        spec.default_state(),
+        spec.default_params(),
+        reference["t_end"].as_f64().unwrap(),
+    )
+    .with_mode(reference["initial_mode"].as_str().unwrap())
+    .unwrap()
+    .with_solver(kvaerno5(TOL));
+    let run = jacobian(&problem, Method::Forward).unwrap();
+    let e = errors(&run, &model, &reference);
+    assert!(e.time_gradients <= FORWARD_TOL, "{e:?}");
 }
