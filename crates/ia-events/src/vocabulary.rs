@@ -27,7 +27,9 @@
 //!
 //! 1. **Detection.** After every accepted step, each guard of the current mode is
 //!    evaluated at the step's end. A transition fires when its guard went from the
-//!    side it was last seen on to zero or beyond, in its declared direction. A
+//!    side it was last seen on to zero or beyond, in its declared direction (zero
+//!    itself reached exactly at the end of the run is not an event: the run ends
+//!    first, in every engine). A
 //!    guard that crosses zero and back inside one step is found from its rate:
 //!    when it heads towards zero at the step's start and away from it at the
 //!    step's end (told by evaluating every guard on the two end states pushed

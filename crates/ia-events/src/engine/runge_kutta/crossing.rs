@@ -110,7 +110,10 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
             let g = self.checked_guard(k, t_new, &self.stepper.state()[..n])?;
             self.guards.start_values[k] = self.guards.values[k];
             self.guards.values[k] = g;
-            if self.crossed_from_side(k, t_prev, g) {
+            // Zero reached exactly at the end of the run is not an event:
+            // the run ends first (vocabulary, rule 1).
+            let ends_on_zero = g == 0.0 && t_new >= self.problem.t_end;
+            if !ends_on_zero && self.crossed_from_side(k, t_prev, g) {
                 self.guards.crossed.push(k);
             } else if g.abs() > self.guards.band(k, t_prev) && self.guards.sides[k] * g > 0.0 {
                 // On its side at both ends: it may have dipped past zero
