@@ -7,7 +7,10 @@ JAX arrays:
 * ``event_times`` (K): the first K event times, padded with ``inf``
   (``max_events`` defaults to 0: no event times);
 * ``event_count`` (integer): how many events the run had (it may exceed K);
-* ``observed`` (n_obs x n): the states at the ``observe`` times.
+* ``observed`` (n_obs x n): the states at the ``observe`` times;
+* ``first_times`` (F): the time each transition named in ``first`` (F
+  names, default none) first fires, ``inf`` when it does not fire in the
+  run (``first.<transition>.time`` of the library's losses).
 
 ``x0`` and ``params`` are arrays in the model's order (``model.state_names``,
 ``model.param_names``) or dicts by name, whole or partial (a missing name
@@ -56,7 +59,15 @@ as long as ``f`` and its pending backward passes: jitted code called after
 ``f`` is gone (a compiled executable kept alone) raises instead of
 running.
 
-Padded event times are constants: their derivatives are zero.
+Padded event times are constants: their derivatives are zero; so are
+``inf`` first firing times (a transition that does not fire), whose
+cotangents are not read (a NaN there does not spread into the gradient).
+
+Batches: ``jax.vmap`` of ``f`` over samples (per-sample parameters, say
+input spike times, with shared weights: ``in_axes=(None, {"t_in0": 0,
+..., "w_h0_in0": None, ...})``, or an array of parameters per sample) is
+one call of the library, its runs spread over the cores; the gradient
+with respect to the shared entries is summed over the batch.
 
 Example (a ball on flat ground, three impacts before ``t_end = 2``)::
 
@@ -101,6 +112,8 @@ class Outputs(NamedTuple):
     event_times: jax.Array
     event_count: jax.Array
     observed: jax.Array
+    #: Always an array in what ``f`` returns (empty without ``first``).
+    first_times: jax.Array = None
 
 
 _SECOND_ORDER = (
@@ -317,28 +330,50 @@ def library_error(error):
     return error
 
 
-def solver(model, t_end, *, observe=(), max_events=0, solver=None, mode=None):
+def solver(model, t_end, *, observe=(), max_events=0, first=(), solver=None, mode=None):
     """``f(x0, params) -> Outputs`` for the runs of ``model`` from ``t = 0``
     to ``t_end`` (see the module documentation). ``observe`` are the
     observation times, ``max_events`` the number K of event times returned
-    (default 0), ``solver`` and ``mode`` as in ``model.simulate``. The
+    (default 0), ``first`` the transitions whose first firing times are
+    returned (``outputs.first_times``; an unknown name raises
+    :class:`impact_adjoint.UnknownNameError` listing the valid ones),
+    ``solver`` and ``mode`` as in ``model.simulate``. The
     solver is the one the adjoint runs (an ``ode_solvers.*`` method runs as
     its built-in equivalent, as ``model.gradient`` does), so values and
     gradients come from the same steps. Options are checked here, with the
     messages of ``model.simulate``."""
     observe = [float(t) for t in np.asarray(observe, dtype=np.float64).reshape(-1)]
 
+    if isinstance(first, str):
+        first = (first,)
     core = JaxSolver(
-        model, t_end, observe=observe, max_events=max_events, solver=solver, mode=mode
+        model,
+        t_end,
+        observe=observe,
+        max_events=max_events,
+        first=first,
+        solver=solver,
+        mode=mode,
     )
     made_inside = _tracing()
     return _function(model, t_end, core, made_inside)
 
 
+def _split_times(out, max_events):
+    """``out`` with its time outputs (the library's: the first K event
+    times, then the first firing times) split into ``event_times`` and
+    ``first_times``."""
+    times = out.event_times
+    return out._replace(event_times=times[..., :max_events], first_times=times[..., max_events:])
+
+
 def _function(model, t_end, core, made_inside):
     """The JAX function of the prepared solver ``core`` (``made_inside`` a
-    traced function: pinned when staged, see ``_PINNED``)."""
+    traced function: pinned when staged, see ``_PINNED``). Its custom calls
+    return the time outputs whole (K event times, then the first firing
+    times); ``f`` splits them."""
     n, n_params, k, n_obs = core.sizes
+    max_events = k - core.first_count
     state_defaults = np.asarray(model.default_state, dtype=np.float64)
     param_defaults = np.asarray(model.default_params, dtype=np.float64)
 
@@ -347,10 +382,13 @@ def _function(model, t_end, core, made_inside):
     solver_id = np.uint64(core.ffi_id)
     calls = {}
 
-    def custom_calls(float_type):
+    def custom_calls(float_type, lead=()):
         """The two custom calls for results of ``float_type``: the run and
-        the adjoint pass (the tangent-linear pass is ``_tangent_p``)."""
-        if float_type not in calls:
+        the adjoint pass (the tangent-linear pass is ``_tangent_p``).
+        ``lead``: batch axes the adjoint pass's arguments carry themselves
+        (the transpose of a batched tangent pass, as in ``jax.grad`` of a
+        ``jax.vmap``-ed function), which its results carry too."""
+        if (float_type, lead) not in calls:
             count_type = jax.dtypes.canonicalize_dtype(jnp.int64)
             shapes = Outputs(
                 jax.ShapeDtypeStruct((n,), float_type),
@@ -360,18 +398,20 @@ def _function(model, t_end, core, made_inside):
             )
             # "broadcast_all": under jax.vmap every argument and result
             # carries the same leading batch axes, run as one batch.
-            calls[float_type] = (
-                jax.ffi.ffi_call(_OUTPUTS_TARGET, tuple(shapes), vmap_method="broadcast_all"),
+            calls[float_type, lead] = (
+                # The call's four results (``first_times`` is split from
+                # the time outputs afterwards, ``_split_times``).
+                jax.ffi.ffi_call(_OUTPUTS_TARGET, tuple(shapes)[:4], vmap_method="broadcast_all"),
                 jax.ffi.ffi_call(
                     _GRADIENT_TARGET,
                     (
-                        jax.ShapeDtypeStruct((n,), float_type),
-                        jax.ShapeDtypeStruct((n_params,), float_type),
+                        jax.ShapeDtypeStruct(lead + (n,), float_type),
+                        jax.ShapeDtypeStruct(lead + (n_params,), float_type),
                     ),
                     vmap_method="broadcast_all",
                 ),
             )
-        return calls[float_type]
+        return calls[float_type, lead]
 
     def outputs_now(x0, params, float_type):
         """The outputs of one run, computed now (a plain call)."""
@@ -401,7 +441,7 @@ def _function(model, t_end, core, made_inside):
     @_not_differentiable
     def adjoint_pass(x0, params, g_final, g_times, g_observed):
         """The cotangents of the inputs: one adjoint pass of the library."""
-        gradient_call = custom_calls(x0.dtype)[1]
+        gradient_call = custom_calls(x0.dtype, tuple(x0.shape[:-1]))[1]
         # The id read from ``core`` here: the closure keeps the solver
         # alive until the backward pass of an eager jax.grad, even when
         # ``f`` itself is gone by then.
@@ -435,8 +475,8 @@ def _function(model, t_end, core, made_inside):
         if not any(isinstance(a, jax.core.Tracer) for a in (x0, params)):
             # A plain call (no transformation): the library directly, so that
             # a failure raises its own exception class, not JAX's wrapper.
-            return outputs_now(x0, params, float_type)
-        return run(x0, params)
+            return _split_times(outputs_now(x0, params, float_type), max_events)
+        return _split_times(run(x0, params), max_events)
 
     def statistics():
         """How many passes of each kind this solver has made: ``runs``

@@ -36,8 +36,8 @@ tasks:
                                  any failed check. --quick: the CI subset.
   test [--python]                cargo test --workspace, then the Python tests:
                                  a venv under target/ (maturin, numpy, jax,
-                                 dask, pytest from the package index), the wheel
-                                 built and installed, pytest python/tests.
+                                 dask, optax, pytest from the package index), the
+                                 wheel built and installed, pytest python/tests.
                                  --python: the Python half only.
   help                           this text";
 

@@ -5,7 +5,7 @@
 //! 2. `cargo build -p ia-cli`: the command line, whose messages the Python
 //!    exceptions must repeat (the tests run it);
 //! 3. a virtual environment `py-venv` under the target directory with
-//!    maturin, numpy, jax, dask and pytest from the package index (made
+//!    maturin, numpy, jax, dask, optax and pytest from the package index (made
 //!    once, the packages installed when missing; delete it to refresh);
 //! 4. the wheel (`pyproject.toml`: the crate `crates/ia-py` and the Python
 //!    half `python/impact_adjoint`) built by `maturin build --release` and
@@ -24,6 +24,7 @@ const PYTHON_PACKAGES: &[&str] = &[
     "numpy",
     "jax",
     "dask[distributed]",
+    "optax",
     "pytest",
 ];
 

@@ -5,7 +5,9 @@
 //!
 //! * [`OUTPUTS_TARGET`]: arguments `x0 (..., n)`, `params (..., n_params)`;
 //!   results final states `(..., n)`, event times `(..., K)`, event counts
-//!   `(...)` (int64), observed states `(..., n_obs, n)`;
+//!   `(...)` (int64), observed states `(..., n_obs, n)`; `K` counts every
+//!   time output, the first event times and then the first firing times of
+//!   named transitions (`crate::times`);
 //! * [`GRADIENT_TARGET`]: arguments `x0`, `params` and the cotangents
 //!   `(..., n)`, `(..., K)`, `(..., n_obs, n)`; results the gradients
 //!   `(..., n)` and `(..., n_params)`.

@@ -16,6 +16,7 @@
 use crate::errors::{invalid, library, to_py};
 use crate::model::{Model, RunOptions};
 use crate::tapes::{self, TapeStore};
+use crate::times::TimeOutputs;
 use ia_adjoint::batch::Batch;
 use ia_adjoint::TapedRun;
 use ia_adjoint::{Loss, LossSeeds, Problem};
@@ -65,11 +66,15 @@ impl Drop for JaxSolver {
 /// The loss whose gradient is the vector-Jacobian product of the outputs
 /// with the cotangents: the seeds are the cotangents themselves (the loss is
 /// linear in the outputs). Event `k` at or past `K` is not an output and
-/// gets no seed; neither does a padding entry.
+/// gets no seed; neither does a padding entry, nor a first firing time that
+/// is `inf` (the transition did not fire).
 struct Cotangents<'a> {
     /// The state names, for the error naming a non-finite cotangent.
     state_names: &'a [String],
+    /// Which event each time output reads.
+    times: &'a TimeOutputs,
     final_state: &'a [f64],
+    /// One per time output ([`TimeOutputs`]).
     event_times: &'a [f64],
     /// `n_obs x n`, row-major.
     observations: &'a [f64],
@@ -81,7 +86,6 @@ impl Loss for Cotangents<'_> {
     fn check_run(&self, trajectory: &Trajectory) -> Result<(), HybridError> {
         let n = trajectory.final_state.len();
         let names = self.state_names;
-        let events = trajectory.events.len().min(self.event_times.len());
         let observed = trajectory.observations.len() * n;
         let time = trajectory.final_time;
         HybridError::check_finite(
@@ -90,12 +94,7 @@ impl Loss for Cotangents<'_> {
             self.final_state,
             time,
         )?;
-        HybridError::check_finite(
-            "cotangent of event time",
-            &[],
-            &self.event_times[..events],
-            time,
-        )?;
+        self.times.check_cotangents(self.event_times, trajectory)?;
         HybridError::check_finite(
             "cotangent of the observed states",
             &[],
@@ -118,14 +117,13 @@ impl Loss for Cotangents<'_> {
             seed.copy_from_slice(weights);
             value += dot(weights, &observed.state);
         }
-        for ((seed, event), &w) in seeds
-            .event_times
-            .iter_mut()
-            .zip(&trajectory.events)
-            .zip(self.event_times)
-        {
-            *seed = w;
-            value += w * event.time;
+        // `+=`: an event may be read by two outputs (the k-th event time
+        // and a first firing time).
+        for (slot, &w) in self.times.slots(trajectory).zip(self.event_times) {
+            if let Some(e) = slot {
+                seeds.event_times[e] += w;
+                value += w * trajectory.events[e].time;
+            }
         }
         value
     }
@@ -138,7 +136,8 @@ pub(crate) struct Sizes {
     pub n: usize,
     /// Number of parameters.
     pub n_params: usize,
-    /// Number of event times returned (`K`).
+    /// Number of time outputs: the `K` event times, then the first firing
+    /// times of the transitions named in `first` ([`TimeOutputs`]).
     pub k: usize,
     /// Number of observation times.
     pub n_obs: usize,
@@ -181,7 +180,9 @@ pub(crate) struct CotangentsIn<'a> {
 /// the FFI handlers run it on XLA's threads without the GIL.
 pub(crate) struct SolverCore {
     scenario: Scenario,
-    max_events: usize,
+    /// The time outputs: the first `K` event times and the first firing
+    /// times of named transitions.
+    times: TimeOutputs,
     /// The buffers of single runs, kept from one call to the next.
     workspace: Mutex<ia_adjoint::Workspace>,
     /// The taped runs of differentiated forward calls, for their backward
@@ -254,7 +255,7 @@ impl SolverCore {
         Sizes {
             n: self.scenario.spec.states.len(),
             n_params: self.scenario.spec.params.len(),
-            k: self.max_events,
+            k: self.times.len(),
             n_obs: self.scenario.observe.len(),
         }
     }
@@ -372,9 +373,8 @@ impl SolverCore {
         self.check_observed(trajectory)?;
         out.final_state[b * n..(b + 1) * n].copy_from_slice(&trajectory.final_state);
         let times = &mut out.event_times[b * k..(b + 1) * k];
-        times.fill(f64::INFINITY);
-        for (slot, event) in times.iter_mut().zip(&trajectory.events) {
-            *slot = event.time;
+        for (time, slot) in times.iter_mut().zip(self.times.slots(trajectory)) {
+            *time = slot.map_or(f64::INFINITY, |e| trajectory.events[e].time);
         }
         out.counts[b] = i64::try_from(trajectory.stats.events).unwrap_or(i64::MAX);
         for (row, o) in out.observed[b * n_obs * n..(b + 1) * n_obs * n]
@@ -450,6 +450,7 @@ impl SolverCore {
         let losses: Vec<Cotangents<'_>> = (0..batch)
             .map(|b| Cotangents {
                 state_names: self.scenario.system.state_names(),
+                times: &self.times,
                 final_state: &input.final_state[b * n..(b + 1) * n],
                 event_times: &input.event_times[b * k..(b + 1) * k],
                 observations: &input.observed[b * n_obs * n..(b + 1) * n_obs * n],
@@ -631,7 +632,7 @@ impl SolverCore {
         let mut column = vec![0.0; width];
         for (item, (&[_, _, tx, tp], &point)) in input.items.iter().zip(&point_of).enumerate() {
             let sens = &sens[point];
-            let events = sens.event_time_gradients.nrows().min(k);
+            let rows = sens.event_time_gradients.nrows();
             for c in 0..m {
                 let (tx, tp, row) = (tx * m + c, tp * m + c, item * m + c);
                 column[..n].copy_from_slice(&input.x0_tangents[tx * n..(tx + 1) * n]);
@@ -646,14 +647,13 @@ impl SolverCore {
                 {
                     *slot = apply(&sens.final_jacobian, i);
                 }
-                for (e, slot) in out.event_times[row * k..(row + 1) * k]
+                for (slot, event) in out.event_times[row * k..(row + 1) * k]
                     .iter_mut()
-                    .enumerate()
+                    .zip(self.times.slots(&sens.trajectory))
                 {
-                    *slot = if e < events {
-                        apply(&sens.event_time_gradients, e)
-                    } else {
-                        0.0
+                    *slot = match event {
+                        Some(e) if e < rows => apply(&sens.event_time_gradients, e),
+                        _ => 0.0,
                     };
                 }
                 let observed = &mut out.observed[row * n_obs * n..(row + 1) * n_obs * n];
@@ -674,6 +674,15 @@ impl SolverCore {
         }
         Ok(())
     }
+}
+
+/// The error of a `first` that is not a list of transition names.
+fn first_refused(first: &Bound<'_, PyAny>) -> PyErr {
+    library(HybridError::invalid(
+        "first",
+        crate::convert::describe(first),
+        "must be a list of transition names, like [\"spike_o0\", \"spike_o1\"]: the first firing time of each is an output",
+    ))
 }
 
 /// The rows of a `B x width` array, checked.
@@ -697,14 +706,17 @@ impl JaxSolver {
     /// solver=solver, observe=observe)` with their first `max_events` event
     /// times. The solver is the one the adjoint runs (the built-in equivalent
     /// of an `ode_solvers.*` method), so that values and gradients come from
-    /// the same steps.
+    /// the same steps. `first` names transitions whose first firing times
+    /// follow the event times among the time outputs ([`TimeOutputs`]).
     #[new]
-    #[pyo3(signature = (model, t_end, *, observe=None, max_events, solver=None, mode=None))]
+    #[pyo3(signature = (model, t_end, *, observe=None, max_events, first=None, solver=None, mode=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         model: &Model,
         t_end: &Bound<'_, PyAny>,
         observe: Option<&Bound<'_, PyAny>>,
         max_events: &Bound<'_, PyAny>,
+        first: Option<&Bound<'_, PyAny>>,
         solver: Option<&Bound<'_, PyAny>>,
         mode: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
@@ -730,12 +742,20 @@ impl JaxSolver {
             ..RunOptions::default()
         })?;
         scenario.solver = ia_scenario::adjoint_solver(&scenario.solver);
+        let first: Vec<String> = match first.filter(|v| !v.is_none()) {
+            None => Vec::new(),
+            Some(v) if v.is_instance_of::<pyo3::types::PyString>() => {
+                return Err(first_refused(v));
+            }
+            Some(v) => v.extract().map_err(|_| first_refused(v))?,
+        };
+        let times = TimeOutputs::new(max_events, &first, &scenario.system).map_err(library)?;
         let core = Arc::new(SolverCore {
             workspace: Mutex::new(ia_adjoint::Workspace::new()),
             tapes: Mutex::new(TapeStore::default()),
             counts: Counts::default(),
             scenario,
-            max_events,
+            times,
         });
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         REGISTRY
@@ -783,7 +803,16 @@ impl JaxSolver {
         Ok(dict)
     }
 
-    /// `(n, n_params, K, n_obs)`: the sizes of the inputs and outputs.
+    /// `F`: how many of the time outputs (the last ones) are first firing
+    /// times of named transitions.
+    #[getter]
+    fn first_count(&self) -> usize {
+        self.core.times.first_count()
+    }
+
+    /// `(n, n_params, K, n_obs)`: the sizes of the inputs and outputs
+    /// (`K` counts every time output: event times and first firing
+    /// times).
     #[getter]
     fn sizes(&self) -> (usize, usize, usize, usize) {
         let Sizes {

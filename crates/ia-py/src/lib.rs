@@ -20,6 +20,7 @@ mod jax;
 mod model;
 mod results;
 mod tapes;
+mod times;
 
 use pyo3::prelude::*;
 
