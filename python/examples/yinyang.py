@@ -28,8 +28,10 @@ Run: ``python python/examples/yinyang.py --epochs 100 --json`` (needs the
 ``examples`` extra: ``pip install "impact_adjoint[examples]"``, which
 brings jax and optax). Flags: ``--hidden`` (200), ``--epochs`` (100),
 ``--seed`` (weights and shuffling, 0), ``--test-seed`` (40),
-``--train-size`` (5000), ``--test-size`` (1000), ``--json`` (one JSON
-object at the end: ``test_accuracy``, ``seconds_per_epoch``, ``history``).
+``--train-size`` (5000), ``--test-size`` (1000), ``--validation-size``
+(1000), ``--learning-rate`` (5e-3, the paper's), ``--json`` (one JSON
+object at the end on stdout: ``test_accuracy``, ``seconds_per_epoch``,
+``history``; the progress goes to stderr).
 """
 
 import argparse
@@ -178,9 +180,10 @@ def loss_and_correct(first, labels):
 
 
 def train(hidden=200, epochs=100, seed=0, test_seed=40, train_size=5000, test_size=1000,
-          validation_size=1000, report=None):
+          validation_size=1000, learning_rate=LEARNING_RATE, report=None):
     """Trains and tests; returns the JSON record (``test_accuracy``,
-    ``seconds_per_epoch``, ``history``)."""
+    ``seconds_per_epoch``, ``history``). ``learning_rate`` is Adam's
+    initial rate (the paper's by default)."""
     x_train, y_train = yinyang(train_size, 42)
     x_val, y_val = yinyang(validation_size, 41)
     x_test, y_test = yinyang(test_size, test_seed)
@@ -190,7 +193,7 @@ def train(hidden=200, epochs=100, seed=0, test_seed=40, train_size=5000, test_si
     weights = net.init(seed)
     steps_per_epoch = train_size // BATCH
     schedule = optax.exponential_decay(
-        LEARNING_RATE, transition_steps=max(steps_per_epoch, 1), decay_rate=DECAY_PER_EPOCH,
+        learning_rate, transition_steps=max(steps_per_epoch, 1), decay_rate=DECAY_PER_EPOCH,
         staircase=True,
     )
     optimiser = optax.adam(schedule, b1=0.9, b2=0.999, eps=1e-8)
@@ -248,6 +251,7 @@ def train(hidden=200, epochs=100, seed=0, test_seed=40, train_size=5000, test_si
         "seed": seed,
         "test_seed": test_seed,
         "train_size": train_size,
+        "learning_rate": learning_rate,
         "test_accuracy": accuracy(weights, t_test, y_test),
         "seconds_per_epoch": train_seconds / epochs if epochs else None,
         "history": history,
@@ -262,17 +266,25 @@ def main(argv=None):
     parser.add_argument("--test-seed", type=int, default=40, help="seed of the test set (40)")
     parser.add_argument("--train-size", type=int, default=5000, help="training samples (5000)")
     parser.add_argument("--test-size", type=int, default=1000, help="test samples (1000)")
+    parser.add_argument(
+        "--validation-size", type=int, default=1000, help="validation samples (1000)"
+    )
+    parser.add_argument(
+        "--learning-rate", type=float, default=LEARNING_RATE,
+        help=f"Adam's initial rate ({LEARNING_RATE}, the paper's)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object at the end")
     args = parser.parse_args(argv)
 
     def report(record):
-        if not args.json:
-            print(
-                f"epoch {record['epoch']:3d}  loss {record['loss']:.4f}  "
-                f"train {record['train_accuracy']:.3f}  validation "
-                f"{record['validation_accuracy']:.3f}  {record['seconds']:.1f} s",
-                flush=True,
-            )
+        # Progress; with --json on stderr, so that stdout is the one object.
+        print(
+            f"epoch {record['epoch']:3d}  loss {record['loss']:.4f}  "
+            f"train {record['train_accuracy']:.3f}  validation "
+            f"{record['validation_accuracy']:.3f}  {record['seconds']:.1f} s",
+            file=sys.stderr if args.json else sys.stdout,
+            flush=True,
+        )
 
     result = train(
         hidden=args.hidden,
@@ -281,6 +293,8 @@ def main(argv=None):
         test_seed=args.test_seed,
         train_size=args.train_size,
         test_size=args.test_size,
+        validation_size=args.validation_size,
+        learning_rate=args.learning_rate,
         report=report,
     )
     if args.json:
