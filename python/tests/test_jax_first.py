@@ -153,3 +153,20 @@ def test_vmap_over_samples_with_shared_weights(net):
     axes = {name: (0 if name.startswith("t_in") else None) for name in params}
     out = jax.vmap(f, in_axes=(None, axes))(None, params)
     np.testing.assert_array_equal(out.first_times[:, 0], batch)
+
+
+@pytest.mark.xfail(strict=True, raises=ia.ZenoError, reason=(
+    "known gap: the Zeno rule (event rule 8) reads the gaps between all events, so four "
+    "hidden neurons firing once each, 0.5 us apart with shrinking gaps, are refused as an "
+    "accumulation; python/examples/yinyang.py meets it about once in 10^4 samples"))
+def test_distinct_neurons_firing_close_together_are_not_zeno():
+    """Four hidden neurons driven by one input, weights a hair apart: each
+    fires once, at 5.1149, 5.1153, 5.1155 and 5.1156 ms. No event
+    accumulates (every neuron fires once), so the run must succeed."""
+    net = ia.Model.ready("cuba-lif", size=[1, 4, 1])
+    a = 5e-4
+    weights = [8.0 + 1.75 * a, 8.0 + 0.75 * a, 8.0 + 0.25 * a, 8.0]
+    params = {"t_in0": 1.0, **{f"w_h{j}_in0": w for j, w in enumerate(weights)}}
+    params.update({f"w_o0_h{j}": 0.1 for j in range(4)})
+    run = net.simulate(None, params, T_END, solver="exact")
+    assert run.event_transitions.count("input0") == 1 and len(run.event_times) == 5
