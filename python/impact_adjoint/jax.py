@@ -44,8 +44,11 @@ class (:class:`impact_adjoint.InvalidOptionError`, ...). Under
 ``jax.jit`` the run happens inside XLA, which raises
 ``jax.errors.JaxRuntimeError``; its message is XLA's status code, then the
 library's kind and message (``INVALID_ARGUMENT: invalid_option: invalid
-parameter 'e' = 1.5: ...``), and
-:func:`library_error` turns it into the library's exception.
+parameter 'e' = 1.5: ...``): XLA formats every handler error as
+``<STATUS CODE>: <message>``, whichever of its codes the handler gives
+(see docs/jax.md), so the kind cannot come first. :func:`library_error`
+turns it into the library's exception, and :func:`library_errors` (a
+context manager and decorator) raises that instead.
 
 A solver may be made inside the differentiated function (``jax.grad`` or
 ``jax.jit`` of a function that calls ``solver(...)`` itself). Made inside
@@ -70,6 +73,7 @@ Example (a ball on flat ground, three impacts before ``t_end = 2``)::
     # {"vy": 0.06697247..., ...}: d x(T) / d vy0, where time-stepping autodiff gets 0.0
 """
 
+import contextlib
 from typing import NamedTuple
 
 import jax
@@ -87,7 +91,7 @@ from ._errors import (
     error_class,
 )
 
-__all__ = ["solver", "Outputs", "library_error", "MINIMUM_JAX"]
+__all__ = ["solver", "Outputs", "library_error", "library_errors", "MINIMUM_JAX"]
 
 #: The oldest jax whose jaxlib speaks the XLA FFI C API of the handlers
 #: (the lower bound of the package's ``jax`` extra).
@@ -317,6 +321,25 @@ def library_error(error):
     return error
 
 
+@contextlib.contextmanager
+def library_errors():
+    """Raises the library's exception (:func:`library_error`) in place of
+    the ``jax.errors.JaxRuntimeError`` of a jitted run that failed inside
+    it, chained to it; other errors pass unchanged. A context manager and
+    a decorator::
+
+        with iajax.library_errors():
+            jax.jit(f)(x0, params)   # an ia.InvalidOptionError, ...
+    """
+    try:
+        yield
+    except jax.errors.JaxRuntimeError as error:
+        converted = library_error(error)
+        if converted is error:
+            raise
+        raise converted from error
+
+
 def solver(model, t_end, *, observe=(), max_events=0, solver=None, mode=None):
     """``f(x0, params) -> Outputs`` for the runs of ``model`` from ``t = 0``
     to ``t_end`` (see the module documentation). ``observe`` are the
@@ -443,8 +466,10 @@ def _function(model, t_end, core, made_inside):
         (plain runs), ``taped_runs`` (runs recording a tape: differentiated
         forward calls, and backward passes that found no kept tape),
         ``backward_passes`` (adjoint passes), ``replays`` (backward passes
-        that ran the model again) and ``tangent_passes``
-        (forward-sensitivity passes, one per point)."""
+        that ran the model again), ``tangent_passes``
+        (forward-sensitivity passes, one per point) and ``tangent_columns``
+        (the sensitivity columns they carried: the tangent columns, one
+        per column of a ``jax.jacfwd``)."""
         return core.statistics()
 
     f.statistics = statistics

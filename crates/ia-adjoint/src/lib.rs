@@ -113,7 +113,10 @@ pub use gradient::gradient_forward;
 pub use gradient::{gradient, gradient_in, gradient_of_taped, gradient_with, record_in, TapedRun};
 #[cfg(any(test, feature = "testing"))]
 pub use jacobian::jacobian_without_saltation;
-pub use jacobian::{jacobian, jacobian_in, jacobian_wrt, jacobian_wrt_in};
+pub use jacobian::{
+    final_state_rate, jacobian, jacobian_along, jacobian_along_in, jacobian_in, jacobian_wrt,
+    jacobian_wrt_in,
+};
 pub use loss::{FinalComponent, Loss, LossSeeds, LossTerms, Term, TERM_FORMS};
 pub use results::{Gradient, Method, Sensitivities};
 pub use saltation::{event_saltations, Saltation, SaltationWorkspace};
