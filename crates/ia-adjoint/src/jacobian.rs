@@ -243,7 +243,8 @@ pub fn jacobian_wrt_in(
 /// saltation: its cost grows with `m`, not with the number of inputs (a
 /// column whose parameter direction is zero or a unit direction takes the
 /// flow's and the reset's Jacobian-vector products; any other the flow's
-/// dense partials times the direction). With
+/// dense partials times the direction; the unit directions of every input
+/// in their order are the whole Jacobian, [`jacobian`]'s numbers). With
 /// [`Method::ForwardOnStateSteps`] the steps are those of the plain run, so
 /// the products are linear in the seeds and agree to rounding with the
 /// adjoint's transposed steps; with [`Method::Forward`] the columns also
@@ -349,7 +350,25 @@ pub fn jacobian_along_in(
             })
         }
         Method::Forward | Method::ForwardOnStateSteps => {
-            let carried = Carried::Seeds(x0_seeds, param_seeds);
+            // Every input's unit direction in order: the whole Jacobian,
+            // by the flows' dense fast paths where they have them.
+            let whole = m == n + n_params
+                && x0_seeds
+                    .iter()
+                    .enumerate()
+                    .all(|(k, &v)| v == if k % n == k / n { 1.0 } else { 0.0 })
+                && param_seeds.iter().enumerate().all(|(k, &v)| {
+                    v == if k % n_params + n == k / n_params {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                });
+            let carried = if whole {
+                Carried::All
+            } else {
+                Carried::Seeds(x0_seeds, param_seeds)
+            };
             forward_jacobian(problem, method, carried, names, workspace)
         }
     }

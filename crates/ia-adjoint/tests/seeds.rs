@@ -144,3 +144,20 @@ fn seeds_of_the_wrong_shape_name_what_is_wrong() {
         "{err}"
     );
 }
+
+/// The unit directions of every input, in order, are the whole Jacobian:
+/// `jacobian`'s numbers to the last bit (the dense fast paths).
+#[test]
+fn the_identity_seeds_are_the_whole_jacobian() {
+    let model = sized("ball2d-flat", None).unwrap();
+    let system = model.system();
+    let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, 0.7], 2.0)
+        .with_solver(SolverChoice::dopri5(1e-10));
+    let x0 = DMatrix::from_fn(4, 7, |i, c| f64::from(u8::from(i == c)));
+    let params = DMatrix::from_fn(3, 7, |j, c| f64::from(u8::from(j + 4 == c)));
+    for method in [Method::Forward, Method::ForwardOnStateSteps] {
+        let along = jacobian_along(&problem, method, &x0, &params).unwrap();
+        let whole = jacobian(&problem, method).unwrap();
+        assert_eq!(outputs(&along), outputs(&whole), "{method:?}");
+    }
+}

@@ -108,6 +108,12 @@ mod tests {
         };
         store.keep(vec![(k(0.0), taped(0.0))]);
         assert!(store.take(&k(0.1)).is_none(), "other inputs: no tape");
+        let mut later = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, 0.7], 0.5);
+        later.t_end = 0.6;
+        assert!(
+            store.take(&key(&later)).is_none(),
+            "another final time: no tape"
+        );
         assert!(store.take(&k(0.0)).is_some());
         assert!(store.take(&k(0.0)).is_none(), "a tape is used once");
         // A forward call of MIN_KEPT + 1 runs keeps them all (twice the
