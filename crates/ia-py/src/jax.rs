@@ -27,7 +27,7 @@ use numpy::{
     PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -505,13 +505,13 @@ impl SolverCore {
         // its tape.
         let keys: Vec<Vec<u64>> = problems.iter().map(tapes::key).collect();
         let mut points: Vec<usize> = Vec::new();
+        let mut seen: HashMap<&[u64], usize> = HashMap::with_capacity(batch);
         let point_of: Vec<usize> = (0..batch)
-            .map(|b| match points.iter().position(|&q| keys[q] == keys[b]) {
-                Some(point) => point,
-                None => {
+            .map(|b| {
+                *seen.entry(&keys[b]).or_insert_with(|| {
                     points.push(b);
                     points.len() - 1
-                }
+                })
             })
             .collect();
         let found: Vec<Option<TapedRun>> = {
