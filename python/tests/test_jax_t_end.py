@@ -107,3 +107,17 @@ def test_a_bad_t_end_is_named(case):
         run(x0, params, t_end=-1.0)
     with pytest.raises(jax.errors.JaxRuntimeError, match="t_end"):
         jax.jit(lambda T: run(x0, params, t_end=T))(-1.0)
+
+
+def test_float32_inputs_with_a_traced_t_end(case):
+    """float32 inputs: T is a float32 number too, the run in float64 inside,
+    the results and d x(T)/dT rounded to float32."""
+    ball, x0, params, t_end, final = case
+    run = iajax.solver(ball, 1.0, max_events=5, solver=TIGHT)
+    x32, p32 = x0.astype(jnp.float32), params.astype(jnp.float32)
+    out = jax.jit(lambda T: run(x32, p32, t_end=T).final_state)(jnp.float32(t_end))
+    assert out.dtype == jnp.float32
+    np.testing.assert_allclose(out, final, rtol=1e-5, atol=1e-5)
+    rate = jax.jacfwd(lambda T: run(x32, p32, t_end=T).final_state)(jnp.float32(t_end))
+    assert rate.dtype == jnp.float32
+    np.testing.assert_allclose(rate, expected_rate(final, 9.81), rtol=1e-5, atol=1e-5)
