@@ -8,8 +8,8 @@ The runs use fixed-step RK4 (2,000 steps over the model's run length) so
 that both modes take the same steps: with an adaptive method the forward
 pass's error control also sees the sensitivities, so its steps differ from
 the adjoint's and the two agree only to the tolerance (measured with each
-model's default solver: up to 1.7e-9 normwise, the thermostat; see
-docs/performance.md, "JAX against Diffrax")."""
+model's default solver: up to 2.4e-9 normwise, the rimless wheel; see
+docs/performance.md, "Python and JAX")."""
 
 import jax
 import jax.numpy as jnp
