@@ -189,6 +189,13 @@ def main():
 
     # --- (a) value_and_grad, ours.
     run = iajax.solver(ball, t_end, solver=SOLVER)
+    # One custom call's cost: a jitted plain run against its Rust call from
+    # Python (``JaxSolver.outputs``, what the handler runs) and the floor.
+    plain = jax.jit(lambda x, p: run(x, p).final_state)
+    first_call(lambda: plain(x0, params))
+    figures["ours_jit_run"] = per_call(lambda: plain(x0, params))
+    core_run = iajax.JaxSolver(ball, t_end, max_events=0, solver=SOLVER)
+    figures["rust_run_python"] = per_call(lambda: core_run.outputs(x0_np[None], params_np[None]), block=False)
     x_t = lambda x, p: run(x, p).final_state[0]
     grad = jax.jit(jax.grad(x_t, argnums=(0, 1)))
     compile_s["ours_grad"] = first_call(lambda: grad(x0, params))
@@ -279,6 +286,10 @@ def main():
         ("library gradient from Python (`model.gradient`)", F["library_gradient_python"], "", "", ""),
         ("the handler's Rust call from Python (`JaxSolver.cotangent_gradient`)", F["rust_call_python"], "", "", ""),
         ("a jitted function doing no work (dispatch floor)", F["dispatch_floor"], "", "", ""),
+        ("the handler's Rust run from Python (`JaxSolver.outputs`, no tape)", F["rust_run_python"], "", "", ""),
+        ("a jitted plain run through `impact_adjoint.jax` (one custom call)", F["ours_jit_run"],
+         f"+{fmt(F['ours_jit_run'] - F['dispatch_floor'] - F['rust_run_python'])} over the floor and the Rust run",
+         "", ""),
         ("`jax.grad` through `impact_adjoint.jax` (jit)", F["ours_grad"], "", "", ""),
         ("(a) `jax.value_and_grad` through `impact_adjoint.jax` (jit)", F["ours_value_and_grad"], "", "", ""),
     ]
