@@ -89,6 +89,7 @@
 //! }
 //! ```
 
+mod lazy;
 mod queue;
 mod structure;
 
@@ -164,6 +165,12 @@ struct Run<'p, E, O> {
     due: Vec<bool>,
     due_list: Vec<usize>,
     changed: Vec<usize>,
+    /// The values before the reset of the entries in `changed`.
+    changed_before: Vec<f64>,
+    /// Whether each linear block is kept at its own last update time
+    /// ([`Run::lazy`]): then `entry_time` holds each entry's.
+    lazy: bool,
+    entry_time: Vec<f64>,
     /// The records, observations, Zeno watch, `stop_after` and progress.
     recorder: Recorder<'p>,
     /// Each event's geometry, formed when the carried components or the
@@ -263,11 +270,18 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             due: vec![false; transitions],
             due_list: Vec::new(),
             changed: Vec::new(),
+            changed_before: Vec::new(),
+            lazy: false,
+            entry_time: Vec::new(),
             recorder: Recorder::new(problem, records),
             geometry: None,
         };
         if run.extra.wants_event_geometry() || run.observer.wants_event_geometry() {
             run.geometry = Some(GeometryWorkspace::reuse(geometry, n, system.param_dim()));
+        }
+        run.lazy = run.can_be_lazy();
+        if run.lazy {
+            run.entry_time = vec![problem.t0; n];
         }
         run
     }
@@ -421,6 +435,10 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     /// Brings every component from `self.t` to `t`, and the carried ones
     /// with them.
     fn advance(&mut self, t: f64) -> Result<(), HybridError> {
+        if self.lazy {
+            self.flush(t);
+            return Ok(());
+        }
         let s = t - self.t;
         if s > 0.0 {
             self.observer
@@ -558,7 +576,12 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             };
             self.observe_until(time)?;
             self.queue.set(transition, None);
-            self.advance(time)?;
+            if self.lazy {
+                // Each block is brought to `time` when the event touches it.
+                self.t = time;
+            } else {
+                self.advance(time)?;
+            }
             if self.fire_cascade(transition)? {
                 return Ok(self.finish());
             }
@@ -595,30 +618,43 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         let system = self.problem.system;
         let tr = &system.transitions()[k];
         let (t, from) = (self.t, self.mode);
+        if self.lazy {
+            self.bring_touched(k, tr.to != from);
+        }
         let guard_rate = self.guard_rate(k);
-        tr.reset
-            .apply(t, &self.x, &self.problem.params, &mut self.x_after);
         self.changed.clear();
-        match tr.reset.writes() {
-            Some(writes) => self.changed.extend(
-                writes
-                    .iter()
-                    .copied()
-                    .filter(|&j| self.x[j].to_bits() != self.x_after[j].to_bits()),
-            ),
-            None => {
-                let moved = self.x.iter().zip(&self.x_after).enumerate();
-                let moved = moved.filter(|(_, (a, b))| a.to_bits() != b.to_bits());
-                self.changed.extend(moved.map(|(j, _)| j));
+        self.changed_before.clear();
+        if self.lazy {
+            self.reset_in_place(k);
+        } else {
+            tr.reset
+                .apply(t, &self.x, &self.problem.params, &mut self.x_after);
+            match tr.reset.writes() {
+                Some(writes) => self.changed.extend(
+                    writes
+                        .iter()
+                        .copied()
+                        .filter(|&j| self.x[j].to_bits() != self.x_after[j].to_bits()),
+                ),
+                None => {
+                    let moved = self.x.iter().zip(&self.x_after).enumerate();
+                    let moved = moved.filter(|(_, (a, b))| a.to_bits() != b.to_bits());
+                    self.changed.extend(moved.map(|(j, _)| j));
+                }
             }
+            let x = &self.x;
+            self.changed_before
+                .extend(self.changed.iter().map(|&j| x[j]));
         }
         // Only what the reset changed can have become non-finite.
-        if let Some(&j) = self.changed.iter().find(|&&j| !self.x_after[j].is_finite()) {
+        let after = if self.lazy { &self.x } else { &self.x_after };
+        if let Some(&j) = self.changed.iter().find(|&&j| !after[j].is_finite()) {
+            let value = after[j];
+            if self.lazy {
+                self.undo_reset();
+            }
             return Err(HybridError::NonFinite {
-                what: format!(
-                    "state after the reset of '{}' (= {})",
-                    tr.name, self.x_after[j]
-                ),
+                what: format!("state after the reset of '{}' (= {value})", tr.name),
                 time: t,
                 trajectory: Some(Box::new(self.snapshot())),
             });
@@ -637,12 +673,19 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             terminal: tr.terminal,
             cascade_of,
         };
-        self.recorder.record_event(record, &self.x, &self.x_after);
+        // A lazy run keeps no state per event (its blocks are at their own
+        // times): its records and its observer get none.
+        let (before, after): (&[f64], &[f64]) = if self.lazy {
+            (&[], &[])
+        } else {
+            (&self.x, &self.x_after)
+        };
+        self.recorder.record_event(record, before, after);
         let event = EventAt {
             transition: k,
             time: t,
-            state_before: &self.x,
-            state_after: &self.x_after,
+            state_before: before,
+            state_after: after,
             cascade_of,
         };
         let geometry = self
@@ -655,8 +698,8 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             time: t,
             from_mode: from,
             to_mode: tr.to,
-            state_before: &self.x,
-            state_after: &self.x_after,
+            state_before: before,
+            state_after: after,
             terminal: tr.terminal,
             cascade_of,
             geometry,
@@ -671,12 +714,17 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             std::mem::swap(&mut self.carried, &mut self.carried_after);
         }
         self.observer.event(run, &jump)?;
-        // The guards' values before the reset, for the ones it moves.
-        std::mem::swap(&mut self.x, &mut self.x_after);
+        if !self.lazy {
+            std::mem::swap(&mut self.x, &mut self.x_after);
+        }
         self.mode = tr.to;
         let stops = self
             .recorder
-            .after_event(t, k, cascade_of, &self.x, self.mode, |counts| counts)?;
+            .after_event(t, k, cascade_of, &self.x, self.mode, |counts| counts);
+        let stops = match stops {
+            Err(e) if self.lazy => return Err(self.caught_up(e)),
+            stops => stops?,
+        };
         if tr.terminal || stops {
             return Ok(true);
         }
@@ -718,7 +766,8 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
                     continue;
                 }
                 let level = threshold.level;
-                let (before, after) = (self.x_after[state] - level, self.x[state] - level);
+                let before = self.changed_before[c] - level;
+                let after = self.x[state] - level;
                 // Beyond zero and not due, a guard is disarmed (a mode
                 // switch left it there heading back): a reset that leaves
                 // it beyond does not fire it, as in the Runge-Kutta engine.
@@ -745,12 +794,18 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     }
 
     /// The run so far, for an error.
-    fn snapshot(&self) -> Trajectory {
+    fn snapshot(&mut self) -> Trajectory {
+        if self.lazy {
+            self.flush(self.t);
+        }
         let stats = self.recorder.stats();
         self.recorder.snapshot(self.t, &self.x, self.mode, stats)
     }
 
     fn finish(&mut self) -> Trajectory {
+        if self.lazy {
+            self.flush(self.t);
+        }
         let full = self.full_state();
         self.observer.finished(self.context(), self.t, &full);
         let stats = self.recorder.stats();
