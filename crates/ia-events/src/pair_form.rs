@@ -194,7 +194,7 @@ pub(crate) fn apply(n: &[[f64; 2]; 2], v: &[f64; 2]) -> [f64; 2] {
 }
 
 /// `atanh(z) / z`, 1 at 0 (a series where `z` is small).
-fn atanhc(z: f64) -> f64 {
+pub(crate) fn atanhc(z: f64) -> f64 {
     if z.abs() < 1e-3 {
         let z2 = z * z;
         1.0 + z2 * (1.0 / 3.0 + z2 * (1.0 / 5.0 + z2 / 7.0))

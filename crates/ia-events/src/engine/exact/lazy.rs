@@ -28,8 +28,10 @@ use super::Run;
 use crate::closed_form::advance_component;
 use crate::factor::phi;
 use crate::pair_form::advance_pair;
+use crate::rough_crossing::{rough_crossing, Rough};
 use crate::vocabulary::{ExtraState, Observer};
 use ia_core::HybridError;
+use ia_core::{Direction, Threshold};
 
 impl<E: ExtraState, O: Observer> Run<'_, E, O> {
     /// Whether this run can keep its blocks at their own times (see the
@@ -59,15 +61,22 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
                 self.structure.a[self.mode][i],
                 self.structure.b[self.mode][i],
             );
-            advance_component(&mut self.x[i], a, b, phi(a, s));
+            let r = self.rate_of[i];
+            if self.phi_lengths[r].to_bits() != s.to_bits() {
+                (self.phis[r], self.phi_lengths[r]) = (phi(a, s), s);
+            }
+            advance_component(&mut self.x[i], a, b, self.phis[r]);
             self.entry_time[i] = t;
             return;
         }
         let pair = &self.structure.pairs[self.mode][pair];
         let [p, q] = pair.entries;
         let mut y = [self.x[p], self.x[q]];
-        let factors = pair.rates.factors(s);
-        advance_pair(&pair.a, &pair.b, &pair.rates, &factors, &mut y);
+        let m = pair.matrix;
+        if self.factor_lengths[m].to_bits() != s.to_bits() {
+            (self.pair_factors[m], self.factor_lengths[m]) = (pair.rates.factors(s), s);
+        }
+        advance_pair(&pair.a, &pair.b, &pair.rates, &self.pair_factors[m], &mut y);
         (self.x[p], self.x[q]) = (y[0], y[1]);
         (self.entry_time[p], self.entry_time[q]) = (t, t);
     }
@@ -132,6 +141,56 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
             }
         }
         self.changed_before.truncate(kept);
+    }
+
+    /// Queues a lower bound of transition `k`'s crossing (a threshold on
+    /// entry `slot` of pair `pair`, whose block is at the run's time) when
+    /// [`rough_crossing`] gives one, or nothing when it shows there is
+    /// none; returns whether it did either (else the caller finds the
+    /// crossing exactly).
+    pub(super) fn predict_roughly(
+        &mut self,
+        k: usize,
+        pair: usize,
+        slot: usize,
+        threshold: Threshold,
+        direction: Direction,
+    ) -> bool {
+        let p = &self.structure.pairs[self.mode][pair];
+        let y = [self.x[p.entries[0]], self.x[p.entries[1]]];
+        let level = threshold.level;
+        match rough_crossing(&p.a, &p.b, &p.rates, &y, slot, level, direction) {
+            Rough::Never => self.queue.set(k, None),
+            Rough::NotBefore(s) => {
+                self.rough[k] = true;
+                self.queue.set(k, Some(self.t + s));
+            }
+            Rough::Unsure => return false,
+        }
+        true
+    }
+
+    /// Finds exactly the crossings whose lower bounds come first in the
+    /// queue, until an exact one does (or none is left). A bound's block
+    /// has not changed course since it was queued (a change predicts
+    /// again), so its crossing is found from its state at its own time.
+    pub(super) fn refine_first(&mut self) {
+        while let Some((bound, k)) = self.queue.first() {
+            if !self.rough[k] {
+                return;
+            }
+            self.rough[k] = false;
+            let direction = self.problem.system.transitions()[k].guard.direction();
+            let Level::State(threshold) = self.structure.thresholds[k] else {
+                unreachable!("only state thresholds on pairs are bounded");
+            };
+            let (pair, slot) = self.structure.pair_of[self.mode][threshold.state];
+            let since = self.entry_time[threshold.state];
+            let delay = self.pair_crossing(pair, slot, threshold, direction);
+            let time = delay.map(|s| since + s);
+            debug_assert!(time.is_none_or(|time| time >= bound), "{time:?} < {bound}");
+            self.queue.set(k, time);
+        }
     }
 
     /// Takes back the reset [`Run::reset_in_place`] applied.

@@ -44,6 +44,23 @@
 //! those of [`PairRates`] and [`first_crossing`] (and the method
 //! document's section on this solver).
 //!
+//! When nothing reads the whole state at every event (the records keep no
+//! event states, [`EventOptions::event_states`](crate::EventOptions::event_states)
+//! `false`; nothing is carried along; the observer reads no states,
+//! [`Observer::reads_states`]) and every reset declares the entries it reads
+//! and writes ([`Reset::reads`](ia_core::Reset::reads),
+//! [`Reset::writes`](ia_core::Reset::writes)), each block (a decoupled entry
+//! or a pair) is kept at its own last update time instead: an event brings
+//! to its time only its guard's block and the blocks its reset reads and
+//! writes, applies the reset in place
+//! ([`Reset::apply_in_place`](ia_core::Reset::apply_in_place)) and predicts
+//! again the guards on what it changed, so it costs its fan-out, not `n`
+//! (a spiking network's spike: its neuron and its targets). Observations,
+//! a mode switch and the end bring every block up to date. A block carried
+//! over one long stretch rounds differently from one carried over the
+//! several stretches between the events it took no part in: such a run
+//! agrees with the eager one to rounding, not to the bit.
+//!
 //! A guard that declares a threshold on time
 //! ([`Guard::time_threshold`](ia_core::Guard::time_threshold),
 //! `g = t - c`, such as an input spike) rises at rate 1: it is predicted
@@ -105,7 +122,7 @@ use crate::problem::Problem;
 use crate::problem::PROGRESS_EVERY_STEPS;
 use crate::recorder::{RecordBuffers, Recorder};
 use crate::vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observer, RunContext};
-use ia_core::{Direction, EventRecord, HybridError, HybridSystem, Trajectory};
+use ia_core::{Direction, EventRecord, HybridError, HybridSystem, Threshold, Trajectory};
 use queue::CrossingQueue;
 use std::cmp::Ordering;
 use structure::{crossing_delay, pushed_over, Level, Structure, NO_PAIR};
@@ -171,6 +188,15 @@ struct Run<'p, E, O> {
     /// ([`Run::lazy`]): then `entry_time` holds each entry's.
     lazy: bool,
     entry_time: Vec<f64>,
+    /// In a lazy run, the lengths `phis` and `pair_factors` were last
+    /// formed for (blocks last touched together are brought up together:
+    /// their factors are formed once).
+    phi_lengths: Vec<f64>,
+    factor_lengths: Vec<f64>,
+    /// In a lazy run, per transition, whether its queued time is a lower
+    /// bound ([`crate::rough_crossing`]), to be found exactly when it comes
+    /// first.
+    rough: Vec<bool>,
     /// The records, observations, Zeno watch, `stop_after` and progress.
     recorder: Recorder<'p>,
     /// Each event's geometry, formed when the carried components or the
@@ -273,6 +299,9 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             changed_before: Vec::new(),
             lazy: false,
             entry_time: Vec::new(),
+            phi_lengths: Vec::new(),
+            factor_lengths: Vec::new(),
+            rough: vec![false; transitions],
             recorder: Recorder::new(problem, records),
             geometry: None,
         };
@@ -379,6 +408,11 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         self.pair_factors.clear();
         self.pair_factors
             .resize(self.structure.matrices[self.mode].len(), zero);
+        self.phi_lengths.clear();
+        self.phi_lengths.resize(self.rates.len(), f64::NAN);
+        self.factor_lengths.clear();
+        self.factor_lengths
+            .resize(self.structure.matrices[self.mode].len(), f64::NAN);
         self.queue.clear();
         for k in 0..self.structure.leaving[self.mode].len() {
             let k = self.structure.leaving[self.mode][k];
@@ -389,6 +423,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     /// Replaces transition `k`'s predicted crossing by one from the
     /// current state.
     fn predict(&mut self, k: usize) {
+        self.rough[k] = false;
         let direction = self.problem.system.transitions()[k].guard.direction();
         let threshold = match self.structure.thresholds[k] {
             Level::State(threshold) => threshold,
@@ -403,17 +438,10 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         let i = threshold.state;
         let (pair, slot) = self.structure.pair_of[self.mode][i];
         if pair != NO_PAIR {
-            let pair = &self.structure.pairs[self.mode][pair];
-            let y = [self.x[pair.entries[0]], self.x[pair.entries[1]]];
-            let delay = first_crossing(
-                &pair.a,
-                &pair.b,
-                &pair.rates,
-                &y,
-                slot,
-                threshold.level,
-                direction,
-            );
+            if self.lazy && self.predict_roughly(k, pair, slot, threshold, direction) {
+                return;
+            }
+            let delay = self.pair_crossing(pair, slot, threshold, direction);
             self.queue.set(k, delay.map(|s| self.t + s));
             return;
         }
@@ -423,6 +451,28 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         );
         let delay = crossing_delay(self.x[i], a, b, threshold.level, direction);
         self.queue.set(k, delay.map(|s| self.t + s));
+    }
+
+    /// The exact delay to the crossing of `threshold` (entry `slot` of pair
+    /// `pair` of the mode) in `direction`, from the pair's state.
+    fn pair_crossing(
+        &self,
+        pair: usize,
+        slot: usize,
+        threshold: Threshold,
+        direction: Direction,
+    ) -> Option<f64> {
+        let pair = &self.structure.pairs[self.mode][pair];
+        let y = [self.x[pair.entries[0]], self.x[pair.entries[1]]];
+        first_crossing(
+            &pair.a,
+            &pair.b,
+            &pair.rates,
+            &y,
+            slot,
+            threshold.level,
+            direction,
+        )
     }
 
     fn context(&self) -> RunContext<'p> {
@@ -568,6 +618,9 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     fn go(&mut self) -> Result<Trajectory, HybridError> {
         let t_end = self.problem.t_end;
         loop {
+            if self.lazy {
+                self.refine_first();
+            }
             let next = self.queue.first().filter(|&(time, _)| time < t_end);
             let Some((time, transition)) = next else {
                 self.observe_until(t_end)?;
