@@ -4,7 +4,9 @@
 //! throughput is the number of events; the primal run keeps no event
 //! states, so each neuron is advanced only when an event touches it), and
 //! the forward run and adjoint gradient of one sample at N = 100 and 1,000
-//! (the ratio of the two is the growth of a sample's cost with N).
+//! (the ratio of the two is the growth of a sample's cost with N). Each
+//! primal size is timed too with the event states kept
+//! (`exact_primal_eager`: every neuron brought to every event's time).
 //!
 //! ```text
 //! cargo bench -p ia-benches --bench yinyang_scaling
@@ -35,11 +37,13 @@ fn bench(c: &mut Criterion) {
         let net = YinYangNet::new(hidden, POINT);
         let problem = net.problem();
         let run = exact::simulate(&problem).expect("the exact run");
-        let eager = problem.clone().with_event_options(EventOptions {
+        // The same run keeping the event states: every neuron is brought
+        // to every event's time (the cost the lazy run removes).
+        let eager_problem = problem.clone().with_event_options(EventOptions {
             max_events: 10_000_000,
             ..EventOptions::default()
         });
-        let eager = exact::simulate(&eager).expect("the eager exact run");
+        let eager = exact::simulate(&eager_problem).expect("the eager exact run");
         assert_eq!(run.events.len(), eager.events.len());
         for (a, b) in run.events.iter().zip(&eager.events) {
             assert_eq!(a.transition, b.transition);
@@ -58,6 +62,9 @@ fn bench(c: &mut Criterion) {
         group.throughput(Throughput::Elements(run.events.len() as u64));
         group.bench_function(BenchmarkId::new("exact_primal", hidden), |b| {
             b.iter(|| black_box(exact::simulate(&problem).unwrap()))
+        });
+        group.bench_function(BenchmarkId::new("exact_primal_eager", hidden), |b| {
+            b.iter(|| black_box(exact::simulate(&eager_problem).unwrap()))
         });
     }
     for hidden in [100, 1000] {

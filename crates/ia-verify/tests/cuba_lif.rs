@@ -77,7 +77,8 @@ fn the_lazy_exact_run_matches_the_reference() {
 /// 5-40-3 network at the default parameters, whose hidden neurons fire
 /// several times each: the same events, in the same order, at the same
 /// times to 1e-12 (relative), the same final state to 1e-12 and the same
-/// observations.
+/// observations, and the same state in the trajectory of a run stopped by
+/// `max_events`.
 #[test]
 fn the_lazy_exact_run_matches_the_eager_one_on_a_larger_network() {
     use ia_events::{exact, EventOptions, Problem};
@@ -107,6 +108,24 @@ fn the_lazy_exact_run_matches_the_eager_one_on_a_larger_network() {
         assert!(close(f.time, e.time), "{} vs {}", f.time, e.time);
     }
     for (x, y) in b.final_state.iter().zip(&a.final_state) {
+        assert!(close(*x, *y), "{x} vs {y}");
+    }
+    // A run stopped by max_events ends its error's trajectory at the state
+    // after the last reset, every neuron brought up to that time.
+    let capped = |problem: &Problem<'_>, event_states| {
+        let problem = problem.clone().with_event_options(EventOptions {
+            max_events: 60,
+            event_states,
+            ..EventOptions::default()
+        });
+        match exact::simulate(&problem) {
+            Err(ia_core::HybridError::Zeno { trajectory, .. }) => trajectory,
+            other => panic!("{other:?}"),
+        }
+    };
+    let (c, d) = (capped(&eager, true), capped(&eager, false));
+    assert_eq!(c.final_time, d.final_time);
+    for (x, y) in d.final_state.iter().zip(&c.final_state) {
         assert!(close(*x, *y), "{x} vs {y}");
     }
     assert_eq!(a.observations.len(), 3);

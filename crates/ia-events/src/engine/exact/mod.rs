@@ -184,8 +184,8 @@ struct Run<'p, E, O> {
     changed: Vec<usize>,
     /// The values before the reset of the entries in `changed`.
     changed_before: Vec<f64>,
-    /// Whether each linear block is kept at its own last update time
-    /// ([`Run::lazy`]): then `entry_time` holds each entry's.
+    /// Whether each linear block is kept at its own last update time (see
+    /// the module `lazy`): then `entry_time` holds each entry's.
     lazy: bool,
     entry_time: Vec<f64>,
     /// In a lazy run, the lengths `phis` and `pair_factors` were last
