@@ -113,6 +113,7 @@ mod structure;
 pub use crate::closed_form::{advance_state, chi, decay, phi, ExactSpan};
 pub use crate::pair_form::{
     advance_pair, first_crossing, PairCotangent, PairFactors, PairRates, PairStretch,
+    PairTransposeBasis,
 };
 
 use crate::closed_form::advance_component;
