@@ -80,7 +80,7 @@ pub(crate) fn rough_crossing(
     level: f64,
     direction: Direction,
 ) -> Rough {
-    if !(rates.q > 0.0) {
+    if rates.q.is_nan() || rates.q <= 0.0 {
         return Rough::Unsure;
     }
     let d = rates.q.sqrt();
