@@ -438,6 +438,52 @@ pub trait Reset: Send + Sync {
     fn writes(&self) -> Option<&[usize]> {
         None
     }
+
+    /// Optional: the state entries the reset reads (a superset will do),
+    /// declared with [`Reset::writes`] when both are few. The exact
+    /// event-driven solver then keeps each linear block of the state at its
+    /// own last update time and brings up to an event's time only the blocks
+    /// of the entries read and written, so an event costs its fan-out, not
+    /// the state's size. The default, `None`, means any (every entry is kept
+    /// up to date at every event).
+    ///
+    /// ```
+    /// use ia_core::{Reset, ResetPartials};
+    ///
+    /// /// Adds 1 to entry 2, reading and writing nothing else.
+    /// struct Kick;
+    /// impl Reset for Kick {
+    ///     fn apply(&self, _t: f64, x: &[f64], _p: &[f64], x_after: &mut [f64]) {
+    ///         x_after.copy_from_slice(x);
+    ///         x_after[2] += 1.0;
+    ///     }
+    ///     fn writes(&self) -> Option<&[usize]> { Some(&[2]) }
+    ///     fn reads(&self) -> Option<&[usize]> { Some(&[2]) }
+    ///     fn apply_in_place(&self, _t: f64, x: &mut [f64], _p: &[f64]) -> bool {
+    ///         x[2] += 1.0;
+    ///         true
+    ///     }
+    ///     fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut ResetPartials) {
+    ///         out.x.fill_with_identity();
+    ///     }
+    /// }
+    /// let mut x = [0.0, 0.0, 5.0];
+    /// assert!(Kick.apply_in_place(0.0, &mut x, &[]));
+    /// assert_eq!(x, [0.0, 0.0, 6.0]);
+    /// ```
+    fn reads(&self) -> Option<&[usize]> {
+        None
+    }
+
+    /// Optional fast path for a reset that declares [`Reset::reads`] and
+    /// [`Reset::writes`]: applies `r(t, x, p)` over `x` in place, changing
+    /// only the entries of `writes` and reading only those of `reads` (the
+    /// others may be stale), and returns `true`. The default returns
+    /// `false`, and the exact solver calls [`Reset::apply`] into a copy
+    /// instead (a copy of the whole state per event).
+    fn apply_in_place(&self, _t: f64, _x: &mut [f64], _p: &[f64]) -> bool {
+        false
+    }
     /// Writes `r_x`, `r_p` and `r_t` into `out` (already zeroed).
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials);
 

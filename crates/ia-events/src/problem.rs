@@ -44,6 +44,13 @@ pub struct EventOptions {
     /// statistics are always kept, and the sensitivity layers see every
     /// event whatever is recorded.
     pub record: EventRecording,
+    /// Whether the kept events carry the state just before and after their
+    /// reset ([`Trajectory::event_states`](ia_core::Trajectory::event_states);
+    /// the default, `true`). Without them (`false`, the event records keep
+    /// their times and transitions) a run copies no state per event, and the
+    /// exact solver can advance only the linear blocks an event touches (see
+    /// [`crate::exact`]).
+    pub event_states: bool,
 }
 
 /// Which events a run's record keeps ([`EventOptions::record`]).
@@ -154,6 +161,7 @@ impl Default for EventOptions {
             zeno_run: 3,
             max_steps: DEFAULT_MAX_STEPS,
             record: EventRecording::All,
+            event_states: true,
         }
     }
 }

@@ -358,6 +358,15 @@ pub trait Observer {
     fn wants_event_geometry(&self) -> bool {
         false
     }
+    /// Whether the observer reads the states of stretches and events (the
+    /// start state of [`Observer::stretch_taken`], the states of
+    /// [`Observer::event`]'s jump). The default is `true`. An observer that
+    /// answers `false` lets the exact solver keep each linear block at its
+    /// own last update time (see [`crate::exact`]): it is then not shown the
+    /// stretches, and its events carry empty states.
+    fn reads_states(&self) -> bool {
+        true
+    }
     /// The state at observation `index`.
     fn observed(&mut self, _run: RunContext<'_>, _index: usize, _time: f64, _y: &[f64]) {}
     /// The final state.
@@ -368,7 +377,11 @@ pub trait Observer {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoObserver;
 
-impl Observer for NoObserver {}
+impl Observer for NoObserver {
+    fn reads_states(&self) -> bool {
+        false
+    }
+}
 
 impl<A: Observer, B: Observer> Observer for (A, B) {
     fn step_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, h: f64, y0: &[f64]) {
@@ -385,6 +398,9 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     }
     fn wants_event_geometry(&self) -> bool {
         self.0.wants_event_geometry() || self.1.wants_event_geometry()
+    }
+    fn reads_states(&self) -> bool {
+        self.0.reads_states() || self.1.reads_states()
     }
     fn observed(&mut self, run: RunContext<'_>, index: usize, time: f64, y: &[f64]) {
         self.0.observed(run, index, time, y);
