@@ -23,18 +23,13 @@ use ia_core::{FlowPartials, HybridError, HybridSystem, Tangent, Wrt};
 use ia_events::{EventJump, EventRecording, ExtraState, Observer, RunContext, SpareVecs};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 
-/// `dt*/dtheta = -(g_x . s + g_p[j]) / gdot` of one sensitivity column `s`
-/// (with respect to parameter `j`, or an initial state for `None`): the one
-/// formula of the event time's derivative, for full and chosen columns.
-fn event_time_derivative(
-    guard_x: &[f64],
-    guard_p: &[f64],
-    guard_rate: f64,
-    s: &[f64],
-    param: Option<usize>,
-) -> f64 {
+/// `dt*/dtheta = -(g_x . s + g_p . dp) / gdot` of one sensitivity column
+/// `s` whose parameter direction `dp` makes `gp = g_p . dp` (`g_p[j]` for
+/// parameter `j`, zero for an initial state): the one formula of the event
+/// time's derivative, for full and chosen columns and the derivative
+/// probes.
+pub(crate) fn event_time_derivative(guard_x: &[f64], gp: f64, guard_rate: f64, s: &[f64]) -> f64 {
     let gx_s: f64 = guard_x.iter().zip(s).map(|(a, b)| a * b).sum();
-    let gp = param.map_or(0.0, |j| guard_p[j]);
     -(gx_s + gp) / guard_rate
 }
 
@@ -80,6 +75,8 @@ pub(crate) struct ForwardSensitivity {
 pub(crate) struct SensitivityAt {
     n: usize,
     columns: usize,
+    /// Extra components carried before `S` (derivative probes).
+    skip: usize,
     /// `S` at each observation time.
     pub observation_jacobians: Vec<DMatrix<f64>>,
     /// `S` at the end.
@@ -94,14 +91,22 @@ impl SensitivityAt {
         Self {
             n: carried.n,
             columns: carried.columns(),
+            skip: 0,
             observation_jacobians: Vec::new(),
             final_jacobian: None,
             spare: SpareVecs::default(),
         }
     }
 
+    /// Reads `S` after `skip` extra components carried before it.
+    pub(crate) fn after(mut self, skip: usize) -> Self {
+        self.skip = skip;
+        self
+    }
+
     fn matrix(&mut self, y: &[f64]) -> DMatrix<f64> {
-        DMatrix::from_vec(self.n, self.columns, self.spare.copy_of(&y[self.n..]))
+        let start = self.n + self.skip;
+        DMatrix::from_vec(self.n, self.columns, self.spare.copy_of(&y[start..]))
     }
 }
 
@@ -423,10 +428,9 @@ impl ForwardSensitivity {
                 for (c, dt) in gradient.iter_mut().enumerate() {
                     *dt = event_time_derivative(
                         geometry.guard.x.as_slice(),
-                        geometry.guard.p.as_slice(),
+                        param(c).map_or(0.0, |j| geometry.guard.p[j]),
                         geometry.guard_rate,
                         &before[c * n..(c + 1) * n],
-                        param(c),
                     );
                 }
             }
