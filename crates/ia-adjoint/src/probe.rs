@@ -378,6 +378,63 @@ impl<E: ExtraState> ExtraState for Probed<'_, E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{ball, problem};
+    use crate::forward::ForwardSensitivity;
+    use ia_events::{Observer, SpareVecs};
+
+    /// The carried vector at the end of a run.
+    struct Last(Vec<f64>);
+
+    impl Observer for Last {
+        fn finished(&mut self, _run: RunContext<'_>, _time: f64, y: &[f64]) {
+            self.0 = y.to_vec();
+        }
+    }
+
+    #[rstest::rstest]
+    #[case::by_products(1)]
+    #[case::by_dense_partials(2)]
+    fn each_probe_is_the_jacobian_along_its_direction(#[case] count: usize) {
+        // Reference: the full forward sensitivities S carried on the same
+        // steps (after the probes, uncontrolled): through the bounce, each
+        // probe v_c = S r_c and its event-time derivative dt*/dtheta . r_c,
+        // the same linear maps in another order (to rounding). One probe
+        // takes the flow's products, two its dense partials
+        // (`Probes::dense_is_cheaper`).
+        let system = ball();
+        let run = problem(&system);
+        let mut probes = Probes::new(&system, count);
+        let mut s = ForwardSensitivity::new(&system, false, true);
+        let mut last = Last(Vec::new());
+        let mut probed = Probed {
+            probes: &mut probes,
+            inner: &mut s,
+        };
+        let trajectory = ia_events::run(&run, &mut probed, &mut last).unwrap();
+        assert_eq!(trajectory.events.len(), 1);
+        assert_eq!(probes.dense_is_cheaper(), count == 2);
+        let (n, m) = (system.state_dim(), system.state_dim() + system.param_dim());
+        let (carried, full) = last.0[n..].split_at(count * n);
+        let gradients = s.event_time_gradients(1, &mut SpareVecs::default());
+        for c in 0..count {
+            let (dx, dp) = probes.direction(c);
+            let r: Vec<f64> = dx.iter().chain(dp).copied().collect();
+            for i in 0..n {
+                let want: f64 = (0..m).map(|j| full[j * n + i] * r[j]).sum();
+                let got = carried[c * n + i];
+                assert!(
+                    (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+                    "{got} vs {want}"
+                );
+            }
+            let want: f64 = (0..m).map(|j| gradients[(0, j)] * r[j]).sum();
+            let got = probes.root_times[c];
+            assert!(
+                (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+                "{got} vs {want}"
+            );
+        }
+    }
 
     #[test]
     fn the_directions_are_fixed_and_standard_normal() {
