@@ -71,17 +71,12 @@ struct Seeds {
 }
 
 /// `dt*/dtheta = -(g_x . s + g_p . dp) / gdot` of one sensitivity column
-/// `s` moving the parameters by `dp`: the one formula of the event time's
-/// derivative, for full, chosen and seeded columns.
-fn event_time_derivative(
-    guard_x: &[f64],
-    guard_p: &[f64],
-    guard_rate: f64,
-    s: &[f64],
-    param: ParamMove<'_>,
-) -> f64 {
+/// `s` whose parameter direction `dp` makes `gp = g_p . dp` (`g_p[j]` for
+/// parameter `j`, zero for an initial state): the one formula of the event
+/// time's derivative, for full, chosen and seeded columns and the
+/// derivative probes.
+pub(crate) fn event_time_derivative(guard_x: &[f64], gp: f64, guard_rate: f64, s: &[f64]) -> f64 {
     let gx_s: f64 = guard_x.iter().zip(s).map(|(a, b)| a * b).sum();
-    let gp = param.dot(guard_p);
     -(gx_s + gp) / guard_rate
 }
 
@@ -129,6 +124,8 @@ pub(crate) struct ForwardSensitivity {
 pub(crate) struct SensitivityAt {
     n: usize,
     columns: usize,
+    /// Extra components carried before `S` (derivative probes).
+    skip: usize,
     /// `S` at each observation time.
     pub observation_jacobians: Vec<DMatrix<f64>>,
     /// `S` at the end.
@@ -143,14 +140,22 @@ impl SensitivityAt {
         Self {
             n: carried.n,
             columns: carried.columns(),
+            skip: 0,
             observation_jacobians: Vec::new(),
             final_jacobian: None,
             spare: SpareVecs::default(),
         }
     }
 
+    /// Reads `S` after `skip` extra components carried before it.
+    pub(crate) fn after(mut self, skip: usize) -> Self {
+        self.skip = skip;
+        self
+    }
+
     fn matrix(&mut self, y: &[f64]) -> DMatrix<f64> {
-        DMatrix::from_vec(self.n, self.columns, self.spare.copy_of(&y[self.n..]))
+        let start = self.n + self.skip;
+        DMatrix::from_vec(self.n, self.columns, self.spare.copy_of(&y[start..]))
     }
 }
 
@@ -504,10 +509,9 @@ impl ForwardSensitivity {
                 for (c, dt) in gradient.iter_mut().enumerate() {
                     *dt = event_time_derivative(
                         geometry.guard.x.as_slice(),
-                        geometry.guard.p.as_slice(),
+                        param(c).dot(geometry.guard.p.as_slice()),
                         geometry.guard_rate,
                         &before[c * n..(c + 1) * n],
-                        param(c),
                     );
                 }
             }

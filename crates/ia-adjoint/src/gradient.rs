@@ -188,12 +188,7 @@ pub fn record_in(
 ) -> Result<TapedRun, HybridError> {
     adjoint_stepping(problem)?;
     let mut tape = workspace.tape(options);
-    let run = ia_events::run_in(
-        problem,
-        &mut workspace.run,
-        &mut ia_events::NoExtraState,
-        &mut tape,
-    );
+    let run = workspace.run_on_taped_steps(problem, &mut ia_events::NoExtraState, &mut tape);
     match run {
         Ok(trajectory) => Ok(TapedRun { tape, trajectory }),
         Err(error) => {
@@ -240,4 +235,16 @@ pub fn gradient_forward(
 ) -> Result<Gradient, HybridError> {
     loss.check(problem.system.state_dim())?;
     jacobian(problem, method)?.loss_gradient(loss)
+}
+
+/// Runs `problem` on the steps of the adjoint's taped run (with its
+/// derivative probes, [`crate::probe`]), showing them to `observer`: what
+/// a check of the steps the adjoint transposes reads. Only with the
+/// `testing` feature (ia-verify's checks).
+#[cfg(any(test, feature = "testing"))]
+pub fn run_on_taped_steps<O: ia_events::Observer>(
+    problem: &Problem<'_>,
+    observer: &mut O,
+) -> Result<Trajectory, HybridError> {
+    Workspace::new().run_on_taped_steps(problem, &mut ia_events::NoExtraState, observer)
 }

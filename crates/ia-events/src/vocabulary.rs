@@ -246,6 +246,26 @@ pub trait ExtraState {
     fn error_controlled(&self) -> bool {
         true
     }
+    /// How many leading extra components the step-size control covers:
+    /// all of them when [`ExtraState::error_controlled`], none otherwise.
+    /// An extra state made of a controlled part followed by an uncontrolled
+    /// one (derivative probes before forward sensitivities that ride on
+    /// their steps) returns the controlled part's length.
+    fn controlled_dim(&self) -> usize {
+        if self.error_controlled() {
+            self.dim()
+        } else {
+            0
+        }
+    }
+    /// Whether the step's error norm keeps the state and the controlled
+    /// extra components apart, the larger of their two norms (so that the
+    /// extra components tighten the state's control and never loosen it),
+    /// rather than one norm over both; false unless the extra state says
+    /// otherwise (see [`crate::OdeRhs::controlled_apart`]).
+    fn controlled_apart(&self) -> bool {
+        false
+    }
     /// Writes the extra components' initial values.
     fn initial(&mut self, run: RunContext<'_>, extra: &mut [f64]);
     /// Writes the extra components' rate in mode `mode` at `(t, x)`.

@@ -48,7 +48,9 @@ fn kvaerno5(tol: f64) -> SolverChoice {
 
 /// The methods every problem runs with, at [`TOL`]. (TR-BDF2 and Kvaerno
 /// 3(2), of orders 2 and 3, would take tens of thousands of steps at that
-/// tolerance; they are checked at looser ones in ia-events.)
+/// tolerance; they are checked at looser ones in ia-events, and their
+/// adjoints here by
+/// [`low_order_implicit_methods_adjoint_within_the_forward_passs_accuracy`].)
 const METHODS: &[(&str, MethodAt)] = &[
     ("dopri5", dopri5),
     ("dop853", dop853),
@@ -62,7 +64,11 @@ const TOL: f64 = 1e-10;
 /// [`check_piecewise_linear`].
 const STATE_TOL: f64 = 1e-8;
 const FORWARD_TOL: f64 = 1e-8;
-const ADJOINT_TOL: f64 = 1e-6;
+const ADJOINT_TOL: f64 = 2e-8;
+
+/// The adjoint's derivatives by Kvaerno 5(4) on the Kelvin-Voigt ball (see
+/// [`KNOWN_GAPS`]): measured 1.1e-7 with the default probe at [`TOL`].
+const KNOWN_GAP_ADJOINT_TOL: f64 = 2e-7;
 
 /// A problem's equation model and its reference, by file stem.
 fn problem_files(name: &str) -> (EquationModel, Value) {
@@ -184,7 +190,12 @@ const STABILITY_HELD: &[&str] = &["heated_rod"];
 /// fails until the cause is found. Kvaerno 5(4) on the ball: 1.63e-8 (its
 /// event times are within 3.2e-10, its adjoint's event-time gradients within
 /// 7.4e-9, the same before and after its events were refined on redone
-/// steps): not explained yet.
+/// steps): not explained yet. Its adjoint's final Jacobian is held to
+/// [`KNOWN_GAP_ADJOINT_TOL`] only: Kvaerno 5(4)'s derivatives on the ball
+/// do not follow the tolerance (`d v(T)/d y0`, normwise: 1.2e-7, 1.4e-8,
+/// 3.8e-9, 3.9e-10 at 1e-9 to 1e-12 with the state's control alone; 8.2e-7,
+/// 1.1e-7, 2.4e-9, 1.3e-9 with a derivative probe; the forward pass
+/// 6.0e-8, 6.2e-9, 1.2e-8, 1.4e-9), whichever steps are taken.
 const KNOWN_GAPS: &[(&str, &str)] = &[("ball_kelvin_voigt", "kvaerno5")];
 
 /// Runs `name` with every method, forward and adjoint, and checks each
@@ -194,13 +205,17 @@ const KNOWN_GAPS: &[(&str, &str)] = &[("ball_kelvin_voigt", "kvaerno5")];
 /// pass on its steps within [`SAME_STEPS_TOL`] (rounding amplified by the
 /// steps, for the problems in [`STABILITY_HELD`]).
 ///
-/// The two bounds differ on purpose: the forward pass's error control sees
-/// its sensitivities, the adjoint transposes steps chosen for the state
-/// alone (issue 28, item 5). Measured at `1e-10` (worst over the three
-/// problems): state 2.1e-9, forward derivatives 7.4e-10, adjoint
-/// derivatives 3.8e-7 (the relay's, DOPRI5), 1.7e-7 (the drug model's).
-/// When the adjoint controls its derivative's accuracy, `ADJOINT_TOL` comes
-/// down to `FORWARD_TOL`.
+/// The forward pass's error control sees its sensitivities; the adjoint's
+/// taped run sees the state and one derivative probe (a pseudo-random
+/// tangent, `ia_adjoint::probe`; issue 28, item 5). Without the probe the
+/// adjoint's derivatives were 3.8e-7 from the reference (the relay's,
+/// DOPRI5) and 1.7e-7 (the drug model's), and `ADJOINT_TOL` was 1e-6. With
+/// it, measured at `1e-10`: relay 1.6e-11 (DOP853), drug 2.0e-10 (DOP853),
+/// Kelvin-Voigt ball 4.4e-11 (DOPRI5), heated rod 1.3e-8 (DOPRI5: its steps
+/// are held by stability and amplify rounding 2e7-fold, see
+/// [`heated_rod_adjoint_against_forward_on_the_same_steps`]; the forward
+/// pass 1.3e-9), so `ADJOINT_TOL` is twice `FORWARD_TOL`; Kvaerno 5(4) on
+/// the ball is a known gap ([`KNOWN_GAPS`]).
 fn check_piecewise_linear(name: &str) {
     let (model, reference) = problem_files(name);
     let spec = model.spec();
@@ -221,10 +236,10 @@ fn check_piecewise_linear(name: &str) {
             let run = jacobian(&problem, sensitivity).unwrap();
             let e = errors(&run, &model, &reference);
             println!("{name} {method} {sensitivity:?}: {e:?}");
-            let derivative_tol = if sensitivity == Method::Adjoint {
-                ADJOINT_TOL
-            } else {
-                FORWARD_TOL
+            let derivative_tol = match sensitivity {
+                Method::Adjoint if KNOWN_GAPS.contains(&(name, method)) => KNOWN_GAP_ADJOINT_TOL,
+                Method::Adjoint => ADJOINT_TOL,
+                _ => FORWARD_TOL,
             };
             if e.state > STATE_TOL || e.times > STATE_TOL {
                 failures.push(format!("{method} {sensitivity:?}: {e:?}"));
@@ -418,7 +433,7 @@ fn rod_rounding_amplification(problem: &Problem<'_>) -> f64 {
     assert_eq!(a, a.transpose(), "a symmetric Jacobian");
     assert!((0..system.modes().len()).all(|mode| a_of(mode) == a));
     let mut steps = StepSizes(Vec::new());
-    ia_events::run(problem, &mut ia_events::NoExtraState, &mut steps).unwrap();
+    ia_adjoint::run_on_taped_steps(problem, &mut steps).unwrap();
     let tableau = problem.solver.tableau().unwrap();
     let (mut k, mut stages) = (vec![0.0; tableau.solution_stages()], vec![0.0]);
     let mut worst = 1.0f64;
@@ -532,4 +547,108 @@ fn kvaerno5_forward_event_time_gradients_on_the_kelvin_voigt_ball() {
     let run = jacobian(&problem, Method::Forward).unwrap();
     let e = errors(&run, &model, &reference);
     assert!(e.time_gradients <= FORWARD_TOL, "{e:?}");
+}
+
+#[test]
+fn the_derivative_probe_brings_dopri5s_adjoint_on_the_drug_model_to_the_forward_passs_accuracy() {
+    // Reference: the mpmath matrix-exponential reference of the drug model
+    // (references/stiff/drug.reference.json). Issue 28, item 5: at rtol
+    // 1e-8, DOPRI5's adjoint transposed steps chosen for the state alone
+    // and was 7.5e-5 from the reference (normwise; 9.6e-9 for the forward
+    // pass); with the taped run's default derivative probe, 4.1e-9.
+    let (model, reference) = problem_files("drug");
+    let spec = model.spec();
+    let system = model.system();
+    let problem = |probes| {
+        Problem::new(
+            &system,
+            spec.default_state(),
+            spec.default_params(),
+            reference["t_end"].as_f64().unwrap(),
+        )
+        .with_mode(reference["initial_mode"].as_str().unwrap())
+        .unwrap()
+        .with_solver(dopri5(1e-8))
+        .with_derivative_probes(probes)
+    };
+    let error = |problem: &Problem<'_>, method| {
+        errors(&jacobian(problem, method).unwrap(), &model, &reference).jacobian
+    };
+    let forward = error(&problem(None), Method::Forward);
+    let probed = error(&problem(None), Method::Adjoint);
+    let unprobed = error(&problem(Some(0)), Method::Adjoint);
+    println!("forward {forward:e}, adjoint {probed:e}, without the probe {unprobed:e}");
+    assert!(forward < 2e-8, "{forward:e}");
+    assert!(probed < 2e-8, "{probed:e}");
+    assert!(unprobed > 1e-5, "{unprobed:e}");
+}
+
+fn trbdf2(tol: f64) -> SolverChoice {
+    SolverChoice::Trbdf2 {
+        rtol: tol,
+        atol: tol,
+        max_step: None,
+    }
+}
+
+fn kvaerno3(tol: f64) -> SolverChoice {
+    SolverChoice::Kvaerno3 {
+        rtol: tol,
+        atol: tol,
+        max_step: None,
+    }
+}
+
+#[test]
+fn low_order_implicit_methods_adjoint_within_the_forward_passs_accuracy() {
+    // Reference: the mpmath matrix-exponential references of
+    // references/stiff/. TR-BDF2 and Kvaerno 3(2) at 1e-7 (their orders, 2
+    // and 3, would take tens of thousands of steps at TOL): their adjoints,
+    // with the default derivative probe, are within the forward pass's
+    // accuracy (normwise, measured: forward / adjoint / adjoint without the
+    // probe): drug TR-BDF2 2.1e-5 / 9.5e-6 / 2.5e-5, drug Kvaerno 3(2)
+    // 6.9e-8 / 2.0e-8 / 8.7e-8, relay TR-BDF2 5.5e-5 / 4.2e-5 / 6.9e-5,
+    // relay Kvaerno 3(2) 3.3e-7 / 2.2e-7 / 4.6e-7.
+    let cases: &[(&str, &str, MethodAt)] = &[
+        ("drug", "trbdf2", trbdf2),
+        ("drug", "kvaerno3", kvaerno3),
+        ("relay", "trbdf2", trbdf2),
+        ("relay", "kvaerno3", kvaerno3),
+    ];
+    let mut failures = Vec::new();
+    for &(name, method, solver) in cases {
+        let (model, reference) = problem_files(name);
+        let spec = model.spec();
+        let system = model.system();
+        let problem = |probes| {
+            Problem::new(
+                &system,
+                spec.default_state(),
+                spec.default_params(),
+                reference["t_end"].as_f64().unwrap(),
+            )
+            .with_mode(reference["initial_mode"].as_str().unwrap())
+            .unwrap()
+            .with_solver(solver(1e-7))
+            .with_derivative_probes(probes)
+        };
+        let error = |probes, sensitivity| {
+            let run = jacobian(&problem(probes), sensitivity).unwrap();
+            (
+                errors(&run, &model, &reference).jacobian,
+                run.trajectory.stats.steps,
+            )
+        };
+        let (forward, forward_steps) = error(None, Method::Forward);
+        let (adjoint, taped_steps) = error(None, Method::Adjoint);
+        println!(
+            "{name} {method}: forward {forward:e} ({forward_steps} steps), adjoint {adjoint:e} ({taped_steps} steps)"
+        );
+        if adjoint > forward {
+            failures.push(format!(
+                "{name} {method}: adjoint {adjoint:e} > forward {forward:e}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }

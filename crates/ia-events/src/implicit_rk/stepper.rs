@@ -6,7 +6,7 @@
 use super::lu::DenseLu;
 use super::tableau::EsdirkTableau;
 use crate::explicit_rk::{min_step, step_factor};
-use crate::stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
+use crate::stepper::{controlled_norm, OdeRhs, StepCounters, StepFailure, Stepper};
 
 /// Stage convergence: Newton stops when its estimated remaining error,
 /// `theta / (1 - theta) ||dY||`, is below this fraction of the tolerance
@@ -371,7 +371,7 @@ impl ImplicitStepper {
     /// The scaled RMS norm of the filtered error estimate
     /// `(I - h gamma J)^{-1} h sum_j e_j K_j` over the `controlled` leading
     /// components, `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`.
-    fn error_norm(&mut self, h: f64, controlled: usize) -> f64 {
+    fn error_norm(&mut self, h: f64, controlled: usize, apart: bool) -> f64 {
         let n = self.dim;
         self.err.iter_mut().for_each(|e| *e = 0.0);
         for (j, &e) in self.tableau.error.iter().enumerate() {
@@ -382,13 +382,17 @@ impl ImplicitStepper {
             }
         }
         Self::solve_blocks(&self.lu, self.closed, &mut self.err);
-        let sum: f64 = (0..controlled)
-            .map(|r| {
-                let sc = self.atol + self.rtol * self.y[r].abs().max(self.y_new[r].abs());
-                (self.err[r] / sc).powi(2)
-            })
-            .sum();
-        (sum / controlled.max(1) as f64).sqrt()
+        let norm = |range: std::ops::Range<usize>| {
+            let count = range.len().max(1) as f64;
+            let sum: f64 = range
+                .map(|r| {
+                    let sc = self.atol + self.rtol * self.y[r].abs().max(self.y_new[r].abs());
+                    (self.err[r] / sc).powi(2)
+                })
+                .sum();
+            (sum / count).sqrt()
+        };
+        controlled_norm(norm, self.closed.min(controlled), controlled, apart)
     }
 
     /// A first step: a hundredth of the time the state takes to change by
@@ -492,6 +496,7 @@ impl Stepper for ImplicitStepper {
             self.h_next = self.initial_step(remaining).max(16.0 * min_step);
         }
         let controlled = rhs.controlled_dim().min(n);
+        let apart = rhs.controlled_apart();
         let order = self.tableau.error_order();
         let mut rejected_last = false;
         loop {
@@ -520,7 +525,7 @@ impl Stepper for ImplicitStepper {
                 }
                 continue;
             }
-            let err = self.error_norm(h, controlled);
+            let err = self.error_norm(h, controlled, apart);
             let finite = err.is_finite() && self.y_new.iter().all(|v| v.is_finite());
             if finite && err <= 1.0 {
                 let mut factor = if err == 0.0 {

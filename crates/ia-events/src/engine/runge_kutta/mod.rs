@@ -81,6 +81,10 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
         self.n
     }
 
+    fn controlled_apart(&self) -> bool {
+        self.extra.controlled_apart()
+    }
+
     fn eval_closed(&mut self, t: f64, x: &[f64], dx: &mut [f64]) {
         self.system.modes()[self.mode]
             .flow
@@ -178,7 +182,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let n = system.state_dim();
         let n_params = system.param_dim();
         let dim = n + extra.dim();
-        let controlled = if extra.error_controlled() { dim } else { n };
+        let controlled = n + extra.controlled_dim().min(dim - n);
         let b = rk;
         let transitions = system.transitions().len();
         let mut states = take(&mut b.states).prepare(n, dim);
