@@ -615,7 +615,7 @@ impl SolverCore {
     /// The Jacobian-vector products of the runs' outputs with the tangent
     /// columns of each item: one forward-sensitivity pass per distinct
     /// point carrying every column of every item at that point as a seed
-    /// direction (`ia_adjoint::jacobian_along_in`, on the plain run's
+    /// direction (`ia_adjoint::jacobian_along_in`, on the taped run's
     /// steps), so its cost grows with the columns; one run on this thread,
     /// more on the pool, as in [`SolverCore::outputs`].
     pub(crate) fn tangents(
@@ -718,7 +718,7 @@ impl SolverCore {
             .collect();
         count(&self.counts.tangent_passes, problems.len());
         count(&self.counts.tangent_columns, items * m);
-        // On the plain run's steps: the tangents are linear in the seeds
+        // On the taped run's steps (the adjoint's): the tangents are linear in the seeds
         // and agree to rounding with the adjoint (their transpose).
         let method = ia_adjoint::Method::ForwardOnStateSteps;
         let pass = |(problem, dx0, dp): &(&Problem<'_>, DMatrix<f64>, DMatrix<f64>),
