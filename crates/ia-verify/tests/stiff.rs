@@ -533,3 +533,108 @@ fn kvaerno5_forward_event_time_gradients_on_the_kelvin_voigt_ball() {
     let e = errors(&run, &model, &reference);
     assert!(e.time_gradients <= FORWARD_TOL, "{e:?}");
 }
+
+#[test]
+fn sparse_heated_rod_adjoint_against_forward_on_the_same_steps() {
+    // Reference: the forward pass on the adjoint's steps, its exact
+    // transpose (as in `check_piecewise_linear`), with both factorising
+    // sparsely: the rod of 40 cells declares its tridiagonal Jacobian (the
+    // equation model reads it off its instructions), which is past the
+    // size and density where the implicit methods switch to faer's sparse
+    // LU (`sparse_pays`). Kvaerno 5(4) holds no step by stability, so no
+    // rounding is amplified: the two agree to `SAME_STEPS_TOL`.
+    let model = EquationModel::from_value(&ia_verify::references::stiff::heated_rod(40)).unwrap();
+    let spec = model.spec();
+    let system = model.system();
+    for mode in system.modes() {
+        let pattern = mode.flow.state_sparsity().expect("a declared sparsity");
+        assert_eq!(pattern.nnz(), 3 * 40 - 2);
+        assert!(ia_events::implicit_rk::sparse_pays(pattern));
+    }
+    let problem = Problem::new(&system, spec.default_state(), spec.default_params(), 5.5)
+        .with_mode("heating")
+        .unwrap()
+        .with_solver(kvaerno5(1e-8));
+    let adjoint = jacobian(&problem, Method::Adjoint).unwrap();
+    assert!(adjoint.trajectory.events.len() >= 2);
+    let gap = same_steps_gap(&problem, &adjoint);
+    println!("heated_rod(40) kvaerno5 sparse: adjoint against forward on its steps {gap:e}");
+    assert!(gap <= SAME_STEPS_TOL, "{gap:e}");
+}
+
+/// Van der Pol's oscillator in Hairer's scaling, `x' = y`,
+/// `eps y' = (1 - x^2) y - x + u`, stiff for small `eps`, under a relay:
+/// the forcing `u = +a` in mode `push` until `x` falls below `lo` on its
+/// slow branch, then `u = -a` in mode `pull` until `x` rises above `-lo`.
+fn van_der_pol_relay() -> EquationModel {
+    let flow = |u: &str| {
+        serde_json::json!({"flow": {"x": "y", "y": format!("((1 - x^2) * y - x {u} a) / eps")}})
+    };
+    EquationModel::from_value(&serde_json::json!({
+        "name": "van-der-pol-relay",
+        "description": "Van der Pol's oscillator (eps = 1/mu) under a relay forcing of +-a switched on x's slow branches.",
+        "states": {"x": 2.0, "y": -0.6},
+        "params": {"eps": 1e-3, "a": 0.3, "lo": 1.4},
+        "modes": {"push": flow("+"), "pull": flow("-")},
+        "transitions": [
+            {"name": "to_pull", "from": "push", "to": "pull", "guard": "x - lo",
+             "direction": "falling", "reset": {}},
+            {"name": "to_push", "from": "pull", "to": "push", "guard": "x + lo",
+             "direction": "rising", "reset": {}}
+        ],
+        "initial_mode": "push",
+        "t_end": 1.2
+    }))
+    .unwrap()
+}
+
+#[test]
+fn van_der_pol_under_a_relay_against_finite_differences() {
+    // Reference: central differences (Richardson-extrapolated, with their
+    // error estimates: `ia_verify::finite_difference`) of runs at 1e-12
+    // with Kvaerno 5(4), the same events firing in every perturbed run;
+    // and, for the adjoint, the forward pass on its steps (its exact
+    // transpose, to `SAME_STEPS_TOL`). The flow is nonlinear and stiff
+    // (eps = 1e-3: the fast eigenvalue near -(x^2 - 1)/eps, -3000 at x = 2),
+    // and its events fire on the slow branches.
+    use ia_verify::finite_difference::{fd_jacobian, FdOptions};
+    let model = van_der_pol_relay();
+    let spec = model.spec();
+    let system = model.system();
+    let problem = Problem::new(&system, spec.default_state(), spec.default_params(), spec.t_end)
+        .with_mode("push")
+        .unwrap()
+        .with_solver(kvaerno5(1e-9));
+    let forward = jacobian(&problem, Method::Forward).unwrap();
+    let adjoint = jacobian(&problem, Method::Adjoint).unwrap();
+    let names: Vec<&str> = forward
+        .trajectory
+        .events
+        .iter()
+        .map(|e| system.transitions()[e.transition].name.as_str())
+        .collect();
+    println!("van der pol: events {names:?}, {:?}", forward.trajectory.stats);
+    assert!(names.len() >= 2, "{names:?}");
+    let fd = fd_jacobian(
+        &problem,
+        &FdOptions {
+            solver: kvaerno5(1e-12),
+            ..FdOptions::default()
+        },
+    )
+    .unwrap();
+    let fd_flat: Vec<f64> = (0..forward.wrt.len())
+        .flat_map(|c| (0..2).map(move |r| (r, c)))
+        .map(|(r, c)| fd.final_jacobian[r][c])
+        .collect();
+    let estimate = fd.final_error.iter().flatten().fold(0.0f64, |m, &e| m.max(e));
+    let scale = fd_flat.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (name, run) in [("forward", &forward), ("adjoint", &adjoint)] {
+        let error = normwise(run.final_jacobian.as_slice(), &fd_flat);
+        println!("van der pol {name}: {error:e} from the differences (estimate {:e})", estimate / scale);
+        assert!(error < 1e-5, "{name}: {error:e}");
+    }
+    let gap = same_steps_gap(&problem, &adjoint);
+    println!("van der pol: adjoint against forward on its steps {gap:e}");
+    assert!(gap <= SAME_STEPS_TOL, "{gap:e}");
+}

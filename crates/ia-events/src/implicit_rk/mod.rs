@@ -5,11 +5,13 @@
 //! `I - h gamma J`), and the dense LU ([`DenseLu`], solving with the matrix
 //! and its transpose) that the discrete adjoint (ia-adjoint) shares.
 
+mod linear;
 mod lu;
 mod stages;
 mod stepper;
 mod tableau;
 
+pub use linear::{sparse_pays, IterationMatrix, SPARSE_MAX_DENSITY, SPARSE_MIN_DIM};
 pub use lu::DenseLu;
 pub use stages::{solve_stages_exactly, StageWorkspace};
 pub use stepper::{ImplicitStepper, NewtonStats, NEWTON_KAPPA, NEWTON_MAX_ITERATIONS};
