@@ -96,10 +96,7 @@ impl Sparsity {
             return None;
         }
         let start = self.col_ptr[col];
-        self.column(col)
-            .binary_search(&row)
-            .ok()
-            .map(|k| start + k)
+        self.column(col).binary_search(&row).ok().map(|k| start + k)
     }
 
     /// The pattern with the diagonal added (that of `I - c M` for a matrix

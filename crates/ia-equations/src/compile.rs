@@ -223,7 +223,13 @@ impl Program {
         let n = self.n_states;
         let first = self.input_len() + self.constants.len();
         let mut reads: Vec<Vec<usize>> = (0..first)
-            .map(|r| if (1..=n).contains(&r) { vec![r - 1] } else { Vec::new() })
+            .map(|r| {
+                if (1..=n).contains(&r) {
+                    vec![r - 1]
+                } else {
+                    Vec::new()
+                }
+            })
             .collect();
         for op in &self.code {
             let (a, b) = match *op {

@@ -32,7 +32,12 @@ impl SparseJacobian {
 
     /// Writes the Jacobian's entries at `(t, x, p)` in the pattern's order
     /// into `values`: one dual-number evaluation per colour.
-    pub(crate) fn values(&self, program: &Program, (t, x, p): (f64, &[f64], &[f64]), values: &mut [f64]) {
+    pub(crate) fn values(
+        &self,
+        program: &Program,
+        (t, x, p): (f64, &[f64], &[f64]),
+        values: &mut [f64],
+    ) {
         let n = self.pattern.dim();
         let (mut seed, mut rate) = (vec![0.0; n], vec![0.0; n]);
         let col_ptr = self.pattern.col_ptr();
@@ -79,11 +84,13 @@ fn colour_columns(pattern: &Sparsity) -> Vec<Vec<usize>> {
                 }
             }
         }
-        let k = (0..colours.len()).find(|&k| taken[k] != c).unwrap_or_else(|| {
-            colours.push(Vec::new());
-            taken.push(usize::MAX);
-            colours.len() - 1
-        });
+        let k = (0..colours.len())
+            .find(|&k| taken[k] != c)
+            .unwrap_or_else(|| {
+                colours.push(Vec::new());
+                taken.push(usize::MAX);
+                colours.len() - 1
+            });
         colour_of[c] = k;
         colours[k].push(c);
     }
@@ -93,13 +100,76 @@ fn colour_columns(pattern: &Sparsity) -> Vec<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::EquationModel;
+    use ia_core::FlowPartials;
+    use ia_models::Model;
+
+    /// A nonlinear chain of `n` states, each reading its neighbours, with
+    /// a `let` shared by all rates.
+    fn chain(n: usize) -> EquationModel {
+        let states: serde_json::Map<String, serde_json::Value> = (0..n)
+            .map(|i| (format!("x{i}"), (0.1 * i as f64).into()))
+            .collect();
+        let rates: serde_json::Map<String, serde_json::Value> = (0..n)
+            .map(|i| {
+                let left = if i > 0 {
+                    format!("sin(x{}) * x{i}", i - 1)
+                } else {
+                    "x0".into()
+                };
+                let right = if i + 1 < n {
+                    format!("x{}^2", i + 1)
+                } else {
+                    "k".into()
+                };
+                (
+                    format!("x{i}"),
+                    format!("{left} - c * {right} + t * x{i}").into(),
+                )
+            })
+            .collect();
+        EquationModel::from_value(&serde_json::json!({
+            "name": "chain", "states": states, "params": {"k": 0.5},
+            "let": {"c": "k * k"},
+            "modes": {"only": {"flow": rates}}, "transitions": [], "t_end": 1.0
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_declared_entries_are_the_dense_partials() {
+        // Reference: the dense state partials by dual numbers (`Autodiff`),
+        // which must vanish outside the declared pattern and equal the
+        // sparse entries inside it.
+        let n = 12;
+        let system = chain(n).system();
+        let flow = &system.modes()[0].flow;
+        let pattern = flow.state_sparsity().expect("declared");
+        assert_eq!(pattern.nnz(), 3 * n - 2);
+        let x: Vec<f64> = (0..n).map(|i| 0.3 + 0.2 * i as f64).collect();
+        let (t, p) = (0.7, [0.5]);
+        let mut dense = FlowPartials::zeros(n, 1);
+        flow.partials(t, &x, &p, &mut dense);
+        let mut values = vec![0.0; pattern.nnz()];
+        assert!(flow.sparse_state_partials(t, &x, &p, &mut values));
+        for c in 0..n {
+            for r in 0..n {
+                let want = dense.x[(r, c)];
+                match pattern.position(r, c) {
+                    Some(k) => assert!((values[k] - want).abs() < 1e-14, "({r}, {c})"),
+                    None => assert_eq!(want, 0.0, "({r}, {c}) outside the pattern"),
+                }
+            }
+        }
+    }
 
     #[test]
     fn a_tridiagonal_pattern_takes_three_colours() {
         // Reference: a tridiagonal matrix's columns c, c + 3, ... share no
         // row, and three neighbouring columns all share one.
-        let n = 50;
-        let entries = (0..n).flat_map(|i| [(i, i), (i.saturating_sub(1), i), ((i + 1).min(n - 1), i)]);
+        let n: usize = 50;
+        let entries =
+            (0..n).flat_map(|i| [(i, i), (i.saturating_sub(1), i), ((i + 1).min(n - 1), i)]);
         let pattern = Sparsity::from_entries(n, entries).unwrap();
         let colours = colour_columns(&pattern);
         assert_eq!(colours.len(), 3);

@@ -564,7 +564,11 @@ fn sparse_heated_rod_adjoint_against_forward_on_the_same_steps() {
     let last = cells - 1;
     let adjoint = gradient(&problem, &FinalComponent(last)).unwrap();
     assert!(adjoint.trajectory.events.len() >= 2);
-    let mut wrt: Vec<String> = spec.params.iter().map(|p| format!("param.{}", p.name)).collect();
+    let mut wrt: Vec<String> = spec
+        .params
+        .iter()
+        .map(|p| format!("param.{}", p.name))
+        .collect();
     wrt.extend(["initial.T0".to_string(), format!("initial.T{last}")]);
     let wrt: Vec<&str> = wrt.iter().map(String::as_str).collect();
     let forward = jacobian_wrt(&problem, Method::ForwardOnStateSteps, &wrt).unwrap();
@@ -583,9 +587,7 @@ fn sparse_heated_rod_adjoint_against_forward_on_the_same_steps() {
 /// the forcing `u = +a` in mode `push` until `x` falls below `lo` on its
 /// slow branch, then `u = -a` in mode `pull` until `x` rises above `-lo`.
 fn van_der_pol_relay() -> EquationModel {
-    let flow = |u: &str| {
-        serde_json::json!({"flow": {"x": "y", "y": format!("mu * ((1 - x^2) * y - x {u} a)")}})
-    };
+    let flow = |u: &str| serde_json::json!({"flow": {"x": "y", "y": format!("mu * ((1 - x^2) * y - x {u} a)")}});
     EquationModel::from_value(&serde_json::json!({
         "name": "van-der-pol-relay",
         "description": "Van der Pol's oscillator (Hairer's scaling, mu = 1000) under a relay forcing of +-a switched on x's slow branches.",
@@ -620,10 +622,15 @@ fn van_der_pol_under_a_relay_against_finite_differences() {
     let model = van_der_pol_relay();
     let spec = model.spec();
     let system = model.system();
-    let problem = Problem::new(&system, spec.default_state(), spec.default_params(), spec.t_end)
-        .with_mode("push")
-        .unwrap()
-        .with_solver(kvaerno5(1e-10));
+    let problem = Problem::new(
+        &system,
+        spec.default_state(),
+        spec.default_params(),
+        spec.t_end,
+    )
+    .with_mode("push")
+    .unwrap()
+    .with_solver(kvaerno5(1e-10));
     let forward = jacobian(&problem, Method::Forward).unwrap();
     let adjoint = jacobian(&problem, Method::Adjoint).unwrap();
     let names: Vec<&str> = forward
@@ -632,7 +639,10 @@ fn van_der_pol_under_a_relay_against_finite_differences() {
         .iter()
         .map(|e| system.transitions()[e.transition].name.as_str())
         .collect();
-    println!("van der pol: events {names:?}, {:?}", forward.trajectory.stats);
+    println!(
+        "van der pol: events {names:?}, {:?}",
+        forward.trajectory.stats
+    );
     assert!(names.len() >= 2, "{names:?}");
     let fd = fd_jacobian(
         &problem,
@@ -646,13 +656,20 @@ fn van_der_pol_under_a_relay_against_finite_differences() {
         .flat_map(|c| (0..2).map(move |r| (r, c)))
         .map(|(r, c)| fd.final_jacobian[r][c])
         .collect();
-    let estimate = fd.final_error.iter().flatten().fold(0.0f64, |m, &e| m.max(e));
+    let estimate = fd
+        .final_error
+        .iter()
+        .flatten()
+        .fold(0.0f64, |m, &e| m.max(e));
     let scale = fd_flat.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     // Measured: forward 4.9e-7, adjoint 9.5e-7 (the differences' own
     // error estimate, Richardson's, is looser: 2.8e-4 of the largest entry).
     for (name, run) in [("forward", &forward), ("adjoint", &adjoint)] {
         let error = normwise(run.final_jacobian.as_slice(), &fd_flat);
-        println!("van der pol {name}: {error:e} from the differences (estimate {:e})", estimate / scale);
+        println!(
+            "van der pol {name}: {error:e} from the differences (estimate {:e})",
+            estimate / scale
+        );
         assert!(error < 1e-5, "{name}: {error:e}");
     }
     let gap = same_steps_gap(&problem, &adjoint);

@@ -225,10 +225,7 @@ impl IterationMatrix {
     pub fn configure(&mut self, rhs: &mut dyn OdeRhs, n: usize) {
         self.n = n;
         self.use_sparse = false;
-        if let Some(pattern) = rhs
-            .sparsity()
-            .filter(|p| p.dim() == n && sparse_pays(p))
-        {
+        if let Some(pattern) = rhs.sparsity().filter(|p| p.dim() == n && sparse_pays(p)) {
             if !self.sparse.as_ref().is_some_and(|s| s.declared == *pattern) {
                 self.sparse = SparseLu::new(pattern);
             }
@@ -382,7 +379,11 @@ mod tests {
                 sparse.solve(&mut xs);
                 dense.solve(&mut xd);
             }
-            let gap = xs.iter().zip(&xd).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            let gap = xs
+                .iter()
+                .zip(&xd)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
             assert!(gap < 1e-14, "transpose {transpose}: {gap:e}");
         }
     }

@@ -49,11 +49,7 @@ pub fn solve_stages_exactly(
     let s = tableau.stages();
     let hg = h * tableau.gamma;
     ws.matrix.configure(rhs, n);
-    for (buffer, len) in [
-        (&mut ws.w, n),
-        (&mut ws.f, n),
-        (&mut ws.dz, n),
-    ] {
+    for (buffer, len) in [(&mut ws.w, n), (&mut ws.f, n), (&mut ws.dz, n)] {
         buffer.resize(len, 0.0);
     }
     states[..n].copy_from_slice(y0);

@@ -287,10 +287,7 @@ impl ImplicitStepper {
                 // factorisation of their own: the state's Newton iterates
                 // are those of a run without them, to the bit (the same
                 // steps, as the adjoint transposes).
-                let (z, mut sens) = (
-                    std::mem::take(&mut self.z),
-                    std::mem::take(&mut self.sens),
-                );
+                let (z, mut sens) = (std::mem::take(&mut self.z), std::mem::take(&mut self.sens));
                 self.closed_jacobian(rhs, ti, &z, &mut sens);
                 self.z = z;
                 self.sens = sens;

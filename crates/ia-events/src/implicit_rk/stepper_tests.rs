@@ -195,10 +195,10 @@ impl OdeRhs for Chain {
         self.n
     }
     fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
-        for i in 0..self.n {
+        for (i, rate) in dydt.iter_mut().enumerate().take(self.n) {
             let lo = i.saturating_sub(1);
             let hi = (i + 1).min(self.n - 1);
-            dydt[i] = (lo..=hi).map(|j| self.entry(i, j) * y[j]).sum();
+            *rate = (lo..=hi).map(|j| self.entry(i, j) * y[j]).sum();
         }
     }
     fn jacobian(&mut self, _t: f64, _y: &[f64], jacobian: &mut [f64]) -> bool {
