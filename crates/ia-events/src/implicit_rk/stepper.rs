@@ -46,7 +46,8 @@ enum Attempt {
 ///
 /// Each implicit stage `Y_i = W_i + h gamma f(Y_i)` is solved by simplified
 /// Newton with the iteration matrix `I - h gamma J` factorised once (dense
-/// LU) and reused across stages and steps: refactorised when `h gamma`
+/// LU, or sparse LU for a large flow that declares a sparse Jacobian:
+/// [`IterationMatrix`]) and reused across stages and steps: refactorised when `h gamma`
 /// changes by more than a fifth, the Jacobian `J` re-evaluated at a step's
 /// start after a segment starts, after convergence slowed
 /// (contraction above 0.3) or when a stage failed to converge (the step is
