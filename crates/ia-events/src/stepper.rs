@@ -49,6 +49,23 @@ pub trait OdeRhs {
         let _ = (t, y, jacobian);
         false
     }
+    /// The entries of [`OdeRhs::jacobian`]'s matrix that may be non-zero,
+    /// when the right-hand side declares them (the flow's
+    /// [`ia_core::Flow::state_sparsity`]); an implicit stepper then may
+    /// factorise sparsely ([`crate::implicit_rk::IterationMatrix`]) and
+    /// reads the entries from [`OdeRhs::sparse_jacobian`]. The default
+    /// declares none.
+    fn sparsity(&mut self) -> Option<&ia_core::Sparsity> {
+        None
+    }
+    /// Writes the Jacobian's entries in the order of
+    /// [`OdeRhs::sparsity`]'s pattern into `values` and returns true;
+    /// false, writing nothing, when there is no pattern. The default has
+    /// none.
+    fn sparse_jacobian(&mut self, t: f64, y: &[f64], values: &mut [f64]) -> bool {
+        let _ = (t, y, values);
+        false
+    }
 }
 
 /// Why a step could not be taken.

@@ -104,6 +104,29 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
         true
     }
 
+    fn sparsity(&mut self) -> Option<&ia_core::Sparsity> {
+        self.system.modes()[self.mode].flow.state_sparsity()
+    }
+
+    fn sparse_jacobian(&mut self, t: f64, x: &[f64], values: &mut [f64]) -> bool {
+        let flow = &self.system.modes()[self.mode].flow;
+        let Some(pattern) = flow.state_sparsity() else {
+            return false;
+        };
+        if flow.sparse_state_partials(t, x, self.params, values) {
+            return true;
+        }
+        // Gathered from the dense partials (the flow has no fast path).
+        let (n, np) = (self.n, self.params.len());
+        let partials = self
+            .partials
+            .get_or_insert_with(|| ia_core::FlowPartials::zeros(n, np));
+        partials.clear();
+        flow.partials(t, x, self.params, partials);
+        pattern.gather(partials.x.as_slice(), values);
+        true
+    }
+
     fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) {
         let (x, extra) = y.split_at(self.n);
         let (dx, dextra) = dydt.split_at_mut(self.n);
