@@ -18,6 +18,9 @@ pub const NEWTON_KAPPA: f64 = 1e-3;
 /// The most Newton iterations of one stage before the stage counts as not
 /// converging.
 pub const NEWTON_MAX_ITERATIONS: usize = 10;
+/// The most further Newton iterations polishing a converged stage to
+/// rounding when sensitivities are carried (see [`ImplicitStepper`]).
+const NEWTON_POLISH_ITERATIONS: usize = 6;
 /// A Newton increment within this many roundings (`f64::EPSILON`) of the
 /// iterate, in the tolerance-scaled norm, counts as converged whatever its
 /// contraction: rounding noise, not an iteration that diverges.
@@ -63,7 +66,13 @@ enum Attempt {
 /// iterated: at each converged state stage the Jacobian is evaluated
 /// ([`OdeRhs::jacobian`]), `I - h gamma J(Y_i)` factorised and
 /// `(I - h gamma J(Y_i)) K_i = G(Y_i, W_i)` solved once per block, which is
-/// the derivative of the stage by the implicit function theorem.
+/// the derivative of the stage by the implicit function theorem. For that
+/// derivative to be the one of the stage actually taken, the state stages
+/// are then polished past the convergence test, to rounding (the increments
+/// stop shrinking or are within rounding; at most six more iterations of
+/// the same factorised matrix): the adjoint solves the stages to rounding
+/// from the same start, so forward and adjoint on the same steps are
+/// transposes of each other to rounding on nonlinear flows too.
 ///
 /// Dense output is cubic Hermite through both ends of the step and their
 /// rates (third order); events are then placed on it and the step redone to
@@ -322,8 +331,20 @@ impl ImplicitStepper {
         for r in 0..c {
             self.z[r] = self.w[r] + hg * self.k[(i - 1) * n + r];
         }
+        // Carrying sensitivities (components after the closed block), a
+        // stage converged to a thousandth of the tolerance is polished
+        // further, to rounding: the sensitivities are those of the exactly
+        // solved stages (implicit function theorem), and the adjoint's
+        // stages, solved to rounding from the same start, are then the
+        // same stages, so forward and adjoint are transposes to rounding
+        // on nonlinear flows too.
+        let polish = c < n;
+        let mut converged = false;
         let mut previous = f64::INFINITY;
-        for iteration in 0..NEWTON_MAX_ITERATIONS {
+        for iteration in 0..NEWTON_MAX_ITERATIONS + NEWTON_POLISH_ITERATIONS {
+            if iteration >= NEWTON_MAX_ITERATIONS && !converged {
+                break;
+            }
             self.stats.iterations += 1;
             rhs.eval_closed(ti, &self.z[..c], &mut self.f[..c]);
             self.counters.rhs_evaluations += 1;
@@ -352,19 +373,34 @@ impl ImplicitStepper {
             }
             if iteration > 0 {
                 let theta = norm / previous;
-                if theta > THETA_SLOW {
-                    self.jacobian_stale = true;
-                }
-                if theta >= THETA_DIVERGING {
-                    return Some(false);
-                }
-                if theta / (1.0 - theta) * norm <= NEWTON_KAPPA {
-                    return None;
+                if converged {
+                    // Polishing: the stage stays converged; stop once the
+                    // increments no longer shrink (rounding noise).
+                    if theta >= THETA_DIVERGING {
+                        return None;
+                    }
+                } else {
+                    if theta > THETA_SLOW {
+                        self.jacobian_stale = true;
+                    }
+                    if theta >= THETA_DIVERGING {
+                        return Some(false);
+                    }
+                    if theta / (1.0 - theta) * norm <= NEWTON_KAPPA {
+                        if !polish {
+                            return None;
+                        }
+                        converged = true;
+                    }
                 }
             }
             previous = norm;
         }
-        Some(false)
+        if converged {
+            None
+        } else {
+            Some(false)
+        }
     }
 
     /// The scaled RMS norm of the filtered error estimate
