@@ -9,8 +9,11 @@
 //! cargo bench -p ia-benches --bench blocks
 //! ```
 //!
-//! An event still carries every neuron to its time (O(n) per event), so the
-//! rate falls with the network's size; see docs/method.md. Measured once on
+//! This run records every event with its states, so an event carries every
+//! neuron to its time (O(n) per event) and the rate falls with the
+//! network's size; the run that keeps no event states advances only the
+//! neurons an event touches (the `yinyang_scaling` bench); see
+//! docs/method.md. Measured once on
 //! the shared 2-core machine: about 46,000 events per second at 100 hidden
 //! neurons and 10,000 at 1,000.
 

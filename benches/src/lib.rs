@@ -15,6 +15,9 @@
 //! * [`thermostat`]: the thermostat's long runs (about one switch per
 //!   1.64 time units) by DOPRI5 and DOP853, as the `long_runs` benchmark,
 //!   its profiler probe and the allocation tests run them.
+//! * [`yinyang_net`]: a 5-N-3 `cuba-lif` network with Yin-Yang-like input
+//!   spikes, the exact solver's scaling case (primal events per second and
+//!   forward and gradient per sample as N grows).
 //! * `peer_diffsol` (feature `peers`): the same `ball2d_flat_a` case through
 //!   the diffsol crate's reset-aware forward sensitivities and adjoint.
 //!
@@ -32,3 +35,4 @@ pub mod network;
 #[cfg(feature = "peers")]
 pub mod peer_diffsol;
 pub mod thermostat;
+pub mod yinyang_net;

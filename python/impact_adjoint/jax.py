@@ -1,7 +1,7 @@
 """A run of a model as a JAX function, differentiated by the library.
 
-``solver(model, t_end, max_events=K)`` returns ``f(x0, params)`` giving, as
-JAX arrays:
+``solver(model, t_end, max_events=K)`` returns ``f(x0, params, t_end=None)``
+giving, as JAX arrays:
 
 * ``final_state`` (n): the state at ``t_end``;
 * ``event_times`` (K): the first K event times, padded with ``inf``
@@ -15,7 +15,10 @@ JAX arrays:
 ``x0`` and ``params`` are arrays in the model's order (``model.state_names``,
 ``model.param_names``) or dicts by name, whole or partial (a missing name
 takes the model's default); a gradient has the structure of its input (a
-dict of the names given, for a dict).
+dict of the names given, for a dict). ``t_end`` given to ``f`` (or a
+traced ``t_end`` given to ``solver``) replaces the final time and may be
+traced and differentiated: ``d x(T) / dT`` is the flow at the final state
+(from the library); event times and observed states do not move with it.
 
 ``f`` is a ``jax.custom_jvp`` whose tangent map is a primitive of this
 module: linear in the tangents, computed by the library's forward
@@ -47,8 +50,11 @@ class (:class:`impact_adjoint.InvalidOptionError`, ...). Under
 ``jax.jit`` the run happens inside XLA, which raises
 ``jax.errors.JaxRuntimeError``; its message is XLA's status code, then the
 library's kind and message (``INVALID_ARGUMENT: invalid_option: invalid
-parameter 'e' = 1.5: ...``), and
-:func:`library_error` turns it into the library's exception.
+parameter 'e' = 1.5: ...``): XLA formats every handler error as
+``<STATUS CODE>: <message>``, whichever of its codes the handler gives
+(see docs/jax.md), so the kind cannot come first. :func:`library_error`
+turns it into the library's exception, and :func:`library_errors` (a
+context manager and decorator) raises that instead.
 
 A solver may be made inside the differentiated function (``jax.grad`` or
 ``jax.jit`` of a function that calls ``solver(...)`` itself). Made inside
@@ -81,6 +87,7 @@ Example (a ball on flat ground, three impacts before ``t_end = 2``)::
     # {"vy": 0.06697247..., ...}: d x(T) / d vy0, where time-stepping autodiff gets 0.0
 """
 
+import contextlib
 from typing import NamedTuple
 
 import jax
@@ -98,7 +105,7 @@ from ._errors import (
     error_class,
 )
 
-__all__ = ["solver", "Outputs", "library_error", "MINIMUM_JAX"]
+__all__ = ["solver", "Outputs", "library_error", "library_errors", "MINIMUM_JAX"]
 
 #: The oldest jax whose jaxlib speaks the XLA FFI C API of the handlers
 #: (the lower bound of the package's ``jax`` extra).
@@ -174,30 +181,43 @@ _tangent_p = Primitive("impact_adjoint_tangent")
 _tangent_p.multiple_results = True
 
 
-def _tangent_lead(x0, params, x0_tangent, params_tangent):
-    """The batch axes of the outputs: those of the arguments broadcast."""
+def _tangent_lead(x0, params, x0_tangent, params_tangent, *t_end):
+    """The batch axes of the outputs: those of the arguments broadcast
+    (``t_end``, a final time per run when given, has no axis of its own)."""
     return np.broadcast_shapes(
-        x0.shape[:-1], params.shape[:-1], x0_tangent.shape[:-1], params_tangent.shape[:-1]
+        x0.shape[:-1],
+        params.shape[:-1],
+        x0_tangent.shape[:-1],
+        params_tangent.shape[:-1],
+        *(t.shape for t in t_end),
     )
 
 
-def _tangent_abstract(x0, params, after, x0_tangent, params_tangent, *, core, sizes, adjoint):
+def _tangent_abstract(
+    x0, params, after, x0_tangent, params_tangent, *t_end, core, sizes, adjoint
+):
     n, _, k, n_obs = sizes
-    lead = _tangent_lead(x0, params, x0_tangent, params_tangent)
+    lead = _tangent_lead(x0, params, x0_tangent, params_tangent, *t_end)
     return [
         jax.core.ShapedArray(lead + shape, x0.dtype)
         for shape in [(n,), (k,), (n_obs, n)]
     ]
 
 
-def _tangent_impl(x0, params, after, x0_tangent, params_tangent, *, core, sizes, adjoint):
+def _tangent_impl(x0, params, after, x0_tangent, params_tangent, *t_end, core, sizes, adjoint):
     """One custom call: the tangents with a column axis of 1 (batch axes of
     size 1 broadcast in the handler). ``after`` (an output of the run at
     this point) is not read: it orders the adjoint pass after the run in
-    the transpose."""
+    the transpose. A final time per run goes with the initial state (on
+    its batch axes)."""
     n, _, k, n_obs = sizes
-    lead = _tangent_lead(x0, params, x0_tangent, params_tangent)
+    lead = _tangent_lead(x0, params, x0_tangent, params_tangent, *t_end)
     rank = len(lead)
+    if t_end:
+        point = np.broadcast_shapes(x0.shape[:-1], t_end[0].shape)
+        x0 = jnp.broadcast_to(x0, point + (n,))
+        ones = (1,) * (rank - len(point))
+        t_end = (jnp.reshape(jnp.broadcast_to(t_end[0], point), ones + point),)
     widen = lambda a: jnp.reshape(a, (1,) * (rank + 1 - a.ndim) + a.shape)
     shapes = [
         jax.ShapeDtypeStruct(lead + (1,) + shape, x0.dtype) for shape in [(n,), (k,), (n_obs, n)]
@@ -207,6 +227,7 @@ def _tangent_impl(x0, params, after, x0_tangent, params_tangent, *, core, sizes,
         widen(params),
         widen(x0_tangent)[..., None, :],
         widen(params_tangent)[..., None, :],
+        *t_end,
         solver=np.uint64(core.ffi_id),
     )
     return [final[..., 0, :], times[..., 0, :], observed[..., 0, :, :]]
@@ -225,7 +246,7 @@ def _tangent_batch(args, dims, **params):
 
 
 def _tangent_transpose(
-    cotangents, x0, params, after, x0_tangent, params_tangent, *, core, sizes, adjoint
+    cotangents, x0, params, after, x0_tangent, params_tangent, *t_end, core, sizes, adjoint
 ):
     """The adjoint pass: the cotangents of the tangents from those of the
     outputs (one adjoint pass per batch entry), summed over the batch
@@ -235,7 +256,7 @@ def _tangent_transpose(
     n, n_params, k, n_obs = sizes
     tx_aval = x0_tangent.aval if ad.is_undefined_primal(x0_tangent) else x0_tangent
     tp_aval = params_tangent.aval if ad.is_undefined_primal(params_tangent) else params_tangent
-    lead = np.broadcast_shapes(x0.shape[:-1], params.shape[:-1], tx_aval.shape[:-1], tp_aval.shape[:-1])
+    lead = _tangent_lead(x0, params, tx_aval, tp_aval, *t_end)
     g_final, g_times, g_observed = (
         jnp.zeros(lead + shape, x0.dtype) if type(ct) is ad.Zero else jnp.broadcast_to(ct, lead + shape)
         for ct, shape in zip(cotangents, [(n,), (k,), (n_obs, n)])
@@ -247,6 +268,7 @@ def _tangent_transpose(
         g_final,
         g_times,
         g_observed,
+        *(jnp.broadcast_to(t, lead) for t in t_end),
     )
 
     def reduce_to(g, shape):
@@ -261,7 +283,7 @@ def _tangent_transpose(
         None,
         reduce_to(gx, tx_aval.shape) if ad.is_undefined_primal(x0_tangent) else None,
         reduce_to(gp, tp_aval.shape) if ad.is_undefined_primal(params_tangent) else None,
-    ]
+    ] + [None] * len(t_end)
 
 
 def _tangent_jvp(primals, tangents, **params):
@@ -330,6 +352,25 @@ def library_error(error):
     return error
 
 
+@contextlib.contextmanager
+def library_errors():
+    """Raises the library's exception (:func:`library_error`) in place of
+    the ``jax.errors.JaxRuntimeError`` of a jitted run that failed inside
+    it, chained to it; other errors pass unchanged. A context manager and
+    a decorator::
+
+        with iajax.library_errors():
+            jax.jit(f)(x0, params)   # an ia.InvalidOptionError, ...
+    """
+    try:
+        yield
+    except jax.errors.JaxRuntimeError as error:
+        converted = library_error(error)
+        if converted is error:
+            raise
+        raise converted from error
+
+
 def solver(model, t_end, *, observe=(), max_events=0, first=(), solver=None, mode=None):
     """``f(x0, params) -> Outputs`` for the runs of ``model`` from ``t = 0``
     to ``t_end`` (see the module documentation). ``observe`` are the
@@ -346,9 +387,12 @@ def solver(model, t_end, *, observe=(), max_events=0, first=(), solver=None, mod
 
     if isinstance(first, str):
         first = (first,)
+    # A traced t_end (a solver made inside a transformed function) is a
+    # per-call final time; the solver's own is then the model's.
+    traced = isinstance(t_end, jax.core.Tracer)
     core = JaxSolver(
         model,
-        t_end,
+        None if traced else t_end,
         observe=observe,
         max_events=max_events,
         first=first,
@@ -356,7 +400,7 @@ def solver(model, t_end, *, observe=(), max_events=0, first=(), solver=None, mod
         mode=mode,
     )
     made_inside = _tracing()
-    return _function(model, t_end, core, made_inside)
+    return _function(model, t_end, core, made_inside, t_end if traced else None)
 
 
 def _split_times(out, max_events):
@@ -367,9 +411,10 @@ def _split_times(out, max_events):
     return out._replace(event_times=times[..., :max_events], first_times=times[..., max_events:])
 
 
-def _function(model, t_end, core, made_inside):
+def _function(model, t_end, core, made_inside, default_t_end):
     """The JAX function of the prepared solver ``core`` (``made_inside`` a
-    traced function: pinned when staged, see ``_PINNED``). Its custom calls
+    traced function: pinned when staged, see ``_PINNED``); its final time
+    ``default_t_end`` when traced, otherwise the solver's. Its custom calls
     return the time outputs whole (K event times, then the first firing
     times); ``f`` splits them."""
     n, n_params, k, n_obs = core.sizes
@@ -382,13 +427,15 @@ def _function(model, t_end, core, made_inside):
     solver_id = np.uint64(core.ffi_id)
     calls = {}
 
-    def custom_calls(float_type, lead=()):
-        """The two custom calls for results of ``float_type``: the run and
-        the adjoint pass (the tangent-linear pass is ``_tangent_p``).
-        ``lead``: batch axes the adjoint pass's arguments carry themselves
-        (the transpose of a batched tangent pass, as in ``jax.grad`` of a
+    def custom_calls(float_type, rated=False, lead=()):
+        """The two custom calls for results of ``float_type``: the run (with
+        ``rated``, also returning ``d x(T) / dT``) and the adjoint pass
+        (the tangent-linear pass is ``_tangent_p``). Each takes a final
+        time per run as its last argument where one is given. ``lead``:
+        batch axes the adjoint pass's arguments carry themselves (the
+        transpose of a batched tangent pass, as in ``jax.grad`` of a
         ``jax.vmap``-ed function), which its results carry too."""
-        if (float_type, lead) not in calls:
+        if (float_type, rated, lead) not in calls:
             count_type = jax.dtypes.canonicalize_dtype(jnp.int64)
             shapes = Outputs(
                 jax.ShapeDtypeStruct((n,), float_type),
@@ -396,12 +443,16 @@ def _function(model, t_end, core, made_inside):
                 jax.ShapeDtypeStruct((), count_type),
                 jax.ShapeDtypeStruct((n_obs, n), float_type),
             )
+            rate = (jax.ShapeDtypeStruct((n,), float_type),) if rated else ()
             # "broadcast_all": under jax.vmap every argument and result
             # carries the same leading batch axes, run as one batch.
-            calls[float_type, lead] = (
+            calls[float_type, rated, lead] = (
                 # The call's four results (``first_times`` is split from
-                # the time outputs afterwards, ``_split_times``).
-                jax.ffi.ffi_call(_OUTPUTS_TARGET, tuple(shapes)[:4], vmap_method="broadcast_all"),
+                # the time outputs afterwards, ``_split_times``), and the
+                # rate where asked.
+                jax.ffi.ffi_call(
+                    _OUTPUTS_TARGET, tuple(shapes)[:4] + rate, vmap_method="broadcast_all"
+                ),
                 jax.ffi.ffi_call(
                     _GRADIENT_TARGET,
                     (
@@ -411,13 +462,14 @@ def _function(model, t_end, core, made_inside):
                     vmap_method="broadcast_all",
                 ),
             )
-        return calls[float_type, lead]
+        return calls[float_type, rated, lead]
 
-    def outputs_now(x0, params, float_type):
+    def outputs_now(x0, params, float_type, timed):
         """The outputs of one run, computed now (a plain call)."""
         final, times, counts, observed = core.outputs(
             np.asarray(x0, dtype=np.float64).reshape(1, n),
             np.asarray(params, dtype=np.float64).reshape(1, n_params),
+            np.asarray(timed[0], dtype=np.float64).reshape(1) if timed else None,
         )
         return Outputs(
             jnp.asarray(final[0], dtype=float_type),
@@ -427,73 +479,112 @@ def _function(model, t_end, core, made_inside):
         )
 
     @jax.custom_jvp
-    def run(x0, params):
+    def run(x0, params, *t_end):
         outputs_call = custom_calls(x0.dtype)[0]
-        return Outputs(*outputs_call(x0, params, solver=solver_id))
+        return Outputs(*outputs_call(x0, params, *t_end, solver=solver_id))
 
     @_not_differentiable
-    def taped_run(x0, params):
+    def taped_run(x0, params, *t_end):
         """The run of a differentiated forward call: its tapes are kept
-        for the backward pass."""
-        outputs_call = custom_calls(x0.dtype)[0]
-        return Outputs(*outputs_call(x0, params, solver=solver_id, taped=np.uint64(1)))
+        for the backward pass. With a final time given, also ``d x(T) /
+        dT`` (the flow at the final state, from the library)."""
+        outputs_call = custom_calls(x0.dtype, rated=bool(t_end))[0]
+        return tuple(outputs_call(x0, params, *t_end, solver=solver_id, taped=np.uint64(1)))
 
     @_not_differentiable
-    def adjoint_pass(x0, params, g_final, g_times, g_observed):
+    def adjoint_pass(x0, params, g_final, g_times, g_observed, *t_end):
         """The cotangents of the inputs: one adjoint pass of the library."""
-        gradient_call = custom_calls(x0.dtype, tuple(x0.shape[:-1]))[1]
+        gradient_call = custom_calls(x0.dtype, lead=tuple(x0.shape[:-1]))[1]
         # The id read from ``core`` here: the closure keeps the solver
         # alive until the backward pass of an eager jax.grad, even when
         # ``f`` itself is gone by then.
         solver = np.uint64(core.ffi_id)
-        return tuple(gradient_call(x0, params, g_final, g_times, g_observed, solver=solver))
+        return tuple(
+            gradient_call(x0, params, g_final, g_times, g_observed, *t_end, solver=solver)
+        )
 
     @run.defjvp
     def run_jvp(primals, tangents):
         # The tangent map is linear in the tangents, its transpose the
         # adjoint pass: forward mode runs the forward sensitivities,
         # reverse mode (its transpose) the adjoint.
-        x0, params = primals
+        x0, params, *t_end = primals
+        x0_tangent, params_tangent, *t_end_tangent = tangents
         # The differentiated forward call records its tapes, kept for the
         # backward pass (jax.value_and_grad: one taped run, no replay).
-        out = taped_run(x0, params)
+        taped = taped_run(x0, params, *t_end)
+        out = Outputs(*taped[:4])
         final, times, observed = _tangent_p.bind(
-            x0, params, out.final_state, *tangents, core=core, sizes=(n, n_params, k, n_obs), adjoint=adjoint_pass
+            x0,
+            params,
+            out.final_state,
+            x0_tangent,
+            params_tangent,
+            *t_end,
+            core=core,
+            sizes=(n, n_params, k, n_obs),
+            adjoint=adjoint_pass,
         )
+        if t_end:
+            # d x(T) / dT: the flow at the final state; event times and
+            # observed states do not move with T.
+            final = final + taped[4] * t_end_tangent[0]
         count = np.zeros(np.shape(out.event_count), dtype=jax.dtypes.float0)
         return out, Outputs(final, times, count, observed)
 
-    def f(x0, params):
+    def f(x0, params, t_end=None):
         x0 = _vector(x0, n, "x0", "state", model.state_names, state_defaults, core)
         params = _vector(
             params, n_params, "params", "parameter", model.param_names, param_defaults, core
         )
         float_type = _float_type(x0, params)
         x0, params = x0.astype(float_type), params.astype(float_type)
+        timed = _final_time(default_t_end if t_end is None else t_end, float_type)
         if made_inside and _staged():
             _PINNED[core.ffi_id] = core
-        if not any(isinstance(a, jax.core.Tracer) for a in (x0, params)):
+        if not any(isinstance(a, jax.core.Tracer) for a in (x0, params, *timed)):
             # A plain call (no transformation): the library directly, so that
             # a failure raises its own exception class, not JAX's wrapper.
-            return _split_times(outputs_now(x0, params, float_type), max_events)
-        return _split_times(run(x0, params), max_events)
+            return _split_times(outputs_now(x0, params, float_type, timed), max_events)
+        return _split_times(run(x0, params, *timed), max_events)
 
     def statistics():
         """How many passes of each kind this solver has made: ``runs``
         (plain runs), ``taped_runs`` (runs recording a tape: differentiated
         forward calls, and backward passes that found no kept tape),
         ``backward_passes`` (adjoint passes), ``replays`` (backward passes
-        that ran the model again) and ``tangent_passes``
-        (forward-sensitivity passes, one per point)."""
+        that ran the model again), ``tangent_passes``
+        (forward-sensitivity passes, one per point) and ``tangent_columns``
+        (the sensitivity columns they carried: the tangent columns, one
+        per column of a ``jax.jacfwd``)."""
         return core.statistics()
 
     f.statistics = statistics
     f.__doc__ = (
         f"Runs {model.name} from t = 0 to {t_end}: x0 ({n}: {', '.join(model.state_names)}), "
         f"params ({n_params}: {', '.join(model.param_names)}) -> Outputs; "
-        "x0 and params are arrays in that order or dicts by name."
+        "x0 and params are arrays in that order or dicts by name; "
+        "t_end (optional, traceable) replaces the final time."
     )
     return f
+
+
+def _final_time(t_end, float_type):
+    """``()`` for the solver's own final time (``None``), otherwise
+    ``(t_end,)`` as a number of ``float_type`` (traced or not)."""
+    if t_end is None:
+        return ()
+    try:
+        value = jnp.asarray(t_end)
+    except TypeError:
+        value = None
+    if value is None or not jnp.issubdtype(value.dtype, jnp.number):
+        raise InvalidScenarioError(f"'t_end' must be a number, got {t_end!r}")
+    if value.ndim != 0:
+        raise DimensionMismatchError(
+            f"dimension mismatch in t_end: expected a number, got an array of shape {value.shape}"
+        )
+    return (value.astype(float_type),)
 
 
 def _float_type(x0, params):

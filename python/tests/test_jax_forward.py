@@ -153,7 +153,12 @@ def test_value_and_grad_is_one_taped_run(jit):
         value_and_grad = jax.jit(value_and_grad)
     value, (gx, gp) = value_and_grad(x0, params)
     assert run.statistics() == {
-        "runs": 0, "taped_runs": 1, "backward_passes": 1, "replays": 0, "tangent_passes": 0
+        "runs": 0,
+        "taped_runs": 1,
+        "backward_passes": 1,
+        "replays": 0,
+        "tangent_passes": 0,
+        "tangent_columns": 0,
     }, run.statistics()
     lib = ball.gradient(x0, params, 2.0, loss=[{"of": "final.x", "weight": 1.0}])
     assert float(value) == lib.final_state[0]
@@ -167,3 +172,65 @@ def test_value_and_grad_is_one_taped_run(jit):
     # jacfwd: one forward pass for the 4 columns, at one point.
     jax.jacfwd(lambda x: run(x, params).final_state)(x0)
     assert run.statistics()["tangent_passes"] == 1
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_jacfwd_carries_only_its_tangent_columns(jit):
+    """Before: the tangent pass formed the full forward Jacobian (n + n_params
+    = 7 columns on ball2d-flat) per point and contracted it. Now a jacfwd
+    of m columns is one forward pass carrying m columns (the statistics
+    say so), and a jvp along a direction mixing the initial state and the
+    parameters carries one; the numbers are the library's: the columns of
+    its forward Jacobian on the same steps (jax.jacrev, the adjoint, agrees)."""
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, observe=[1.0], max_events=4)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+
+    def f(x, p):
+        out = run(x, p)
+        return jnp.concatenate([out.final_state, out.observed[0], out.event_times[:2]])
+
+    jacfwd = jax.jacfwd(f, argnums=1)
+    jvp = lambda x, p, vx, vp: jax.jvp(f, (x, p), (vx, vp))[1]
+    if jit:
+        jacfwd, jvp = jax.jit(jacfwd), jax.jit(jvp)
+    jp = jacfwd(x0, params)
+    stats = run.statistics()
+    assert (stats["tangent_passes"], stats["tangent_columns"]) == (1, 3), stats
+    vx, vp = jnp.array([0.3, -0.2, 0.5, 1.0]), jnp.array([0.1, -0.4, 0.25])
+    tangent = jvp(x0, params, vx, vp)
+    stats = run.statistics()
+    assert (stats["tangent_passes"], stats["tangent_columns"]) == (2, 4), stats
+    jx_rev, jp_rev = jax.jacrev(f, argnums=(0, 1))(x0, params)
+    np.testing.assert_allclose(jp, jp_rev, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(tangent, jx_rev @ vx + jp_rev @ vp, rtol=1e-9, atol=1e-10)
+    # The same numbers as the whole Jacobian's columns, on the same steps.
+    jx_all, jp_all = jax.jacfwd(f, argnums=(0, 1))(x0, params)
+    np.testing.assert_allclose(jp, jp_all, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(tangent, jx_all @ vx + jp_all @ vp, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_jacrev_of_m_outputs_is_one_taped_run(jit):
+    """Before: a kept tape served one backward pass, so jax.jacrev of m
+    outputs at one point ran the model m - 1 more times (statistics:
+    replays = m - 1, taped_runs = m). Now the m cotangents at the point
+    share the one taped run: one run, m backward passes; the rows are the
+    library's adjoint gradients to the last bit."""
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=4)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    jacrev = jax.jacrev(lambda x, p: run(x, p).final_state, argnums=(0, 1))
+    if jit:
+        jacrev = jax.jit(jacrev)
+    jx, jp = jacrev(x0, params)
+    stats = run.statistics()
+    # One taped run in all: eagerly the forward call's; under jit XLA drops
+    # the forward call (its outputs unused by a jacrev), and the backward
+    # call records the run once for its 4 passes.
+    assert (stats["runs"], stats["taped_runs"], stats["backward_passes"], stats["replays"]) == (
+        0, 1, 4, 1 if jit else 0
+    ), stats
+    for i, state in enumerate(ball.state_names):
+        lib = ball.gradient(x0, params, 2.0, loss=[{"of": f"final.{state}", "weight": 1.0}])
+        np.testing.assert_array_equal(np.concatenate([jx[i], jp[i]]), lib.gradient)

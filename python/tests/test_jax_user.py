@@ -191,6 +191,31 @@ def test_a_failed_run_under_jit_names_its_kind_and_key():
     assert iajax.library_error(other) is other
 
 
+def test_library_errors_raises_the_library_exception_under_jit():
+    """Before: no way to get the library's exception raised from jitted
+    code (only library_error to convert a caught one). XLA puts its
+    status code before any handler message (docs/jax.md: every code
+    measured), so the message under jit starts with INVALID_ARGUMENT, and
+    the context manager raises the library's class, chained to XLA's
+    error, with the plain call's message (naming the key)."""
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0)
+    with pytest.raises(ia.InvalidOptionError) as caught:
+        with iajax.library_errors():
+            jax.jit(run)({}, {"e": 1.5})
+    assert str(caught.value).startswith("invalid parameter 'e' = 1.5: must lie in"), str(caught.value)
+    assert caught.value.kind == "invalid_option"
+    assert isinstance(caught.value.__cause__, jax.errors.JaxRuntimeError)
+    assert str(caught.value.__cause__).startswith("INVALID_ARGUMENT: invalid_option: ")
+    # As a decorator; an error that is not the library's passes unchanged.
+    @iajax.library_errors()
+    def fails():
+        raise ValueError("something else")
+
+    with pytest.raises(ValueError, match="something else"):
+        fails()
+
+
 def python_blocks(path):
     return re.findall(r"```python\n(.*?)```", (ROOT / path).read_text(), re.S)
 

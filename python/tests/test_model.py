@@ -119,6 +119,33 @@ def test_gradient_is_the_jacobian_contracted(method):
     assert grad.derivative("param.e") == grad.gradient[5]
 
 
+def test_derivative_probes_keyword():
+    """The adjoint's derivative probes (on by default) are turned off with
+    derivative_probes=0: both gradients lie within the tolerance's reach of
+    the forward pass's (the same derivative, on different steps); the
+    probes change the taped run's steps, so the two differ; a bad value
+    names the key."""
+    ball = ia.Model.ready("ball2d-flat")
+    loss = [{"of": "final.x", "weight": 1.0}]
+    solver = {"method": "dopri5", "rtol": 1e-8, "atol": 1e-8}
+    forward = ball.gradient(None, None, 2.0, loss=loss, method="forward", solver=solver)
+    probed = ball.gradient(None, None, 2.0, loss=loss, solver=solver)
+    plain = ball.gradient(None, None, 2.0, loss=loss, solver=solver, derivative_probes=0)
+    for grad in (probed, plain):
+        np.testing.assert_allclose(grad.gradient, forward.gradient, rtol=0, atol=1e-6)
+    # On a flow whose derivative needs shorter steps than its state, the
+    # probe makes the taped run take more of them.
+    lif = ia.Model.ready("lif")
+    lif_loss = [{"of": f"final.{lif.state_names[0]}", "weight": 1.0}]
+    lif_probed = lif.gradient(loss=lif_loss, solver=solver)
+    lif_plain = lif.gradient(loss=lif_loss, solver=solver, derivative_probes=0)
+    assert lif_probed.stats["steps"] > lif_plain.stats["steps"]
+    jac = ball.jacobian(None, None, 2.0, method="adjoint", solver=solver, derivative_probes=2)
+    np.testing.assert_allclose(jac.final_jacobian[0], forward.gradient, rtol=0, atol=1e-6)
+    with pytest.raises(ia.Error, match="adjoint.derivative_probes"):
+        ball.gradient(None, None, 2.0, loss=loss, derivative_probes=-1)
+
+
 def test_solve_releases_the_gil():
     """While a long solve runs on another thread, this thread runs Python:
     the solve holds no GIL (with it held, the loop below would stall for the

@@ -45,6 +45,7 @@ use crate::saltation::SaltationWorkspace;
 pub use crate::tape::{AdjointOptions, AUTOMATIC_CHECKPOINT_FLOATS};
 use crate::tape::{Cursor, Tape, TapeEntry, TapedEvent};
 use ia_core::{FlowPartials, HybridError, HybridSystem, Trajectory};
+use ia_events::exact::{PairStretch, PairTransposeBasis};
 use ia_events::{ButcherTableau, EsdirkTableau, Problem, SpareVecs};
 
 /// The backward pass checks the parameters' cotangent for overflow once
@@ -906,17 +907,29 @@ impl Backward<'_> {
         work.fill(0.0);
         let (states, vs) = work.split_at_mut(3 * n);
         let x0 = &self.vectors.stage_states[..n];
+        // Pairs of one matrix and constant (a layer of neurons) share the
+        // stretch's factors and Van Loan basis.
+        let mut shared: Option<(PairStretch, PairTransposeBasis)> = None;
         for pair in &self.pairs[mode] {
-            let rates = ia_events::exact::PairRates::of(&pair.a);
-            let stretch = ia_events::exact::PairStretch {
-                entries: pair.entries,
-                a: pair.a,
-                b: pair.b,
-                rates,
-                factors: rates.factors(s),
+            let (stretch, basis) = match shared {
+                Some((stretch, basis)) if stretch.a == pair.a && stretch.b == pair.b => {
+                    (stretch, basis)
+                }
+                _ => {
+                    let rates = ia_events::exact::PairRates::of(&pair.a);
+                    let stretch = PairStretch {
+                        entries: pair.entries,
+                        a: pair.a,
+                        b: pair.b,
+                        rates,
+                        factors: rates.factors(s),
+                    };
+                    (stretch, stretch.transpose_basis(s))
+                }
             };
+            shared = Some((stretch, basis));
             let [i, j] = pair.entries;
-            let c = stretch.transpose_tangent(s, [x0[i], x0[j]], [lambda[i], lambda[j]]);
+            let c = stretch.transpose_tangent_with(&basis, [x0[i], x0[j]], [lambda[i], lambda[j]]);
             (lambda[i], lambda[j]) = (c.lambda[0], c.lambda[1]);
             states[n + i] = 1.0;
             states[2 * n + j] = 1.0;

@@ -11,30 +11,72 @@
 //! fixed; this is what lets the adjoint agree with it to rounding on the same
 //! steps.
 //!
-//! With chosen columns ([`crate::jacobian_wrt`]), `S` holds only those, and its rate and
-//! its jumps are formed column by column from Jacobian-vector products of
-//! the flow and the reset ([`ia_core::Flow::jacobian_vector_product`],
+//! With chosen columns ([`crate::jacobian_wrt`]) or seed directions
+//! ([`crate::jacobian_along`]), `S` holds only those, and its rate and its
+//! jumps are formed column by column from Jacobian-vector products of the
+//! flow and the reset ([`ia_core::Flow::jacobian_vector_product`],
 //! [`ia_core::Reset::jacobian_vector_product`]), so the cost is proportional
 //! to the number of columns; a flow or reset without the fast path falls
-//! back to its dense partials.
+//! back to its dense partials. A chosen column is the seed of one input (a
+//! unit direction): a seed column `(dx0, dp)` starts at `S(t0) = dx0` and
+//! its parameter terms are `f_p dp`, `r_p dp`, `g_p . dp` (one column of
+//! the partials for a unit `dp`, the one fast path of a `Wrt` column).
 
 use crate::saltation::{EventAt, SaltationWorkspace};
 use ia_core::{FlowPartials, HybridError, HybridSystem, Tangent, Wrt};
 use ia_events::{EventJump, EventRecording, ExtraState, Observer, RunContext, SpareVecs};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 
-/// `dt*/dtheta = -(g_x . s + g_p[j]) / gdot` of one sensitivity column `s`
-/// (with respect to parameter `j`, or an initial state for `None`): the one
-/// formula of the event time's derivative, for full and chosen columns.
-fn event_time_derivative(
-    guard_x: &[f64],
-    guard_p: &[f64],
-    guard_rate: f64,
-    s: &[f64],
-    param: Option<usize>,
-) -> f64 {
+/// How a column of `S` moves the parameters: `dp` of its seed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ParamMove<'a> {
+    /// `dp = 0` (an initial-state column).
+    Zero,
+    /// `dp = e_j` (a parameter's column).
+    Unit(usize),
+    /// Any other `dp` (a seed direction).
+    Along(&'a [f64]),
+}
+
+impl ParamMove<'_> {
+    /// `v . dp` for a row `v` of partials with respect to the parameters.
+    fn dot(self, v: &[f64]) -> f64 {
+        match self {
+            ParamMove::Zero => 0.0,
+            ParamMove::Unit(j) => v[j],
+            ParamMove::Along(dp) => v.iter().zip(dp).map(|(a, b)| a * b).sum(),
+        }
+    }
+}
+
+/// The kind of `dp` among `Zero`, `Unit` and `Along` (no offset: an
+/// `Along` column's `dp` is read from the seeds when used).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum MoveKind {
+    Zero,
+    Unit(usize),
+    Along,
+}
+
+/// The columns carried when not every input's: each a seed `(dx0, dp)`
+/// (a [`Wrt`] is the seed of one input, a unit direction).
+#[derive(Debug, Default)]
+struct Seeds {
+    /// `dx0` of each column, `n x m` column-major.
+    x0: Vec<f64>,
+    /// `dp` of each column, `n_p x m` column-major.
+    params: Vec<f64>,
+    /// The kind of each column's `dp`.
+    kinds: Vec<MoveKind>,
+}
+
+/// `dt*/dtheta = -(g_x . s + g_p . dp) / gdot` of one sensitivity column
+/// `s` whose parameter direction `dp` makes `gp = g_p . dp` (`g_p[j]` for
+/// parameter `j`, zero for an initial state): the one formula of the event
+/// time's derivative, for full, chosen and seeded columns and the
+/// derivative probes.
+pub(crate) fn event_time_derivative(guard_x: &[f64], gp: f64, guard_rate: f64, s: &[f64]) -> f64 {
     let gx_s: f64 = guard_x.iter().zip(s).map(|(a, b)| a * b).sum();
-    let gp = param.map_or(0.0, |j| guard_p[j]);
     -(gx_s + gp) / guard_rate
 }
 
@@ -43,9 +85,9 @@ fn event_time_derivative(
 pub(crate) struct ForwardSensitivity {
     n: usize,
     n_params: usize,
-    /// The chosen columns; `None`: every initial-state entry, then every
-    /// parameter (dense products).
-    chosen: Option<Vec<Wrt>>,
+    /// The chosen columns or seed directions; `None`: every initial-state
+    /// entry, then every parameter (dense products).
+    chosen: Option<Seeds>,
     error_controlled: bool,
     /// False only to show what is lost without the saltation term.
     apply_saltation: bool,
@@ -73,6 +115,8 @@ pub(crate) struct ForwardSensitivity {
     /// The exact solver's linear pairs: the parameter sources `f_p` at
     /// the states zero and one on each pair's first, second entry.
     pair_scratch: Vec<f64>,
+    /// A seed column's jump: zero, then `r_p[:, j]` (n each).
+    jump_scratch: Vec<f64>,
 }
 
 /// Reads `S` off the carried components at each observation and at the end
@@ -80,6 +124,8 @@ pub(crate) struct ForwardSensitivity {
 pub(crate) struct SensitivityAt {
     n: usize,
     columns: usize,
+    /// Extra components carried before `S` (derivative probes).
+    skip: usize,
     /// `S` at each observation time.
     pub observation_jacobians: Vec<DMatrix<f64>>,
     /// `S` at the end.
@@ -94,14 +140,22 @@ impl SensitivityAt {
         Self {
             n: carried.n,
             columns: carried.columns(),
+            skip: 0,
             observation_jacobians: Vec::new(),
             final_jacobian: None,
             spare: SpareVecs::default(),
         }
     }
 
+    /// Reads `S` after `skip` extra components carried before it.
+    pub(crate) fn after(mut self, skip: usize) -> Self {
+        self.skip = skip;
+        self
+    }
+
     fn matrix(&mut self, y: &[f64]) -> DMatrix<f64> {
-        DMatrix::from_vec(self.n, self.columns, self.spare.copy_of(&y[self.n..]))
+        let start = self.n + self.skip;
+        DMatrix::from_vec(self.n, self.columns, self.spare.copy_of(&y[start..]))
     }
 }
 
@@ -138,6 +192,7 @@ impl ForwardSensitivity {
             cascade_time_gradient: Vec::new(),
             exact_scratch: Vec::new(),
             pair_scratch: Vec::new(),
+            jump_scratch: Vec::new(),
         }
     }
 
@@ -213,16 +268,49 @@ impl ForwardSensitivity {
         DMatrix::from_vec(recorded, m, data)
     }
 
-    /// Sensitivities with respect to `columns` only.
-    pub(crate) fn with_columns(mut self, columns: Vec<Wrt>) -> Self {
-        self.chosen = Some(columns);
+    /// Sensitivities with respect to `columns` only: the seeds of those
+    /// inputs (unit directions).
+    pub(crate) fn with_columns(self, columns: &[Wrt]) -> Self {
+        let (n, np, m) = (self.n, self.n_params, columns.len());
+        let (mut x0, mut params) = (vec![0.0; n * m], vec![0.0; np * m]);
+        for (c, column) in columns.iter().enumerate() {
+            match *column {
+                Wrt::Initial(i) => x0[c * n + i] = 1.0,
+                Wrt::Param(j) => params[c * np + j] = 1.0,
+            }
+        }
+        self.with_seeds(x0, params)
+    }
+
+    /// Sensitivities along `m` seed directions: `x0` (`n x m`) and `params`
+    /// (`n_p x m`), column-major, `S(t0) = x0`. A column whose `dp` is zero
+    /// or a unit direction takes the fast paths of chosen columns.
+    pub(crate) fn with_seeds(mut self, x0: Vec<f64>, params: Vec<f64>) -> Self {
+        let (n, np) = (self.n, self.n_params);
+        let m = x0
+            .len()
+            .checked_div(n)
+            .or_else(|| params.len().checked_div(np))
+            .unwrap_or(0);
+        let kinds = (0..m)
+            .map(|c| {
+                let dp = &params[c * np..(c + 1) * np];
+                let mut moved = dp.iter().enumerate().filter(|(_, v)| **v != 0.0);
+                match (moved.next(), moved.next()) {
+                    (None, _) => MoveKind::Zero,
+                    (Some((j, &1.0)), None) => MoveKind::Unit(j),
+                    _ => MoveKind::Along,
+                }
+            })
+            .collect();
+        self.chosen = Some(Seeds { x0, params, kinds });
         self
     }
 
     fn columns(&self) -> usize {
         self.chosen
             .as_ref()
-            .map_or(self.n + self.n_params, |c| c.len())
+            .map_or(self.n + self.n_params, |c| c.kinds.len())
     }
 
     /// The flow's dense partials at `(t, x)` in `mode`, formed in a buffer
@@ -234,15 +322,7 @@ impl ForwardSensitivity {
         t: f64,
         x: &[f64],
     ) -> &FlowPartials {
-        let (n, np) = (self.n, self.n_params);
-        let partials = self
-            .partials
-            .get_or_insert_with(|| FlowPartials::zeros(n, np));
-        partials.clear();
-        run.system.modes()[mode]
-            .flow
-            .partials(t, x, run.params, partials);
-        partials
+        form_partials(&mut self.partials, (self.n, self.n_params), run, mode, t, x)
     }
 
     /// `dS = f_x S + f_p` from the flow's dense partials, for a flow
@@ -267,7 +347,10 @@ impl ForwardSensitivity {
             .zip_apply(&partials.p, |d, fp| *d += fp);
     }
 
-    /// `dS = f_x S + f_p[:, j]`, column by column, for chosen columns.
+    /// `dS = f_x S + f_p dp`, column by column, for chosen columns and
+    /// seeds: a column moving no parameter or one is the flow's
+    /// Jacobian-vector product, any other (or where the flow has no
+    /// product) from its dense partials, formed once for the stage.
     #[inline(never)]
     fn chosen_rate(
         &mut self,
@@ -278,34 +361,46 @@ impl ForwardSensitivity {
         extra: &[f64],
         rate: &mut [f64],
     ) {
-        let n = self.n;
-        let chosen = self.chosen.take().expect("chosen columns");
+        let (n, np) = (self.n, self.n_params);
+        let chosen = self.chosen.as_ref().expect("chosen columns");
         let flow = &run.system.modes()[mode].flow;
-        let mut dense = false;
-        for (c, column) in chosen.iter().enumerate() {
-            let tangent = Tangent {
-                t: 0.0,
-                x: &extra[c * n..(c + 1) * n],
-                param: column.param(),
-            };
+        let mut formed = false;
+        for c in 0..chosen.kinds.len() {
+            let param = param_move(Some(chosen), n, np, c);
+            let s = &extra[c * n..(c + 1) * n];
             let out = &mut rate[c * n..(c + 1) * n];
-            if !flow.jacobian_vector_product(t, x, run.params, tangent, out) {
-                dense = true;
-                break;
+            let unit = match param {
+                ParamMove::Zero => Some(None),
+                ParamMove::Unit(j) => Some(Some(j)),
+                ParamMove::Along(_) => None,
+            };
+            if let Some(param) = unit {
+                let tangent = Tangent {
+                    t: 0.0,
+                    x: s,
+                    param,
+                };
+                if flow.jacobian_vector_product(t, x, run.params, tangent, out) {
+                    continue;
+                }
             }
-        }
-        if dense {
-            let partials = self.dense_partials(run, mode, t, x);
-            for (c, column) in chosen.iter().enumerate() {
-                let s = nalgebra::DVectorView::from_slice(&extra[c * n..(c + 1) * n], n);
-                let mut ds = nalgebra::DVectorViewMut::from_slice(&mut rate[c * n..(c + 1) * n], n);
-                ds.gemv(1.0, &partials.x, &s, 0.0);
-                if let Some(j) = column.param() {
-                    ds += partials.p.column(j);
+            if !formed {
+                form_partials(&mut self.partials, (n, np), run, mode, t, x);
+                formed = true;
+            }
+            let partials = self.partials.as_ref().expect("formed above");
+            let s = nalgebra::DVectorView::from_slice(s, n);
+            let mut ds = nalgebra::DVectorViewMut::from_slice(out, n);
+            ds.gemv(1.0, &partials.x, &s, 0.0);
+            match param {
+                ParamMove::Zero => {}
+                ParamMove::Unit(j) => ds += partials.p.column(j),
+                ParamMove::Along(dp) => {
+                    let dp = nalgebra::DVectorView::from_slice(dp, np);
+                    ds.gemv(1.0, &partials.p, &dp, 1.0);
                 }
             }
         }
-        self.chosen = Some(chosen);
     }
 
     /// Carries the columns over the stretch's linear pairs
@@ -348,21 +443,21 @@ impl ForwardSensitivity {
                 flow.sensitivity_rate(t0, state, run.params, zero, out)
             });
         for c in 0..m {
-            let param = Self::column(self.chosen.as_deref(), n, c).param();
+            let param = param_move(self.chosen.as_ref(), n, self.n_params, c);
             let base = if batched { c * n } else { 0 };
-            if let (Some(j), false) = (param, batched) {
+            let mut moved = param != ParamMove::Zero;
+            if moved && !batched {
                 for k in 0..3 {
                     let state = &states[k * n..(k + 1) * n];
                     let out = &mut sources[k * width..k * width + n];
-                    let tangent = Tangent {
-                        t: 0.0,
-                        x: &zero[..n],
-                        param: Some(j),
-                    };
-                    if !flow.jacobian_vector_product(t0, state, run.params, tangent, out) {
-                        let partials = self.dense_partials(run, mode, t0, state);
-                        out.copy_from_slice(partials.p.column(j).as_slice());
-                    }
+                    moved = param_source(
+                        &mut self.partials,
+                        (n, self.n_params),
+                        (run, mode, t0, state),
+                        param,
+                        &zero[..n],
+                        out,
+                    );
                 }
             }
             let column = &mut extra[c * n..(c + 1) * n];
@@ -371,7 +466,7 @@ impl ForwardSensitivity {
                 let y0 = [x0[p], x0[q]];
                 let mut v = [column[p], column[q]];
                 let (mut e, mut beta) = ([[0.0; 2]; 2], [0.0; 2]);
-                if param.is_some() {
+                if moved {
                     let at = |k: usize, i: usize| sources[k * width + base + i];
                     for (row, &i) in pair.entries.iter().enumerate() {
                         beta[row] = at(0, i);
@@ -385,15 +480,6 @@ impl ForwardSensitivity {
         self.pair_scratch = scratch;
     }
 
-    /// Column `c` of `S`: with every column, the initial-state entries,
-    /// then the parameters.
-    fn column(chosen: Option<&[Wrt]>, n: usize, c: usize) -> Wrt {
-        match chosen {
-            Some(chosen) => chosen[c],
-            None => Wrt::of_column(c, n),
-        }
-    }
-
     /// `S+[:, c] = r_x S-[:, c] + r_p[:, j] - w dt*_c` column by column: the
     /// saltation `Xi = r_x + w g_x / gdot` applied as the reset's
     /// Jacobian-vector product plus a rank-one term, never formed.
@@ -405,9 +491,9 @@ impl ForwardSensitivity {
         before: &[f64],
         after: &mut [f64],
     ) {
-        let (n, m) = (self.n, self.columns());
-        let chosen = self.chosen.as_deref();
-        let param = |c| Self::column(chosen, n, c).param();
+        let (n, np, m) = (self.n, self.n_params, self.columns());
+        let chosen = self.chosen.as_ref();
+        let param = |c| param_move(chosen, n, np, c);
         let at: EventAt<'_> = jump.into();
         let geometry = match jump.geometry {
             Some(geometry) => geometry,
@@ -423,10 +509,9 @@ impl ForwardSensitivity {
                 for (c, dt) in gradient.iter_mut().enumerate() {
                     *dt = event_time_derivative(
                         geometry.guard.x.as_slice(),
-                        geometry.guard.p.as_slice(),
+                        param(c).dot(geometry.guard.p.as_slice()),
                         geometry.guard_rate,
                         &before[c * n..(c + 1) * n],
-                        param(c),
                     );
                 }
             }
@@ -437,19 +522,111 @@ impl ForwardSensitivity {
             }),
         }
         for (c, dt) in gradient.iter().enumerate() {
+            let (unit, along) = match param(c) {
+                ParamMove::Zero => (None, None),
+                ParamMove::Unit(j) => (Some(j), None),
+                ParamMove::Along(dp) => (None, Some(dp)),
+            };
             let tangent = Tangent {
                 t: 0.0,
                 x: &before[c * n..(c + 1) * n],
-                param: param(c),
+                param: unit,
             };
             let out = &mut after[c * n..(c + 1) * n];
             self.saltation
                 .reset_jacobian_vector_product(run.system, run.params, at, tangent, out);
+            if let Some(dp) = along {
+                // r_p dp, one parameter's column at a time (events are few).
+                self.jump_scratch.clear();
+                self.jump_scratch.resize(2 * n, 0.0);
+                let (zero, column) = self.jump_scratch.split_at_mut(n);
+                for (j, &d) in dp.iter().enumerate().filter(|(_, d)| **d != 0.0) {
+                    let tangent = Tangent {
+                        t: 0.0,
+                        x: zero,
+                        param: Some(j),
+                    };
+                    self.saltation
+                        .reset_jacobian_vector_product(run.system, run.params, at, tangent, column);
+                    for (o, r) in out.iter_mut().zip(column.iter()) {
+                        *o += d * r;
+                    }
+                }
+            }
             if self.apply_saltation {
                 for (o, w) in out.iter_mut().zip(&self.time_shift) {
                     *o -= w * dt;
                 }
             }
+        }
+    }
+}
+
+/// How column `c` of `S` moves the parameters: with every column (no
+/// `chosen`), the initial-state entries, then the parameters.
+fn param_move(chosen: Option<&Seeds>, n: usize, n_params: usize, c: usize) -> ParamMove<'_> {
+    match chosen {
+        None if c < n => ParamMove::Zero,
+        None => ParamMove::Unit(c - n),
+        Some(seeds) => match seeds.kinds[c] {
+            MoveKind::Zero => ParamMove::Zero,
+            MoveKind::Unit(j) => ParamMove::Unit(j),
+            MoveKind::Along => ParamMove::Along(&seeds.params[c * n_params..(c + 1) * n_params]),
+        },
+    }
+}
+
+/// The flow's dense partials at `(t, x)` in `mode`, formed in `slot`
+/// (allocated on first use) for `(n, n_params)`.
+fn form_partials<'a>(
+    slot: &'a mut Option<FlowPartials>,
+    (n, np): (usize, usize),
+    run: RunContext<'_>,
+    mode: usize,
+    t: f64,
+    x: &[f64],
+) -> &'a FlowPartials {
+    let partials = slot.get_or_insert_with(|| FlowPartials::zeros(n, np));
+    partials.clear();
+    run.system.modes()[mode]
+        .flow
+        .partials(t, x, run.params, partials);
+    partials
+}
+
+/// The source `f_p dp` of a column moving the parameters by `param`, at
+/// `(t, x)` of `mode`, into `out` (`n` entries): the flow's
+/// Jacobian-vector product along `(0, e_j)` for a unit `dp` (its dense
+/// partials' column where it has none), the dense partials times `dp`
+/// otherwise. `false` (nothing written) for a column moving none.
+fn param_source(
+    partials: &mut Option<FlowPartials>,
+    sizes: (usize, usize),
+    (run, mode, t, x): (RunContext<'_>, usize, f64, &[f64]),
+    param: ParamMove<'_>,
+    zero: &[f64],
+    out: &mut [f64],
+) -> bool {
+    match param {
+        ParamMove::Zero => false,
+        ParamMove::Unit(j) => {
+            let tangent = Tangent {
+                t: 0.0,
+                x: zero,
+                param: Some(j),
+            };
+            let flow = &run.system.modes()[mode].flow;
+            if !flow.jacobian_vector_product(t, x, run.params, tangent, out) {
+                let formed = form_partials(partials, sizes, run, mode, t, x);
+                out.copy_from_slice(formed.p.column(j).as_slice());
+            }
+            true
+        }
+        ParamMove::Along(dp) => {
+            let formed = form_partials(partials, sizes, run, mode, t, x);
+            let dp = nalgebra::DVectorView::from_slice(dp, sizes.1);
+            nalgebra::DVectorViewMut::from_slice(out, sizes.0).gemv(1.0, &formed.p, &dp, 0.0);
+            true
         }
     }
 }
@@ -468,13 +645,7 @@ impl ExtraState for ForwardSensitivity {
         let n = self.n;
         match &self.chosen {
             None => (0..n).for_each(|i| extra[i * n + i] = 1.0),
-            Some(chosen) => {
-                for (c, column) in chosen.iter().enumerate() {
-                    if let Wrt::Initial(i) = column {
-                        extra[c * n + i] = 1.0;
-                    }
-                }
-            }
+            Some(seeds) => extra.copy_from_slice(&seeds.x0),
         }
     }
 
@@ -541,28 +712,25 @@ impl ExtraState for ForwardSensitivity {
             && flow.sensitivity_rate(t0, x0, run.params, zero, at_start)
             && flow.sensitivity_rate(t0, shifted, run.params, zero, at_shifted);
         for c in 0..m {
-            let param = Self::column(self.chosen.as_deref(), n, c).param();
+            let param = param_move(self.chosen.as_ref(), n, self.n_params, c);
             for (v, d) in extra[c * n..(c + 1) * n].iter_mut().zip(span.decay) {
                 *v *= d;
             }
-            let Some(j) = param else { continue };
+            if param == ParamMove::Zero {
+                continue;
+            }
             let sources = if batched {
                 c * n..(c + 1) * n
             } else {
-                let (at_start, at_shifted) = (&mut at_start[..n], &mut at_shifted[..n]);
-                let tangent = Tangent {
-                    t: 0.0,
-                    x: &zero[..n],
-                    param: Some(j),
-                };
-                let by_products = flow
-                    .jacobian_vector_product(t0, x0, run.params, tangent, at_start)
-                    && flow.jacobian_vector_product(t0, shifted, run.params, tangent, at_shifted);
-                if !by_products {
-                    for (x, out) in [(x0, at_start), (&*shifted, at_shifted)] {
-                        let partials = self.dense_partials(run, mode, t0, x);
-                        out.copy_from_slice(partials.p.column(j).as_slice());
-                    }
+                for (x, out) in [(x0, &mut at_start[..n]), (&*shifted, &mut at_shifted[..n])] {
+                    param_source(
+                        &mut self.partials,
+                        (n, self.n_params),
+                        (run, mode, t0, x),
+                        param,
+                        &zero[..n],
+                        out,
+                    );
                 }
                 0..n
             };

@@ -106,6 +106,75 @@ impl TapedRun {
     pub fn trajectory(&self) -> &Trajectory {
         &self.trajectory
     }
+
+    /// The backward pass of `loss` over this run, a [`record_in`] of
+    /// `problem`, keeping the tape for more: the gradient
+    /// [`gradient_of_taped`] returns, to the last bit. Many losses of one
+    /// run (the rows of a Jacobian, a batch of cotangents at one point)
+    /// cost one taped run and one backward pass each.
+    ///
+    /// ```
+    /// use ia_adjoint::{gradient, record_in, AdjointOptions, FinalComponent, Workspace};
+    /// use ia_events::{Problem, SolverChoice};
+    ///
+    /// let model = ia_models::by_name("ball2d-flat").unwrap();
+    /// let system = model.system();
+    /// let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, 0.7], 2.0)
+    ///     .with_solver(SolverChoice::dopri5(1e-10));
+    /// let mut workspace = Workspace::new();
+    /// let taped = record_in(&problem, &AdjointOptions::default(), &mut workspace).unwrap();
+    /// for i in 0..4 {
+    ///     let row = taped.gradient(&problem, &FinalComponent(i), &mut workspace).unwrap();
+    ///     assert_eq!(row, gradient(&problem, &FinalComponent(i)).unwrap());
+    /// }
+    /// taped.release(&mut workspace);
+    /// ```
+    pub fn gradient(
+        &self,
+        problem: &Problem<'_>,
+        loss: &dyn Loss,
+        workspace: &mut Workspace,
+    ) -> Result<Gradient, HybridError> {
+        let (value, initial_state, params) =
+            backward_pass(problem, &self.tape, &self.trajectory, loss, workspace)?;
+        Ok(Gradient {
+            value,
+            wrt: problem.system.shared_wrt_names(),
+            initial_state,
+            params,
+            tape_floats: self.tape.stored_floats(),
+            trajectory: self.trajectory.clone(),
+        })
+    }
+
+    /// Gives the tape's buffers back to `workspace` (for its next run).
+    pub fn release(self, workspace: &mut Workspace) {
+        workspace.keep_tape(self.tape);
+    }
+}
+
+/// One backward pass of `loss` over `tape` and `trajectory`: the loss's
+/// value and the gradients with respect to the initial state and the
+/// parameters.
+fn backward_pass(
+    problem: &Problem<'_>,
+    tape: &Tape,
+    trajectory: &Trajectory,
+    loss: &dyn Loss,
+    workspace: &mut Workspace,
+) -> Result<(f64, Vec<f64>, Vec<f64>), HybridError> {
+    let sys = problem.system;
+    let stepping = adjoint_stepping(problem)?;
+    loss.check(sys.state_dim())?;
+    loss.check_run(trajectory)?;
+    let mut seeds = LossSeeds::zeros(trajectory);
+    let value = loss.evaluate(trajectory, &mut seeds);
+    check_seeds(&seeds, trajectory)?;
+    let mut backward = Backward::new_in(sys, &problem.params, stepping, &mut workspace.backward);
+    let pass = backward.gradient(tape, trajectory, &seeds);
+    backward.release(&mut workspace.backward);
+    let (initial_state, params) = pass?;
+    Ok((value, initial_state, params))
 }
 
 /// The taped forward run of [`gradient_in`], alone: its backward pass, for
@@ -119,12 +188,7 @@ pub fn record_in(
 ) -> Result<TapedRun, HybridError> {
     adjoint_stepping(problem)?;
     let mut tape = workspace.tape(options);
-    let run = ia_events::run_in(
-        problem,
-        &mut workspace.run,
-        &mut ia_events::NoExtraState,
-        &mut tape,
-    );
+    let run = workspace.run_on_taped_steps(problem, &mut ia_events::NoExtraState, &mut tape);
     match run {
         Ok(trajectory) => Ok(TapedRun { tape, trajectory }),
         Err(error) => {
@@ -144,28 +208,18 @@ pub fn gradient_of_taped(
     loss: &dyn Loss,
     workspace: &mut Workspace,
 ) -> Result<Gradient, HybridError> {
-    let sys = problem.system;
     let TapedRun { tape, trajectory } = taped;
-    let result = adjoint_stepping(problem).and_then(|stepping| {
-        loss.check(sys.state_dim())?;
-        loss.check_run(&trajectory)?;
-        let mut seeds = LossSeeds::zeros(&trajectory);
-        let value = loss.evaluate(&trajectory, &mut seeds);
-        check_seeds(&seeds, &trajectory)?;
-        let mut backward =
-            Backward::new_in(sys, &problem.params, stepping, &mut workspace.backward);
-        let pass = backward.gradient(&tape, &trajectory, &seeds);
-        backward.release(&mut workspace.backward);
-        let (initial_state, params) = pass?;
-        Ok(Gradient {
-            value,
-            wrt: sys.shared_wrt_names(),
-            initial_state,
-            params,
-            tape_floats: tape.stored_floats(),
-            trajectory,
-        })
-    });
+    let result =
+        backward_pass(problem, &tape, &trajectory, loss, workspace).map(|(value, x0, p)| {
+            Gradient {
+                value,
+                wrt: problem.system.shared_wrt_names(),
+                initial_state: x0,
+                params: p,
+                tape_floats: tape.stored_floats(),
+                trajectory,
+            }
+        });
     workspace.keep_tape(tape);
     result
 }
@@ -181,4 +235,16 @@ pub fn gradient_forward(
 ) -> Result<Gradient, HybridError> {
     loss.check(problem.system.state_dim())?;
     jacobian(problem, method)?.loss_gradient(loss)
+}
+
+/// Runs `problem` on the steps of the adjoint's taped run (with its
+/// derivative probes, [`crate::probe`]), showing them to `observer`: what
+/// a check of the steps the adjoint transposes reads. Only with the
+/// `testing` feature (ia-verify's checks).
+#[cfg(any(test, feature = "testing"))]
+pub fn run_on_taped_steps<O: ia_events::Observer>(
+    problem: &Problem<'_>,
+    observer: &mut O,
+) -> Result<Trajectory, HybridError> {
+    Workspace::new().run_on_taped_steps(problem, &mut ia_events::NoExtraState, observer)
 }

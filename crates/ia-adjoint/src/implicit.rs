@@ -28,8 +28,8 @@
 //! so forward and adjoint differentiate the same map at stages that agree
 //! to far below the tolerance.
 
-use ia_core::{Flow, FlowPartials, HybridError};
-use ia_events::implicit_rk::{solve_stages_exactly, DenseLu, StageWorkspace};
+use ia_core::{Flow, FlowPartials, HybridError, Sparsity};
+use ia_events::implicit_rk::{solve_stages_exactly, IterationMatrix, StageWorkspace};
 use ia_events::{EsdirkTableau, OdeRhs};
 
 /// A mode's flow with the parameters, as a right-hand side with the flow's
@@ -53,6 +53,21 @@ impl OdeRhs for FlowRhs<'_> {
     fn jacobian(&mut self, t: f64, y: &[f64], jacobian: &mut [f64]) -> bool {
         let partials = flow_partials(self.flow, self.partials, (t, y, self.params));
         jacobian.copy_from_slice(partials.x.as_slice());
+        true
+    }
+
+    fn sparsity(&mut self) -> Option<&Sparsity> {
+        self.flow.state_sparsity()
+    }
+
+    fn sparse_jacobian(&mut self, t: f64, y: &[f64], values: &mut [f64]) -> bool {
+        let Some(pattern) = self.flow.state_sparsity() else {
+            return false;
+        };
+        if !self.flow.sparse_state_partials(t, y, self.params, values) {
+            let partials = flow_partials(self.flow, self.partials, (t, y, self.params));
+            pattern.gather(partials.x.as_slice(), values);
+        }
         true
     }
 }
@@ -81,7 +96,7 @@ fn flow_partials<'k>(
 #[derive(Default)]
 pub(crate) struct ImplicitBuffers {
     stages: StageWorkspace,
-    lu: DenseLu,
+    matrix: IterationMatrix,
     partials: Option<FlowPartials>,
     /// A stage solve or a transposed solve failed since the last
     /// [`ImplicitBuffers::check`].
@@ -118,14 +133,19 @@ impl ImplicitBuffers {
         hg: f64,
         v: &mut [f64],
     ) {
-        let n = v.len();
-        let partials = flow_partials(flow, &mut self.partials, at);
-        self.lu.set_iteration_matrix(n, partials.x.as_slice(), hg);
-        if !self.lu.factor() {
+        let (t, x, params) = at;
+        let mut rhs = FlowRhs {
+            flow,
+            params,
+            partials: &mut self.partials,
+            n: v.len(),
+        };
+        self.matrix.configure(&mut rhs, v.len());
+        if !self.matrix.evaluate(&mut rhs, t, x) || !self.matrix.factor(hg) {
             self.failed = true;
             return;
         }
-        self.lu.solve_transpose(v);
+        self.matrix.solve_transpose(v);
     }
 
     /// The error for a failed stage solve since the last check, if any:

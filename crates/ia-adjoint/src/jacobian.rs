@@ -6,6 +6,7 @@
 use crate::adjoint::{adjoint_stepping, Backward};
 use crate::forward::SensitivityAt;
 use crate::loss::LossSeeds;
+use crate::probe::probes_for;
 use crate::results::{Method, Sensitivities};
 use crate::tape::AdjointOptions;
 use crate::tape::Cursor;
@@ -61,18 +62,15 @@ pub fn jacobian_in(
     let sys = problem.system;
     match method {
         Method::Forward | Method::ForwardOnStateSteps => {
-            forward_jacobian(problem, method, None, sys.shared_wrt_names(), workspace)
+            let wrt = sys.shared_wrt_names();
+            forward_jacobian(problem, method, Carried::All, wrt, workspace)
         }
         Method::Adjoint => {
             let wrt = sys.shared_wrt_names();
             let stepping = adjoint_stepping(problem)?;
             let mut tape = workspace.tape(&AdjointOptions::default());
-            let run = ia_events::run_in(
-                problem,
-                &mut workspace.run,
-                &mut ia_events::NoExtraState,
-                &mut tape,
-            );
+            let run =
+                workspace.run_on_taped_steps(problem, &mut ia_events::NoExtraState, &mut tape);
             let trajectory = match run {
                 Ok(trajectory) => trajectory,
                 Err(e) => {
@@ -223,32 +221,233 @@ pub fn jacobian_wrt_in(
             })
         }
         Method::Forward | Method::ForwardOnStateSteps => {
-            let columns = indices.iter().map(|&j| Wrt::of_column(j, n)).collect();
-            forward_jacobian(problem, method, Some(columns), names, workspace)
+            let columns: Vec<Wrt> = indices.iter().map(|&j| Wrt::of_column(j, n)).collect();
+            forward_jacobian(problem, method, Carried::Chosen(&columns), names, workspace)
         }
     }
 }
 
+/// Directional derivatives of a run along `m` seed directions: column `c`
+/// moves the initial state by `x0_seeds[:, c]` (`n x m`) and the parameters
+/// by `param_seeds[:, c]` (`n_p x m`), and the result holds `J d_c` for
+/// every output, with `J` the Jacobian of [`jacobian`] (final state,
+/// observed states, event times) and `d_c` the column stacked
+/// (`[x0_seeds; param_seeds]`): the Jacobian-vector products, columns
+/// named `seed.<c>` in [`Sensitivities::wrt`].
+///
+/// By forward sensitivities (both forward methods) it is one run carrying
+/// `m` sensitivity columns through the flow, the events and their
+/// saltation: its cost grows with `m`, not with the number of inputs (a
+/// column whose parameter direction is zero or a unit direction takes the
+/// flow's and the reset's Jacobian-vector products; any other the flow's
+/// dense partials times the direction; the unit directions of every input
+/// in their order are the whole Jacobian, [`jacobian`]'s numbers). With
+/// [`Method::ForwardOnStateSteps`] the steps are those of the plain run, so
+/// the products are linear in the seeds and agree to rounding with the
+/// adjoint's transposed steps; with [`Method::Forward`] the columns also
+/// control the step size (as in [`jacobian`]). [`Method::Adjoint`] forms
+/// the whole Jacobian by the adjoint and multiplies (a reference). The
+/// saltation matrices are not kept. Runs in buffers its thread keeps, as
+/// [`jacobian`].
+///
+/// ```
+/// use ia_adjoint::nalgebra::DMatrix;
+/// use ia_adjoint::{jacobian_along, Method};
+/// use ia_events::{Problem, SolverChoice};
+///
+/// let model = ia_models::by_name("ball2d-flat").unwrap();
+/// let system = model.system();
+/// let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, 0.7], 2.0)
+///     .with_solver(SolverChoice::dopri5(1e-12));
+/// // Two directions: vy0 alone, and (x0 + vx0) together with the friction mu.
+/// let x0_seeds = DMatrix::from_column_slice(4, 2, &[0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0]);
+/// let param_seeds = DMatrix::from_column_slice(3, 2, &[0.0, 0.0, 0.0, 0.0, 0.0, 1.0]);
+/// let along = jacobian_along(&problem, Method::ForwardOnStateSteps, &x0_seeds, &param_seeds)
+///     .unwrap();
+/// assert_eq!(*along.wrt, ["seed.0", "seed.1"]);
+/// // d x(T) / d vy0: the saltation term at work (closed form 0.0669724770642)
+/// assert!((along.final_jacobian[(0, 0)] - 0.06697247706422019).abs() < 1e-9);
+/// ```
+pub fn jacobian_along(
+    problem: &Problem<'_>,
+    method: Method,
+    x0_seeds: &DMatrix<f64>,
+    param_seeds: &DMatrix<f64>,
+) -> Result<Sensitivities, HybridError> {
+    workspace::in_thread_workspace(problem.system, |kept| {
+        jacobian_along_in(problem, method, x0_seeds, param_seeds, kept)
+    })
+}
+
+/// [`jacobian_along`] in `workspace` (see [`jacobian_in`]); the numbers are
+/// those of [`jacobian_along`].
+///
+/// ```
+/// use ia_adjoint::nalgebra::DMatrix;
+/// use ia_adjoint::{jacobian_along, jacobian_along_in, Method, Workspace};
+/// use ia_events::{Problem, SolverChoice};
+///
+/// let model = ia_models::by_name("ball2d-flat").unwrap();
+/// let system = model.system();
+/// let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, 0.7], 2.0)
+///     .with_solver(SolverChoice::dopri5(1e-10));
+/// let (dx0, dp) = (DMatrix::from_element(4, 1, 0.5), DMatrix::from_element(3, 1, 0.25));
+/// let mut workspace = Workspace::new();
+/// let method = Method::ForwardOnStateSteps;
+/// let along = jacobian_along_in(&problem, method, &dx0, &dp, &mut workspace).unwrap();
+/// assert_eq!(along, jacobian_along(&problem, method, &dx0, &dp).unwrap());
+/// workspace.recycle(along);
+/// ```
+pub fn jacobian_along_in(
+    problem: &Problem<'_>,
+    method: Method,
+    x0_seeds: &DMatrix<f64>,
+    param_seeds: &DMatrix<f64>,
+    workspace: &mut Workspace,
+) -> Result<Sensitivities, HybridError> {
+    let sys = problem.system;
+    let (n, n_params, m) = (sys.state_dim(), sys.param_dim(), x0_seeds.ncols());
+    for (what, rows, found) in [
+        ("rows of the initial-state seeds", n, x0_seeds.nrows()),
+        ("rows of the parameter seeds", n_params, param_seeds.nrows()),
+        ("columns of the parameter seeds", m, param_seeds.ncols()),
+    ] {
+        if rows != found {
+            return Err(HybridError::DimensionMismatch {
+                what: what.into(),
+                expected: rows,
+                found,
+            });
+        }
+    }
+    let names: Arc<[String]> = (0..m).map(|c| format!("seed.{c}")).collect();
+    match method {
+        Method::Adjoint => {
+            let full = jacobian_in(problem, method, workspace)?;
+            let seeds = DMatrix::from_fn(n + n_params, m, |i, c| {
+                if i < n {
+                    x0_seeds[(i, c)]
+                } else {
+                    param_seeds[(i - n, c)]
+                }
+            });
+            Ok(Sensitivities {
+                final_jacobian: &full.final_jacobian * &seeds,
+                observation_jacobians: full
+                    .observation_jacobians
+                    .iter()
+                    .map(|j| j * &seeds)
+                    .collect(),
+                event_time_gradients: &full.event_time_gradients * &seeds,
+                saltations: Vec::new(),
+                wrt: names,
+                state_names: full.state_names,
+                trajectory: full.trajectory,
+                method,
+            })
+        }
+        Method::Forward | Method::ForwardOnStateSteps => {
+            // Every input's unit direction in order: the whole Jacobian,
+            // by the flows' dense fast paths where they have them.
+            let whole = m == n + n_params
+                && x0_seeds
+                    .iter()
+                    .enumerate()
+                    .all(|(k, &v)| v == if k % n == k / n { 1.0 } else { 0.0 })
+                && param_seeds.iter().enumerate().all(|(k, &v)| {
+                    v == if k % n_params + n == k / n_params {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                });
+            let carried = if whole {
+                Carried::All
+            } else {
+                Carried::Seeds(x0_seeds, param_seeds)
+            };
+            forward_jacobian(problem, method, carried, names, workspace)
+        }
+    }
+}
+
+/// `d x(T) / dT` of a run of `problem` that gave `trajectory`: the flow
+/// at the final state, in the final mode (after the last reset), written
+/// into `out` (`n` entries); zero where the run ended before `t_end` (a
+/// terminal transition: the final state does not move with `T`). Event
+/// times and observed states do not move with `T`.
+///
+/// ```
+/// use ia_adjoint::final_state_rate;
+/// use ia_events::{simulate, Problem, SolverChoice};
+///
+/// let model = ia_models::by_name("ball2d-flat").unwrap();
+/// let system = model.system();
+/// let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, 0.7], 2.0)
+///     .with_solver(SolverChoice::dopri5(1e-12));
+/// let trajectory = simulate(&problem).unwrap();
+/// let mut rate = [0.0; 4];
+/// final_state_rate(&problem, &trajectory, &mut rate);
+/// // x' = vx, y' = vy, vx' = 0, vy' = -g after the last impact.
+/// assert_eq!(rate[0], trajectory.final_state[2]);
+/// assert_eq!(rate[3], -9.81);
+/// ```
+pub fn final_state_rate(problem: &Problem<'_>, trajectory: &ia_core::Trajectory, out: &mut [f64]) {
+    if trajectory.final_time < problem.t_end {
+        out.fill(0.0);
+        return;
+    }
+    problem.system.modes()[trajectory.final_mode].flow.rate(
+        trajectory.final_time,
+        &trajectory.final_state,
+        &problem.params,
+        out,
+    );
+}
+
+/// The sensitivity columns [`forward_jacobian`] carries.
+enum Carried<'a> {
+    /// Every input's.
+    All,
+    /// The chosen inputs'.
+    Chosen(&'a [Wrt]),
+    /// Seed directions: `dx0` (`n x m`) and `dp` (`n_p x m`).
+    Seeds(&'a DMatrix<f64>, &'a DMatrix<f64>),
+}
+
 /// Forward sensitivities of `problem` in `workspace`, with respect to every
-/// input or to the `chosen` columns, named `wrt`.
+/// input, to chosen columns or along seed directions (`carried`), named
+/// `wrt`.
 fn forward_jacobian(
     problem: &Problem<'_>,
     method: Method,
-    chosen: Option<Vec<Wrt>>,
+    carried: Carried<'_>,
     wrt: Arc<[String]>,
     workspace: &mut Workspace,
 ) -> Result<Sensitivities, HybridError> {
     let sys = problem.system;
-    let mut carried = workspace
+    let fresh = workspace
         .forward(sys, method == Method::Forward, true)
         .with_recording(problem.events.record);
-    if let Some(columns) = chosen {
-        carried = carried.with_columns(columns);
-    }
-    let mut at = SensitivityAt::of(&carried);
+    let mut carried = match carried {
+        Carried::All => fresh,
+        Carried::Chosen(columns) => fresh.with_columns(columns),
+        Carried::Seeds(x0, params) => {
+            fresh.with_seeds(x0.as_slice().to_vec(), params.as_slice().to_vec())
+        }
+    };
+    // On the taped run's steps, the derivative probes ride before `S`.
+    let skip = match method {
+        Method::ForwardOnStateSteps => probes_for(problem) * sys.state_dim(),
+        _ => 0,
+    };
+    let mut at = SensitivityAt::of(&carried).after(skip);
     at.spare = std::mem::take(&mut workspace.matrices);
     at.observation_jacobians = workspace.observation_list();
-    let run = ia_events::run_in(problem, &mut workspace.run, &mut carried, &mut at);
+    let run = match method {
+        Method::ForwardOnStateSteps => workspace.run_on_taped_steps(problem, &mut carried, &mut at),
+        _ => ia_events::run_in(problem, &mut workspace.run, &mut carried, &mut at),
+    };
     workspace.matrices = std::mem::take(&mut at.spare);
     let trajectory = match run {
         Ok(trajectory) => trajectory,

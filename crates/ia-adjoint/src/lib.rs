@@ -97,6 +97,7 @@ mod gradient;
 mod implicit;
 mod jacobian;
 pub mod loss;
+pub mod probe;
 mod results;
 pub mod saltation;
 mod tape;
@@ -108,13 +109,17 @@ mod fixtures;
 mod tests;
 
 pub use batch::{gradient_batch, gradient_batch_each, jacobian_batch, simulate_batch, Batch};
-#[cfg(any(test, feature = "testing"))]
-pub use gradient::gradient_forward;
 pub use gradient::{gradient, gradient_in, gradient_of_taped, gradient_with, record_in, TapedRun};
 #[cfg(any(test, feature = "testing"))]
+pub use gradient::{gradient_forward, run_on_taped_steps};
+#[cfg(any(test, feature = "testing"))]
 pub use jacobian::jacobian_without_saltation;
-pub use jacobian::{jacobian, jacobian_in, jacobian_wrt, jacobian_wrt_in};
+pub use jacobian::{
+    final_state_rate, jacobian, jacobian_along, jacobian_along_in, jacobian_in, jacobian_wrt,
+    jacobian_wrt_in,
+};
 pub use loss::{FinalComponent, Loss, LossSeeds, LossTerms, Term, TERM_FORMS};
+pub use probe::AUTOMATIC_PROBE_INPUTS;
 pub use results::{Gradient, Method, Sensitivities};
 pub use saltation::{event_saltations, Saltation, SaltationWorkspace};
 pub use tape::{AdjointOptions, AUTOMATIC_CHECKPOINT_FLOATS};

@@ -18,8 +18,9 @@ pub enum Method {
     /// control covering them (the most accurate forward answer).
     #[default]
     Forward,
-    /// Forward sensitivities on exactly the steps the state alone takes (the
-    /// control covers the state only): the same discretisation as
+    /// Forward sensitivities on exactly the steps of the adjoint's taped
+    /// run (the control covers the state and the run's derivative probes,
+    /// [`crate::probe`], not the sensitivities): the same discretisation as
     /// [`Method::Adjoint`], so the two agree to rounding.
     ForwardOnStateSteps,
     /// The discrete adjoint, one backward pass per requested output row.

@@ -183,7 +183,10 @@ impl Default for Tape {
 }
 
 impl Observer for Tape {
-    fn step_taken(&mut self, _run: RunContext<'_>, mode: usize, t0: f64, h: f64, y0: &[f64]) {
+    /// Keeps the state's part of `y0` (the taped run may carry derivative
+    /// probes after it: [`crate::probe`]).
+    fn step_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, h: f64, y0: &[f64]) {
+        let y0 = &y0[..run.system.state_dim()];
         if self.steps == 0 {
             self.first_mode = mode;
         }

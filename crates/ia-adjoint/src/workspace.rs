@@ -26,12 +26,14 @@
 
 use crate::adjoint::BackwardBuffers;
 use crate::forward::ForwardSensitivity;
+use crate::probe::{probes_for, Probed, Probes};
 use crate::results::{Gradient, Sensitivities};
 use crate::tape::AdjointOptions;
 use crate::tape::Tape;
-use ia_core::HybridSystem;
+use ia_core::{HybridError, HybridSystem, Trajectory};
 use ia_events::workspace::keep_larger;
 use ia_events::SpareVecs;
+use ia_events::{ExtraState, Observer, Problem};
 use nalgebra::DMatrix;
 use std::cell::Cell;
 
@@ -47,6 +49,7 @@ pub struct Workspace {
     observation_jacobians: Vec<DMatrix<f64>>,
     pub(crate) tape: Option<Tape>,
     pub(crate) backward: BackwardBuffers,
+    probes: Option<Probes>,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -134,6 +137,32 @@ impl Workspace {
     /// Keeps `carried`'s buffers for the next call.
     pub(crate) fn keep_forward(&mut self, carried: ForwardSensitivity) {
         self.forward = Some(carried);
+    }
+
+    /// `problem` run with `extra` and `observer`, and with the derivative
+    /// probes of its taped run ([`crate::probe`]) before `extra` when it
+    /// has any: the steps the adjoint transposes.
+    pub(crate) fn run_on_taped_steps<E: ExtraState, O: Observer>(
+        &mut self,
+        problem: &Problem<'_>,
+        extra: &mut E,
+        observer: &mut O,
+    ) -> Result<Trajectory, HybridError> {
+        let count = probes_for(problem);
+        if count == 0 {
+            return ia_events::run_in(problem, &mut self.run, extra, observer);
+        }
+        let mut probes = match self.probes.take() {
+            Some(kept) => kept.renew(problem.system, count),
+            None => Probes::new(problem.system, count),
+        };
+        let mut probed = Probed {
+            probes: &mut probes,
+            inner: extra,
+        };
+        let run = ia_events::run_in(problem, &mut self.run, &mut probed, observer);
+        self.probes = Some(probes);
+        run
     }
 
     /// The emptied list of observation Jacobians of the last results given

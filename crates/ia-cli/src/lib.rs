@@ -88,7 +88,7 @@
 //! | `max_steps` | no | an integer of at least 1 (a whole-valued number counts); a run that needs more accepted steps ends in an error (kind `step_limit`) saying how far it got; default 10000000 (10^7, which bounds the adjoint's memory: it holds `(n + 4) x 8` bytes a step for `n` states) |
 //! | `loss` | no | a scalar loss whose gradient `gradient` prints, below; `simulate` checks it and ignores it |
 //! | `fit` | no | the free variables, bounds and data of `fit` (see [`ia_scenario::fit`]); the other commands check it and ignore it |
-//! | `adjoint` | no | `{"checkpoints": K}`: the loss's backward pass under `--method adjoint` keeps the start states of about K to 2K steps and replays the others (the same gradient to the last bit, memory bounded; one more evaluation of every step's stages); default: every step's state kept |
+//! | `adjoint` | no | `{"checkpoints": K}`: the loss's backward pass under `--method adjoint` keeps the start states of about K to 2K steps and replays the others (the same gradient to the last bit, memory bounded; one more evaluation of every step's stages); default: every step's state kept. `{"derivative_probes": k}` (0 to 8): pseudo-random tangents the adjoint's taped run carries in its error norm so that its steps control the derivative's accuracy too (docs/method.md, section 6); default: one for dopri5, dop853, trbdf2, kvaerno3 and kvaerno5 on systems of at most 64 inputs, none otherwise; 0 turns them off |
 //!
 //! Solvers (`solver.method`, then that method's keys; every key but `method`
 //! is optional):

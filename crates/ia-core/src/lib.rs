@@ -63,6 +63,7 @@ pub mod check;
 mod error;
 mod names;
 mod record;
+mod sparsity;
 mod system;
 mod traits;
 
@@ -71,6 +72,7 @@ pub use blocks::{LinearBlocks, LinearPair};
 pub use error::{short_num, HybridError};
 pub use names::{name_index, Wrt};
 pub use record::{EventRecord, FirstFiring, Observation, Segment, SolverStats, Trajectory};
+pub use sparsity::Sparsity;
 pub use system::{FromMode, HybridSystem, HybridSystemBuilder, Mode, ToMode, Transition};
 pub use traits::{
     Direction, Flow, FlowPartials, Guard, GuardPartials, Identity, Reset, ResetPartials, Support,

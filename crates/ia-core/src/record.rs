@@ -96,7 +96,9 @@ pub struct Trajectory {
     /// The state just before and just after each event of `events`, in
     /// their order: `2 n` numbers an event, `x-` then `x+` (one buffer for
     /// the run, not two vectors an event). Read with
-    /// [`Trajectory::state_before`] and [`Trajectory::state_after`].
+    /// [`Trajectory::state_before`] and [`Trajectory::state_after`]. Empty
+    /// when the run was told to keep no event states (`ia_events`'
+    /// `EventOptions::event_states`).
     pub event_states: Vec<f64>,
     /// States at the observation times reached.
     pub observations: Vec<Observation>,

@@ -342,6 +342,67 @@ pub trait Flow: Send + Sync {
         blocks.pairs.clear();
         self.decoupled_linear(p, &mut blocks.a, &mut blocks.b)
     }
+
+    /// Optional structure: the entries of the state Jacobian `f_x` that may
+    /// be non-zero ([`Sparsity`](crate::Sparsity), the state's dimension
+    /// square), the same at every `(t, x, p)`. The implicit methods
+    /// (`ia_events::implicit_rk`) then factorise `I - h gamma f_x` as a
+    /// sparse matrix when the state is large and the pattern sparse, and
+    /// read `f_x` from [`Flow::sparse_state_partials`]. The default, `None`,
+    /// declares nothing (dense). [`Flow::partials`] must write no entry of
+    /// `f_x` outside it.
+    ///
+    /// ```
+    /// use ia_core::{Flow, FlowPartials, Sparsity};
+    /// /// A chain `x_i' = x_{i-1} - x_i` (`x_0' = -x_0`).
+    /// struct Chain(Sparsity);
+    /// impl Flow for Chain {
+    ///     fn rate(&self, _t: f64, x: &[f64], _p: &[f64], dxdt: &mut [f64]) {
+    ///         for i in 0..x.len() {
+    ///             dxdt[i] = if i > 0 { x[i - 1] } else { 0.0 } - x[i];
+    ///         }
+    ///     }
+    ///     fn partials(&self, _t: f64, x: &[f64], _p: &[f64], out: &mut FlowPartials) {
+    ///         for i in 0..x.len() {
+    ///             out.x[(i, i)] = -1.0;
+    ///             if i > 0 {
+    ///                 out.x[(i, i - 1)] = 1.0;
+    ///             }
+    ///         }
+    ///     }
+    ///     fn state_sparsity(&self) -> Option<&Sparsity> {
+    ///         Some(&self.0)
+    ///     }
+    ///     fn sparse_state_partials(&self, _t: f64, _x: &[f64], _p: &[f64], values: &mut [f64]) -> bool {
+    ///         // Column by column: (j, j) = -1, then (j + 1, j) = 1.
+    ///         for (col, v) in self.0.col_ptr().windows(2).enumerate() {
+    ///             values[v[0]] = -1.0;
+    ///             if v[1] - v[0] == 2 {
+    ///                 values[v[0] + 1] = 1.0;
+    ///             }
+    ///         }
+    ///         true
+    ///     }
+    /// }
+    /// let n = 5;
+    /// let entries = (0..n).flat_map(|j| [(j, j), ((j + 1).min(n - 1), j)]);
+    /// let chain = Chain(Sparsity::from_entries(n, entries).unwrap());
+    /// assert_eq!(chain.state_sparsity().unwrap().nnz(), 9);
+    /// ```
+    fn state_sparsity(&self) -> Option<&crate::Sparsity> {
+        None
+    }
+
+    /// Optional fast path of the sparse state Jacobian: writes the entries
+    /// of `f_x` at `(t, x, p)` in the order of
+    /// [`Flow::state_sparsity`]'s pattern into `values` (one per entry) and
+    /// returns `true`, in time proportional to the entries. The default
+    /// returns `false`, and the library gathers them from
+    /// [`Flow::partials`] (time proportional to the square of the state's
+    /// dimension).
+    fn sparse_state_partials(&self, _t: f64, _x: &[f64], _p: &[f64], _values: &mut [f64]) -> bool {
+        false
+    }
 }
 
 /// A guard of the form `g = x_k - level`: a threshold on one state entry
@@ -437,6 +498,52 @@ pub trait Reset: Send + Sync {
     /// means any.
     fn writes(&self) -> Option<&[usize]> {
         None
+    }
+
+    /// Optional: the state entries the reset reads (a superset will do),
+    /// declared with [`Reset::writes`] when both are few. The exact
+    /// event-driven solver then keeps each linear block of the state at its
+    /// own last update time and brings up to an event's time only the blocks
+    /// of the entries read and written, so an event costs its fan-out, not
+    /// the state's size. The default, `None`, means any (every entry is kept
+    /// up to date at every event).
+    ///
+    /// ```
+    /// use ia_core::{Reset, ResetPartials};
+    ///
+    /// /// Adds 1 to entry 2, reading and writing nothing else.
+    /// struct Kick;
+    /// impl Reset for Kick {
+    ///     fn apply(&self, _t: f64, x: &[f64], _p: &[f64], x_after: &mut [f64]) {
+    ///         x_after.copy_from_slice(x);
+    ///         x_after[2] += 1.0;
+    ///     }
+    ///     fn writes(&self) -> Option<&[usize]> { Some(&[2]) }
+    ///     fn reads(&self) -> Option<&[usize]> { Some(&[2]) }
+    ///     fn apply_in_place(&self, _t: f64, x: &mut [f64], _p: &[f64]) -> bool {
+    ///         x[2] += 1.0;
+    ///         true
+    ///     }
+    ///     fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut ResetPartials) {
+    ///         out.x.fill_with_identity();
+    ///     }
+    /// }
+    /// let mut x = [0.0, 0.0, 5.0];
+    /// assert!(Kick.apply_in_place(0.0, &mut x, &[]));
+    /// assert_eq!(x, [0.0, 0.0, 6.0]);
+    /// ```
+    fn reads(&self) -> Option<&[usize]> {
+        None
+    }
+
+    /// Optional fast path for a reset that declares [`Reset::reads`] and
+    /// [`Reset::writes`]: applies `r(t, x, p)` over `x` in place, changing
+    /// only the entries of `writes` and reading only those of `reads` (the
+    /// others may be stale), and returns `true`. The default returns
+    /// `false`, and the exact solver calls [`Reset::apply`] into a copy
+    /// instead (a copy of the whole state per event).
+    fn apply_in_place(&self, _t: f64, _x: &mut [f64], _p: &[f64]) -> bool {
+        false
     }
     /// Writes `r_x`, `r_p` and `r_t` into `out` (already zeroed).
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials);

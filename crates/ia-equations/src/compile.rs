@@ -216,6 +216,42 @@ impl Program {
         self.code.len()
     }
 
+    /// The `(output, state)` pairs where the output reads the state,
+    /// through any instruction (structurally: an output that multiplies a
+    /// state by zero still reads it), output by output.
+    pub fn state_dependencies(&self) -> Vec<(usize, usize)> {
+        let n = self.n_states;
+        let first = self.input_len() + self.constants.len();
+        let mut reads: Vec<Vec<usize>> = (0..first)
+            .map(|r| {
+                if (1..=n).contains(&r) {
+                    vec![r - 1]
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        for op in &self.code {
+            let (a, b) = match *op {
+                Op::Add(a, b) | Op::Sub(a, b) | Op::Mul(a, b) | Op::Div(a, b) => (a, Some(b)),
+                Op::Pow(a, b) | Op::Binary(_, a, b) => (a, Some(b)),
+                Op::Neg(a) | Op::PowInt(a, _) | Op::PowConst(a, _) | Op::Unary(_, a) => (a, None),
+            };
+            let mut states = reads[a as usize].clone();
+            if let Some(b) = b {
+                states.extend_from_slice(&reads[b as usize]);
+                states.sort_unstable();
+                states.dedup();
+            }
+            reads.push(states);
+        }
+        self.outputs
+            .iter()
+            .enumerate()
+            .flat_map(|(k, &o)| reads[o as usize].iter().map(move |&j| (k, j)))
+            .collect()
+    }
+
     /// Evaluates the program at `(t, x, p)` and hands output `k` to
     /// `store(k, value)`.
     #[inline]

@@ -52,6 +52,7 @@ pub mod expr;
 mod form;
 mod model;
 mod shape;
+mod sparse;
 
 pub use compile::{Program, STACK_REGISTERS};
 pub use error::EquationError;

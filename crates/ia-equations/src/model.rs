@@ -4,13 +4,14 @@ use crate::compile::{Compiler, Program};
 use crate::error::EquationError;
 use crate::expr::{self, visit_names, Expr, Function, Name, Printed, Scope};
 use crate::form::{EquationsForm, Ordered};
+use crate::sparse::SparseJacobian;
 use ia_core::{
     Autodiff, Direction, Flow, FlowFn, FlowPartials, FromMode, GuardFn, HybridError, HybridSystem,
-    ResetFn, Scalar, Support, Tangent, ToMode,
+    ResetFn, Scalar, Sparsity, Support, Tangent, ToMode,
 };
 use ia_models::{Model, ModelSpec, Quantity, TransitionSpec};
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The names an expression of the model may read.
 struct Names<'a> {
@@ -541,9 +542,24 @@ impl FlowFn for EquationFlow {
 /// [`Autodiff`] of an [`EquationFlow`], with the forward-sensitivity rate
 /// taken column by column ([`Program::sensitivity_rate`]) and the adjoint's
 /// products by a reverse sweep ([`Program::vector_jacobian_product`]),
-/// instead of through the dense partials and a matrix product.
-#[derive(Clone, Debug)]
-struct SensitiveFlow(Autodiff<EquationFlow>);
+/// instead of through the dense partials and a matrix product; it declares
+/// its state Jacobian's sparsity, read off its instructions on first
+/// request, with the entries by column compression ([`SparseJacobian`]).
+#[derive(Debug)]
+struct SensitiveFlow(Autodiff<EquationFlow>, OnceLock<Option<SparseJacobian>>);
+
+impl SensitiveFlow {
+    fn new(program: Arc<Program>) -> Self {
+        Self(Autodiff(EquationFlow(program)), OnceLock::new())
+    }
+
+    fn sparse(&self) -> Option<&SparseJacobian> {
+        let program = &self.0 .0 .0;
+        self.1
+            .get_or_init(|| SparseJacobian::of(program, program.outputs()))
+            .as_ref()
+    }
+}
 
 impl Flow for SensitiveFlow {
     #[inline]
@@ -553,6 +569,18 @@ impl Flow for SensitiveFlow {
 
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
         self.0.partials(t, x, p, out);
+    }
+
+    fn state_sparsity(&self) -> Option<&Sparsity> {
+        self.sparse().map(SparseJacobian::pattern)
+    }
+
+    fn sparse_state_partials(&self, t: f64, x: &[f64], p: &[f64], values: &mut [f64]) -> bool {
+        let Some(sparse) = self.sparse() else {
+            return false;
+        };
+        sparse.values(&self.0 .0 .0, (t, x, p), values);
+        true
     }
 
     fn sensitivity_rate(&self, t: f64, x: &[f64], p: &[f64], s: &[f64], ds: &mut [f64]) -> bool {
@@ -706,7 +734,7 @@ impl Model for EquationModel {
         let params: Vec<&str> = self.params.iter().map(String::as_str).collect();
         let mut builder = HybridSystem::builder(&states, &params);
         for (mode, program) in self.modes.iter().zip(&self.compiled_flows) {
-            builder = builder.mode(mode, SensitiveFlow(Autodiff(EquationFlow(program.clone()))));
+            builder = builder.mode(mode, SensitiveFlow::new(program.clone()));
         }
         for (k, t) in self.transitions.iter().enumerate() {
             let (support_states, support_params) = self.support_of(&t.guard);

@@ -3,7 +3,7 @@
 //! fourth-order continuous extension) and DOP853 (its seventh-order one),
 //! or a method built by hand from a [`ButcherTableau`].
 
-use crate::stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
+use crate::stepper::{controlled_norm, OdeRhs, StepCounters, StepFailure, Stepper};
 use crate::stiffness::{h_lambda, stiffness_bound, StiffnessTest};
 use crate::tableau::{
     weighted_sum, ButcherTableau, DenseOutput, ErrorEstimate, DOP853, DOPRI5, RK4,
@@ -226,40 +226,79 @@ impl RkStepper {
     /// Scaled RMS norm of the embedded error estimate over the controlled
     /// components (methods with error weights; [`RkStepper::new`] refuses
     /// adaptive control of the others).
-    fn error_norm(&mut self, h: f64, rtol: f64, atol: f64, controlled: usize) -> f64 {
-        let count = controlled.max(1) as f64;
+    ///
+    /// With `closed < controlled` components kept apart
+    /// ([`OdeRhs::controlled_apart`]), the larger of the norms over the
+    /// closed components and over the rest ([`controlled_norm`]).
+    fn error_norm(
+        &mut self,
+        h: f64,
+        (rtol, atol): (f64, f64),
+        (closed, controlled): (usize, usize),
+        apart: bool,
+    ) -> f64 {
         match self.tableau.error {
             Some(ErrorEstimate::Embedded(weights)) => {
-                (self.scaled_square_sum(h, weights, rtol, atol, controlled) / count).sqrt()
+                self.estimate(weights, controlled);
+                controlled_norm(
+                    |range| {
+                        let count = range.len().max(1) as f64;
+                        (self.scaled_square_sum(h, rtol, atol, range) / count).sqrt()
+                    },
+                    closed,
+                    controlled,
+                    apart,
+                )
             }
             Some(ErrorEstimate::Corrected { fifth, third }) => {
-                let fifth = self.scaled_square_sum(1.0, fifth, rtol, atol, controlled);
-                let third = self.scaled_square_sum(1.0, third, rtol, atol, controlled);
-                let denominator = fifth + 0.01 * third;
-                let denominator = if denominator > 0.0 { denominator } else { 1.0 };
-                h.abs() * fifth / (count * denominator).sqrt()
+                let ranges = if apart && closed < controlled {
+                    [0..closed, closed..controlled]
+                } else {
+                    [0..controlled, 0..0]
+                };
+                self.estimate(fifth, controlled);
+                let fifth = ranges
+                    .clone()
+                    .map(|range| self.scaled_square_sum(1.0, rtol, atol, range));
+                self.estimate(third, controlled);
+                let third = ranges
+                    .clone()
+                    .map(|range| self.scaled_square_sum(1.0, rtol, atol, range));
+                let norm = |k: usize| {
+                    let count = ranges[k].len().max(1) as f64;
+                    let denominator = fifth[k] + 0.01 * third[k];
+                    let denominator = if denominator > 0.0 { denominator } else { 1.0 };
+                    h.abs() * fifth[k] / (count * denominator).sqrt()
+                };
+                if ranges[1].is_empty() {
+                    norm(0)
+                } else {
+                    norm(0).max(norm(1))
+                }
             }
             None => 0.0,
         }
     }
 
-    /// `sum_i (h sum_j e_j K_j,i / sc_i)^2` over the controlled components,
-    /// `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`.
-    fn scaled_square_sum(
-        &mut self,
-        h: f64,
-        weights: &[f64],
-        rtol: f64,
-        atol: f64,
-        controlled: usize,
-    ) -> f64 {
-        // The estimate `sum_j e_j K_j` into the stage buffer, free between
-        // steps.
+    /// The estimate `sum_j e_j K_j` of the first `controlled` components
+    /// into the stage buffer, free between steps.
+    fn estimate(&mut self, weights: &[f64], controlled: usize) {
         let estimate = &mut self.stage[..controlled];
         weighted_sum(1.0, None, weights, &self.k, self.dim, estimate);
-        estimate
+    }
+
+    /// `sum_i (h e_i / sc_i)^2` over the components `range` of the
+    /// [`RkStepper::estimate`] `e`, `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`.
+    fn scaled_square_sum(
+        &self,
+        h: f64,
+        rtol: f64,
+        atol: f64,
+        range: std::ops::Range<usize>,
+    ) -> f64 {
+        self.stage[range.clone()]
             .iter()
-            .zip(self.y.iter().zip(&self.y_new))
+            .zip(self.y[range.clone()].iter().zip(&self.y_new[range]))
             .map(|(&e, (&y, &y_new))| {
                 let r = h * e / (atol + rtol * y.abs().max(y_new.abs()));
                 r * r
@@ -532,6 +571,8 @@ impl Stepper for RkStepper {
                     };
                 }
                 let controlled = rhs.controlled_dim().min(self.dim);
+                let closed = rhs.closed_dim().min(controlled);
+                let apart = rhs.controlled_apart();
                 let mut rejected_last = false;
                 loop {
                     let proposal = self.h_next.min(max_step);
@@ -545,7 +586,7 @@ impl Stepper for RkStepper {
                         });
                     }
                     self.attempt(rhs, h);
-                    let err = self.error_norm(h, rtol, atol, controlled);
+                    let err = self.error_norm(h, (rtol, atol), (closed, controlled), apart);
                     let finite = err.is_finite() && self.y_new.iter().all(|v| v.is_finite());
                     if finite && err <= 1.0 {
                         let mut factor = if err == 0.0 {

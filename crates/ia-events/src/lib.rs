@@ -38,6 +38,7 @@ mod pair_form;
 mod problem;
 mod recorder;
 mod reuse;
+mod rough_crossing;
 mod solver;
 pub mod stepper;
 pub mod stiffness;

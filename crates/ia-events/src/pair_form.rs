@@ -194,7 +194,7 @@ pub(crate) fn apply(n: &[[f64; 2]; 2], v: &[f64; 2]) -> [f64; 2] {
 }
 
 /// `atanh(z) / z`, 1 at 0 (a series where `z` is small).
-fn atanhc(z: f64) -> f64 {
+pub(crate) fn atanhc(z: f64) -> f64 {
     if z.abs() < 1e-3 {
         let z2 = z * z;
         1.0 + z2 * (1.0 / 3.0 + z2 * (1.0 / 5.0 + z2 / 7.0))
@@ -599,24 +599,117 @@ impl PairStretch {
             f.e0 * lambda[1] + f.e1 * nl[1],
         ];
         let z0 = [y0[0], y0[1], 1.0];
-        let mut m = [[0.0; 5]; 5];
-        for i in 0..2 {
-            for j in 0..2 {
-                m[i][j] = self.a[j][i] * s;
-                m[i + 2][j + 2] = self.a[j][i] * s;
-            }
-            for (j, z) in z0.iter().enumerate() {
-                m[i][j + 2] = lambda[i] * z * s;
-            }
-            m[4][i + 2] = self.b[i] * s;
-        }
-        let exp = expm5(m);
+        let c = lambda.map(|l| z0.map(|z| l * z));
+        let exp = expm5(self.van_loan(s, c));
         PairCotangent {
             lambda: start,
             g: [[exp[0][2], exp[0][3]], [exp[1][2], exp[1][3]]],
             gamma: [exp[0][4], exp[1][4]],
         }
     }
+
+    /// `[[A^T, C], [0, A3^T]] s`, whose exponential's top-right block is
+    /// Van Loan's integral of `C` ([`PairStretch::transpose_tangent`]).
+    fn van_loan(&self, s: f64, c: [[f64; 3]; 2]) -> Mat5 {
+        let mut m = [[0.0; 5]; 5];
+        for i in 0..2 {
+            for j in 0..2 {
+                m[i][j] = self.a[j][i] * s;
+                m[i + 2][j + 2] = self.a[j][i] * s;
+            }
+            for (j, c) in c[i].iter().enumerate() {
+                m[i][j + 2] = c * s;
+            }
+            m[4][i + 2] = self.b[i] * s;
+        }
+        m
+    }
+
+    /// Van Loan's integral of [`PairStretch::transpose_tangent`] for each
+    /// unit `C = e_i e_j^T`: it is linear in `C = lambda z0^T`, so one
+    /// basis serves every pair of the same matrix, constant and stretch
+    /// length ([`PairStretch::transpose_tangent_with`]), six 5x5
+    /// exponentials a stretch instead of one a pair.
+    pub fn transpose_basis(&self, s: f64) -> PairTransposeBasis {
+        let mut basis = [[[[0.0; 3]; 2]; 3]; 2];
+        for (i, row) in basis.iter_mut().enumerate() {
+            for (j, block) in row.iter_mut().enumerate() {
+                let mut c = [[0.0; 3]; 2];
+                c[i][j] = 1.0;
+                let exp = expm5(self.van_loan(s, c));
+                for (r, out) in block.iter_mut().enumerate() {
+                    *out = [exp[r][2], exp[r][3], exp[r][4]];
+                }
+            }
+        }
+        PairTransposeBasis { blocks: basis }
+    }
+
+    /// [`PairStretch::transpose_tangent`] from the pair's
+    /// [`PairStretch::transpose_basis`] for the same stretch: the same
+    /// integral, to rounding.
+    ///
+    /// ```
+    /// use ia_events::exact::{PairRates, PairStretch};
+    /// let a = [[-0.05, 0.05], [0.0, -0.2]];
+    /// let rates = PairRates::of(&a);
+    /// let s = 3.0;
+    /// let pair = PairStretch { entries: [0, 1], a, b: [0.1, 0.0], rates, factors: rates.factors(s) };
+    /// let basis = pair.transpose_basis(s);
+    /// let (y0, lambda) = ([0.4, 2.0], [1.5, -0.7]);
+    /// let (one, many) = (pair.transpose_tangent(s, y0, lambda), pair.transpose_tangent_with(&basis, y0, lambda));
+    /// assert_eq!(one.lambda, many.lambda);
+    /// let close = |x: f64, y: f64| (x - y).abs() <= 1e-13 * (1.0 + y.abs());
+    /// for k in 0..2 {
+    ///     assert!(close(many.gamma[k], one.gamma[k]), "{} vs {}", many.gamma[k], one.gamma[k]);
+    ///     for l in 0..2 {
+    ///         assert!(close(many.g[k][l], one.g[k][l]), "{} vs {}", many.g[k][l], one.g[k][l]);
+    ///     }
+    /// }
+    /// ```
+    pub fn transpose_tangent_with(
+        &self,
+        basis: &PairTransposeBasis,
+        y0: [f64; 2],
+        lambda: [f64; 2],
+    ) -> PairCotangent {
+        let f = &self.factors;
+        let n = &self.rates.n;
+        let nt = [[n[0][0], n[1][0]], [n[0][1], n[1][1]]];
+        let nl = apply(&nt, &lambda);
+        let start = [
+            f.e0 * lambda[0] + f.e1 * nl[0],
+            f.e0 * lambda[1] + f.e1 * nl[1],
+        ];
+        let z0 = [y0[0], y0[1], 1.0];
+        let mut top = [[0.0; 3]; 2];
+        for (i, row) in basis.blocks.iter().enumerate() {
+            for (j, block) in row.iter().enumerate() {
+                let c = lambda[i] * z0[j];
+                if c == 0.0 {
+                    continue;
+                }
+                for (out, k) in top.iter_mut().zip(block) {
+                    for (o, k) in out.iter_mut().zip(k) {
+                        *o += c * k;
+                    }
+                }
+            }
+        }
+        PairCotangent {
+            lambda: start,
+            g: [[top[0][0], top[0][1]], [top[1][0], top[1][1]]],
+            gamma: [top[0][2], top[1][2]],
+        }
+    }
+}
+
+/// Van Loan's integral of a pair's stretch for each unit cotangent-state
+/// product ([`PairStretch::transpose_basis`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairTransposeBasis {
+    /// `blocks[i][j]`: the 2x3 top-right block for `C = e_i e_j^T`.
+    blocks: [[[[f64; 3]; 2]; 3]; 2],
 }
 
 #[cfg(test)]

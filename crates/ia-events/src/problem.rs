@@ -44,6 +44,13 @@ pub struct EventOptions {
     /// statistics are always kept, and the sensitivity layers see every
     /// event whatever is recorded.
     pub record: EventRecording,
+    /// Whether the kept events carry the state just before and after their
+    /// reset ([`Trajectory::event_states`](ia_core::Trajectory::event_states);
+    /// the default, `true`). Without them (`false`, the event records keep
+    /// their times and transitions) a run copies no state per event, and the
+    /// exact solver can advance only the linear blocks an event touches (see
+    /// [`crate::exact`]).
+    pub event_states: bool,
 }
 
 /// Which events a run's record keeps ([`EventOptions::record`]).
@@ -154,6 +161,7 @@ impl Default for EventOptions {
             zeno_run: 3,
             max_steps: DEFAULT_MAX_STEPS,
             record: EventRecording::All,
+            event_states: true,
         }
     }
 }
@@ -298,6 +306,15 @@ pub struct Problem<'a> {
     /// mode switch ([`Problem::with_start_band`]). 0 by default: a guard
     /// on zero or beyond in its direction at the start is an error.
     pub start_band: f64,
+    /// How many pseudo-random tangent directions the adjoint's taped run
+    /// carries as forward sensitivities inside its error norm, so that its
+    /// steps control the accuracy of the derivative the adjoint returns,
+    /// not only the state's ([`Problem::with_derivative_probes`]). `None`
+    /// (the default) lets `ia-adjoint` choose: one for the adaptive methods
+    /// when the system has at most 64 inputs (initial states and
+    /// parameters), none otherwise; `Some(0)` turns the probes off. A plain
+    /// simulation ignores it.
+    pub derivative_probes: Option<usize>,
 }
 
 /// Where a run ends early: right after firing number `firings` (counted
@@ -336,6 +353,7 @@ impl<'a> Problem<'a> {
             progress: None,
             stop_after: None,
             start_band: 0.0,
+            derivative_probes: None,
         }
     }
 
@@ -462,6 +480,23 @@ impl<'a> Problem<'a> {
     /// ```
     pub fn with_start_band(mut self, band: f64) -> Self {
         self.start_band = band;
+        self
+    }
+
+    /// Sets [`Problem::derivative_probes`]: `Some(0)` turns the adjoint's
+    /// derivative probes off (its taped run then controls the state's
+    /// error only), `Some(k)` carries `k` of them, `None` lets the adjoint
+    /// choose.
+    ///
+    /// ```
+    /// let model = ia_models::by_name("ball1d").unwrap();
+    /// let system = model.system();
+    /// let problem = ia_events::Problem::new(&system, vec![1.0, 0.0], vec![9.81, 0.8, 0.0], 1.0)
+    ///     .with_derivative_probes(Some(0));
+    /// assert_eq!(problem.derivative_probes, Some(0));
+    /// ```
+    pub fn with_derivative_probes(mut self, probes: Option<usize>) -> Self {
+        self.derivative_probes = probes;
         self
     }
 

@@ -272,8 +272,9 @@ impl<'p> Recorder<'p> {
     }
 
     /// Records `event` (its index is [`Recorder::next_event_index`]) with
-    /// the states before and after its reset, closing the segment that
-    /// ends at it.
+    /// the states before and after its reset (unless the problem's event
+    /// options keep no states: then they are not read), closing the segment
+    /// that ends at it.
     pub(crate) fn record_event(
         &mut self,
         event: EventRecord,
@@ -283,7 +284,10 @@ impl<'p> Recorder<'p> {
         debug_assert_eq!(event.index, self.trajectory.stats.events);
         self.close_segment(event.time, event.from_mode);
         let recording = self.problem.events.record;
-        if recording.keeps_any() {
+        if recording.keeps_any() && !self.problem.events.event_states {
+            self.trajectory.events.push(event);
+            recording.trim(&mut self.trajectory.events, false);
+        } else if recording.keeps_any() {
             self.trajectory.events.push(event);
             let states = &mut self.trajectory.event_states;
             // Room for as many events as the records have: the states grow

@@ -16,6 +16,15 @@ pub trait OdeRhs {
     fn controlled_dim(&self) -> usize {
         self.dim()
     }
+    /// Whether the error norm keeps the closed components
+    /// ([`OdeRhs::closed_dim`]) and the other controlled ones apart: the
+    /// larger of their two RMS norms, so that controlling more components
+    /// never loosens the state's own control. False
+    /// (one RMS norm over every controlled component) unless the right-hand
+    /// side says otherwise.
+    fn controlled_apart(&self) -> bool {
+        false
+    }
     /// Writes `F(t, y)` into `dydt`.
     fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]);
     /// How many leading components form a system of their own: their rates
@@ -38,6 +47,23 @@ pub trait OdeRhs {
     /// [`OdeRhs::eval_closed`]). The default has none.
     fn jacobian(&mut self, t: f64, y: &[f64], jacobian: &mut [f64]) -> bool {
         let _ = (t, y, jacobian);
+        false
+    }
+    /// The entries of [`OdeRhs::jacobian`]'s matrix that may be non-zero,
+    /// when the right-hand side declares them (the flow's
+    /// [`ia_core::Flow::state_sparsity`]); an implicit stepper then may
+    /// factorise sparsely ([`crate::implicit_rk::IterationMatrix`]) and
+    /// reads the entries from [`OdeRhs::sparse_jacobian`]. The default
+    /// declares none.
+    fn sparsity(&mut self) -> Option<&ia_core::Sparsity> {
+        None
+    }
+    /// Writes the Jacobian's entries in the order of
+    /// [`OdeRhs::sparsity`]'s pattern into `values` and returns true;
+    /// false, writing nothing, when there is no pattern. The default has
+    /// none.
+    fn sparse_jacobian(&mut self, t: f64, y: &[f64], values: &mut [f64]) -> bool {
+        let _ = (t, y, values);
         false
     }
 }
@@ -162,5 +188,23 @@ pub trait Stepper {
     /// then evaluates them itself).
     fn step_rates(&self) -> Option<(&[f64], &[f64])> {
         None
+    }
+}
+
+/// The scaled RMS error norm over the first `controlled` components, given
+/// `square_sum(range)`, the sum of the scaled squared errors over `range`,
+/// and the count it is divided by: `sqrt(sum / count)` over all of them,
+/// or, `apart` ([`OdeRhs::controlled_apart`]), the larger of that norm over
+/// the `closed` leading components and over the rest.
+pub(crate) fn controlled_norm(
+    mut norm: impl FnMut(std::ops::Range<usize>) -> f64,
+    closed: usize,
+    controlled: usize,
+    apart: bool,
+) -> f64 {
+    if apart && closed < controlled {
+        norm(0..closed).max(norm(closed..controlled))
+    } else {
+        norm(0..controlled)
     }
 }

@@ -246,6 +246,26 @@ pub trait ExtraState {
     fn error_controlled(&self) -> bool {
         true
     }
+    /// How many leading extra components the step-size control covers:
+    /// all of them when [`ExtraState::error_controlled`], none otherwise.
+    /// An extra state made of a controlled part followed by an uncontrolled
+    /// one (derivative probes before forward sensitivities that ride on
+    /// their steps) returns the controlled part's length.
+    fn controlled_dim(&self) -> usize {
+        if self.error_controlled() {
+            self.dim()
+        } else {
+            0
+        }
+    }
+    /// Whether the step's error norm keeps the state and the controlled
+    /// extra components apart, the larger of their two norms (so that the
+    /// extra components tighten the state's control and never loosen it),
+    /// rather than one norm over both; false unless the extra state says
+    /// otherwise (see [`crate::OdeRhs::controlled_apart`]).
+    fn controlled_apart(&self) -> bool {
+        false
+    }
     /// Writes the extra components' initial values.
     fn initial(&mut self, run: RunContext<'_>, extra: &mut [f64]);
     /// Writes the extra components' rate in mode `mode` at `(t, x)`.
@@ -358,6 +378,15 @@ pub trait Observer {
     fn wants_event_geometry(&self) -> bool {
         false
     }
+    /// Whether the observer reads the states of stretches and events (the
+    /// start state of [`Observer::stretch_taken`], the states of
+    /// [`Observer::event`]'s jump). The default is `true`. An observer that
+    /// answers `false` lets the exact solver keep each linear block at its
+    /// own last update time (see [`crate::exact`]): it is then not shown the
+    /// stretches, and its events carry empty states.
+    fn reads_states(&self) -> bool {
+        true
+    }
     /// The state at observation `index`.
     fn observed(&mut self, _run: RunContext<'_>, _index: usize, _time: f64, _y: &[f64]) {}
     /// The final state.
@@ -368,7 +397,11 @@ pub trait Observer {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoObserver;
 
-impl Observer for NoObserver {}
+impl Observer for NoObserver {
+    fn reads_states(&self) -> bool {
+        false
+    }
+}
 
 impl<A: Observer, B: Observer> Observer for (A, B) {
     fn step_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, h: f64, y0: &[f64]) {
@@ -385,6 +418,9 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     }
     fn wants_event_geometry(&self) -> bool {
         self.0.wants_event_geometry() || self.1.wants_event_geometry()
+    }
+    fn reads_states(&self) -> bool {
+        self.0.reads_states() || self.1.reads_states()
     }
     fn observed(&mut self, run: RunContext<'_>, index: usize, time: f64, y: &[f64]) {
         self.0.observed(run, index, time, y);

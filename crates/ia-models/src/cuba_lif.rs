@@ -517,6 +517,22 @@ impl Reset for Kick {
         Some(&self.writes)
     }
 
+    /// The targets' currents it adds to (and its own neuron, set to 0: a
+    /// superset).
+    fn reads(&self) -> Option<&[usize]> {
+        Some(&self.writes)
+    }
+
+    fn apply_in_place(&self, _t: f64, x: &mut [f64], p: &[f64]) -> bool {
+        if let Some(r) = self.reset {
+            x[r] = 0.0;
+        }
+        for &(s, w) in &self.targets {
+            x[s] += p[w];
+        }
+        true
+    }
+
     fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut ResetPartials) {
         out.x.fill_with_identity();
         if let Some(r) = self.reset {

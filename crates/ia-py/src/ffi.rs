@@ -12,6 +12,11 @@
 //!   `(..., n)`, `(..., K)`, `(..., n_obs, n)`; results the gradients
 //!   `(..., n)` and `(..., n_params)`.
 //!
+//! Each call takes one more, last argument where the final time is given
+//! per run (a traced `t_end`): `t_end (...)`, on the batch axes of `x0`;
+//! the outputs call then may have one more, last result, `d x(T) / dT`
+//! `(..., n)` (the flow at each final state).
+//!
 //! The leading axes `...` are a batch (`jax.vmap` with
 //! `vmap_method="broadcast_all"`: every buffer carries the same ones). Both
 //! take the scalar attribute `solver` (uint64), the id of a living
@@ -699,9 +704,25 @@ fn library_failure(error: ia_scenario::ScenarioError) -> Failure {
     Failure::invalid(format!("{}: {}", error.kind(), error))
 }
 
+/// The final times of the runs, argument `index` of the frame: one per
+/// run, on the batch axes `lead` (those of the initial state), of the
+/// initial state's type, as float64.
+fn final_times<'a>(
+    frame: &'a CallFrame,
+    index: usize,
+    float: i32,
+    lead: &[i64],
+) -> Result<Cow<'a, [f64]>, Failure> {
+    let (b, t) = buffer(&frame.args, index, "the final time")?;
+    let len = check_shape("the final time", b, t.dims, float, lead, &[])?;
+    // SAFETY: the buffer's dtype and shape were checked just above.
+    Ok(unsafe { input(&t, len, float) })
+}
+
 /// [`OUTPUTS_TARGET`] at execution.
 fn run_outputs(frame: &CallFrame) -> Result<(), Failure> {
-    check_counts(frame, 2, 4)?;
+    let (timed, rated) = (frame.args.size == 3, frame.rets.size == 5);
+    check_counts(frame, 2 + usize::from(timed), 4 + usize::from(rated))?;
     let core = solver(frame)?;
     let Sizes {
         n,
@@ -731,8 +752,20 @@ fn run_outputs(frame: &CallFrame) -> Result<(), Failure> {
         lead,
         &[n_obs, n],
     )?;
+    let t_end = timed
+        .then(|| final_times(frame, 2, float, lead))
+        .transpose()?;
+    let rate = rated
+        .then(|| {
+            let (r4, rate) = buffer(&frame.rets, 4, "the final rate")?;
+            let len = check_shape("the final rate", r4, rate.dims, float, lead, &[n])?;
+            Ok((rate, len))
+        })
+        .transpose()?;
     let wide = float == DTYPE_F64;
     // SAFETY: each buffer's dtype and shape were checked just above.
+    let mut rate = rate.map(|(rate, len)| unsafe { Narrowed::<f64, f32>::new(&rate, len, wide) });
+    // SAFETY: as above.
     let (x0s, ps, mut fin, mut times, mut counts, mut obs) = unsafe {
         (
             input(&x0, nx, float),
@@ -748,12 +781,16 @@ fn run_outputs(frame: &CallFrame) -> Result<(), Failure> {
         event_times: times.values(),
         counts: counts.values(),
         observed: obs.values(),
+        final_rate: rate.as_mut().map(|r| r.values()),
     };
     // `taped = 1`: a differentiated forward call, whose tapes are kept for
     // its backward pass.
     let taped = u64_attribute(frame, "taped")?.unwrap_or(0) != 0;
-    core.outputs(&x0s, &ps, out, taped)
+    core.outputs(&x0s, &ps, t_end.as_deref(), out, taped)
         .map_err(library_failure)?;
+    if let Some(rate) = rate {
+        rate.store(to_f32);
+    }
     fin.store(to_f32);
     times.store(to_f32);
     counts.store(to_i32);
@@ -763,7 +800,8 @@ fn run_outputs(frame: &CallFrame) -> Result<(), Failure> {
 
 /// [`GRADIENT_TARGET`] at execution.
 fn run_gradient(frame: &CallFrame) -> Result<(), Failure> {
-    check_counts(frame, 5, 2)?;
+    let timed = frame.args.size == 6;
+    check_counts(frame, 5 + usize::from(timed), 2)?;
     let core = solver(frame)?;
     let Sizes {
         n,
@@ -822,6 +860,9 @@ fn run_gradient(frame: &CallFrame) -> Result<(), Failure> {
         lead,
         &[n_params],
     )?;
+    let t_end = timed
+        .then(|| final_times(frame, 5, float, lead))
+        .transpose()?;
     let wide = float == DTYPE_F64;
     // SAFETY: each buffer's dtype and shape were checked just above.
     let (x0s, ps, gfs, gts, gos, mut gx, mut gp) = unsafe {
@@ -841,6 +882,7 @@ fn run_gradient(frame: &CallFrame) -> Result<(), Failure> {
         final_state: &gfs,
         event_times: &gts,
         observed: &gos,
+        t_ends: t_end.as_deref(),
     };
     core.cotangent_gradient(batch, &input_, gx.values(), gp.values())
         .map_err(library_failure)?;
@@ -872,7 +914,8 @@ fn lead_of<'a>(what: &str, view: &View<'a>, tail: usize) -> Result<&'a [i64], Fa
 /// observed states `(..., m, n_obs, n)`. Entries at one point (`jax.jacfwd`:
 /// tangents mapped, the point not) share one forward pass.
 fn run_tangents(frame: &CallFrame) -> Result<(), Failure> {
-    check_counts(frame, 4, 3)?;
+    let timed = frame.args.size == 5;
+    check_counts(frame, 4 + usize::from(timed), 3)?;
     let core = solver(frame)?;
     let Sizes {
         n,
@@ -910,6 +953,9 @@ fn run_tangents(frame: &CallFrame) -> Result<(), Failure> {
     let np = check_shape(names[1], b1, p.dims, float, leads[1], &[n_params])?;
     let ntx = check_shape(names[2], b2, tx.dims, float, leads[2], &[m, n])?;
     let ntp = check_shape(names[3], b3, tp.dims, float, leads[3], &[m, n_params])?;
+    let t_end = timed
+        .then(|| final_times(frame, 4, float, leads[0]))
+        .transpose()?;
     let (lead, items) = broadcast_items(leads).map_err(Failure::invalid)?;
     let (r0, df) = buffer(&frame.rets, 0, "the tangents of the final state")?;
     let what = "the tangents of the final state";
@@ -939,6 +985,7 @@ fn run_tangents(frame: &CallFrame) -> Result<(), Failure> {
         params: &ps,
         x0_tangents: &txs,
         param_tangents: &tps,
+        t_ends: t_end.as_deref(),
         items: &items,
     };
     let out = TangentsOut {

@@ -18,13 +18,17 @@ use crate::model::{Model, RunOptions};
 use crate::tapes::{self, TapeStore};
 use crate::times::TimeOutputs;
 use ia_adjoint::batch::Batch;
+use ia_adjoint::nalgebra::DMatrix;
 use ia_adjoint::TapedRun;
 use ia_adjoint::{Loss, LossSeeds, Problem};
 use ia_core::{short_num, HybridError, Trajectory};
 use ia_scenario::{Scenario, ScenarioError};
-use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray2, PyReadonlyArray3, PyUntypedArrayMethods};
+use numpy::{
+    PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3,
+    PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -156,6 +160,9 @@ pub(crate) struct OutputsOut<'a> {
     pub counts: &'a mut [i64],
     /// `B x n_obs x n`.
     pub observed: &'a mut [f64],
+    /// `B x n`, when wanted: `d x(T) / dT`, the flow at each final state
+    /// (`ia_adjoint::final_state_rate`).
+    pub final_rate: Option<&'a mut [f64]>,
 }
 
 /// The inputs of a batch's vector-Jacobian products, row-major: the runs
@@ -172,6 +179,8 @@ pub(crate) struct CotangentsIn<'a> {
     pub event_times: &'a [f64],
     /// The cotangents of the observed states, `B x n_obs x n`.
     pub observed: &'a [f64],
+    /// The final times, `B`, when given per run (otherwise the solver's).
+    pub t_ends: Option<&'a [f64]>,
 }
 
 /// The checked scenario and `K` behind a [`JaxSolver`]: what both ways in
@@ -206,6 +215,9 @@ struct Counts {
     replays: AtomicU64,
     /// Forward-sensitivity passes (forward mode).
     tangent_passes: AtomicU64,
+    /// The sensitivity columns those passes carried (the tangent columns
+    /// at their points).
+    tangent_columns: AtomicU64,
 }
 
 /// Adds `n` to a counter.
@@ -278,22 +290,44 @@ impl SolverCore {
         }
     }
 
-    /// The runs from the rows of `x0s` and `params` (`batch` of each).
+    /// The runs from the rows of `x0s` and `params` (`batch` of each),
+    /// until the entries of `t_ends` when given (checked as the scenario's
+    /// `t_end` is), otherwise the solver's `t_end`.
     fn problems(
         &self,
         batch: usize,
         x0s: &[f64],
         params: &[f64],
+        t_ends: Option<&[f64]>,
     ) -> Result<Vec<Problem<'_>>, ScenarioError> {
         let Sizes { n, n_params, .. } = self.sizes();
         check_len("initial states of the batch", x0s.len(), batch * n)?;
         check_len("parameters of the batch", params.len(), batch * n_params)?;
+        if let Some(t_ends) = t_ends {
+            check_len("final times of the batch", t_ends.len(), batch)?;
+        }
         (0..batch)
             .map(|b| {
-                self.scenario.problem_from(
+                let mut problem = self.scenario.problem_from(
                     x0s[b * n..(b + 1) * n].to_vec(),
                     params[b * n_params..(b + 1) * n_params].to_vec(),
-                )
+                )?;
+                if let Some(t_ends) = t_ends {
+                    problem.t_end = t_ends[b];
+                    if !problem.t_end.is_finite() {
+                        return Err(HybridError::invalid_num(
+                            "t_end",
+                            problem.t_end,
+                            "must be a finite number after the start time 0",
+                        )
+                        .into());
+                    }
+                    problem.validate()?;
+                    self.scenario
+                        .model
+                        .check_run(&problem.params, problem.t_end)?;
+                }
+                Ok(problem)
             })
             .collect()
     }
@@ -313,6 +347,7 @@ impl SolverCore {
         &self,
         x0s: &[f64],
         params: &[f64],
+        t_ends: Option<&[f64]>,
         mut out: OutputsOut<'_>,
         taped: bool,
     ) -> Result<(), ScenarioError> {
@@ -329,7 +364,10 @@ impl SolverCore {
             out.observed.len(),
             batch * n_obs * n,
         )?;
-        let problems = self.problems(batch, x0s, params)?;
+        if let Some(rates) = &out.final_rate {
+            check_len("final rates of the batch", rates.len(), batch * n)?;
+        }
+        let problems = self.problems(batch, x0s, params, t_ends)?;
         let mut kept = (batch == 1).then(|| self.kept_workspace());
         if taped {
             count(&self.counts.taped_runs, batch);
@@ -341,8 +379,8 @@ impl SolverCore {
             let mut keep = Vec::with_capacity(batch);
             for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
                 let run = run.map_err(|e| self.explain(problem, e))?;
-                self.write_outputs(b, run.trajectory(), &mut out)?;
-                keep.push((tapes::key(&problem.initial_state, &problem.params), run));
+                self.write_outputs(b, problem, run.trajectory(), &mut out)?;
+                keep.push((tapes::key(problem), run));
             }
             self.tape_store().keep(keep);
             return Ok(());
@@ -354,7 +392,7 @@ impl SolverCore {
         };
         for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
             let trajectory = run.map_err(|e| self.explain(problem, e))?;
-            self.write_outputs(b, &trajectory, &mut out)?;
+            self.write_outputs(b, problem, &trajectory, &mut out)?;
             if let Some(workspace) = kept.as_deref_mut() {
                 workspace.integrator().recycle(trajectory);
             }
@@ -366,6 +404,7 @@ impl SolverCore {
     fn write_outputs(
         &self,
         b: usize,
+        problem: &Problem<'_>,
         trajectory: &Trajectory,
         out: &mut OutputsOut<'_>,
     ) -> Result<(), ScenarioError> {
@@ -383,6 +422,9 @@ impl SolverCore {
         {
             row.copy_from_slice(&o.state);
         }
+        if let Some(rates) = out.final_rate.as_deref_mut() {
+            ia_adjoint::final_state_rate(problem, trajectory, &mut rates[b * n..(b + 1) * n]);
+        }
         Ok(())
     }
 
@@ -392,8 +434,9 @@ impl SolverCore {
         self.tapes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// `(runs, taped_runs, backward_passes, replays, tangent_passes)`.
-    fn counted(&self) -> [(&'static str, u64); 5] {
+    /// `(runs, taped_runs, backward_passes, replays, tangent_passes,
+    /// tangent_columns)`.
+    fn counted(&self) -> [(&'static str, u64); 6] {
         let c = &self.counts;
         let read = |a: &AtomicU64| a.load(Ordering::Relaxed);
         [
@@ -402,6 +445,7 @@ impl SolverCore {
             ("backward_passes", read(&c.backward_passes)),
             ("replays", read(&c.replays)),
             ("tangent_passes", read(&c.tangent_passes)),
+            ("tangent_columns", read(&c.tangent_columns)),
         ]
     }
 
@@ -446,7 +490,7 @@ impl SolverCore {
             input.observed.len(),
             batch * n_obs * n,
         )?;
-        let problems = self.problems(batch, input.x0s, input.params)?;
+        let problems = self.problems(batch, input.x0s, input.params, input.t_ends)?;
         let losses: Vec<Cotangents<'_>> = (0..batch)
             .map(|b| Cotangents {
                 state_names: self.scenario.system.state_names(),
@@ -456,38 +500,66 @@ impl SolverCore {
                 observations: &input.observed[b * n_obs * n..(b + 1) * n_obs * n],
             })
             .collect();
-        // The tapes of these runs kept by their forward calls; a run
-        // without one is recorded again.
-        let found: Vec<Mutex<Option<TapedRun>>> = {
+        // The distinct points of the batch (a jax.jacrev: every cotangent
+        // at one point), each with the tape its forward call kept; a point
+        // without one is recorded again, once. Every pass at a point reads
+        // its tape.
+        let keys: Vec<Vec<u64>> = problems.iter().map(tapes::key).collect();
+        let mut points: Vec<usize> = Vec::new();
+        let mut seen: HashMap<&[u64], usize> = HashMap::with_capacity(batch);
+        let point_of: Vec<usize> = (0..batch)
+            .map(|b| {
+                *seen.entry(&keys[b]).or_insert_with(|| {
+                    points.push(b);
+                    points.len() - 1
+                })
+            })
+            .collect();
+        let found: Vec<Option<TapedRun>> = {
             let mut store = self.tape_store();
-            problems
-                .iter()
-                .map(|p| Mutex::new(store.take(&tapes::key(&p.initial_state, &p.params))))
-                .collect()
+            points.iter().map(|&b| store.take(&keys[b])).collect()
         };
-        let missing = found
-            .iter()
-            .filter(|f| f.lock().map(|f| f.is_none()).unwrap_or(true))
-            .count();
+        let missing: Vec<usize> = (0..points.len()).filter(|&q| found[q].is_none()).collect();
         count(&self.counts.backward_passes, batch);
-        count(&self.counts.replays, missing);
-        count(&self.counts.taped_runs, missing);
+        count(&self.counts.replays, missing.len());
+        count(&self.counts.taped_runs, missing.len());
         let options = ia_adjoint::AdjointOptions::default();
-        let pass = |b: usize, workspace: &mut ia_adjoint::Workspace| {
-            let taped = found[b].lock().ok().and_then(|mut f| f.take());
-            match taped {
-                Some(taped) => {
-                    ia_adjoint::gradient_of_taped(&problems[b], taped, &losses[b], workspace)
-                }
-                None => ia_adjoint::gradient_in(&problems[b], &losses[b], &options, workspace),
-            }
-        };
         let mut kept = (batch == 1).then(|| self.kept_workspace());
-        let runs = match kept.as_deref_mut() {
-            Some(workspace) => vec![pass(0, workspace)],
-            None => {
+        let record = |&q: &usize, workspace: &mut ia_adjoint::Workspace| {
+            ia_adjoint::record_in(&problems[points[q]], &options, workspace)
+        };
+        let recorded = match kept.as_deref_mut() {
+            Some(workspace) => missing.iter().map(|q| record(q, workspace)).collect(),
+            None if missing.is_empty() => Vec::new(),
+            None => pool()?.map_in(&missing, record),
+        };
+        let mut recorded = missing.iter().zip(recorded);
+        let mut taped: Vec<TapedRun> = found
+            .into_iter()
+            .map(|f| match f {
+                Some(run) => Ok(run),
+                None => {
+                    let (&q, run) = recorded.next().expect("one recorded run per missing tape");
+                    let problem = &problems[points[q]];
+                    run.map_err(|e| self.explain(problem, e))
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        let runs = match (kept.as_deref_mut(), taped.pop()) {
+            // One run: its tape read once and given back to the workspace.
+            (Some(workspace), Some(run)) if batch == 1 => vec![ia_adjoint::gradient_of_taped(
+                &problems[0],
+                run,
+                &losses[0],
+                workspace,
+            )],
+            (_, last) => {
+                taped.extend(last);
+                let pass = |&b: &usize, workspace: &mut ia_adjoint::Workspace| {
+                    taped[point_of[b]].gradient(&problems[b], &losses[b], workspace)
+                };
                 let indices: Vec<usize> = (0..batch).collect();
-                pool()?.map_in(&indices, |&b, w| pass(b, w))
+                pool()?.map_in(&indices, pass)
             }
         };
         for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
@@ -520,6 +592,9 @@ pub(crate) struct TangentsIn<'a> {
     pub x0_tangents: &'a [f64],
     /// The tangents of the parameters, `rows x m x n_params`.
     pub param_tangents: &'a [f64],
+    /// The final times, one per row of `x0s`, when given per run
+    /// (otherwise the solver's).
+    pub t_ends: Option<&'a [f64]>,
     /// Per output row: the rows of `x0s`, `params`, `x0_tangents` and
     /// `param_tangents` it takes.
     pub items: &'a [[usize; 4]],
@@ -540,10 +615,10 @@ pub(crate) struct TangentsOut<'a> {
 impl SolverCore {
     /// The Jacobian-vector products of the runs' outputs with the tangent
     /// columns of each item: one forward-sensitivity pass per distinct
-    /// point (the library's forward Jacobian,
-    /// `model.jacobian(method="forward")`), contracted with every column of
-    /// every item at that point; one run on this thread, more on the pool,
-    /// as in [`SolverCore::outputs`].
+    /// point carrying every column of every item at that point as a seed
+    /// direction (`ia_adjoint::jacobian_along_in`, on the taped run's
+    /// steps), so its cost grows with the columns; one run on this thread,
+    /// more on the pool, as in [`SolverCore::outputs`].
     pub(crate) fn tangents(
         &self,
         input: &TangentsIn<'_>,
@@ -557,7 +632,6 @@ impl SolverCore {
         } = self.sizes();
         let m = input.columns;
         let items = input.items.len();
-        let width = n + n_params;
         check_len(
             "tangents of the final states",
             out.final_state.len(),
@@ -615,13 +689,47 @@ impl SolverCore {
                     .copied()
             })
             .collect();
-        let problems = self.problems(points.len(), &x0s, &params)?;
+        let t_ends: Option<Vec<f64>> = input.t_ends.map(|t| {
+            points
+                .iter()
+                .map(|&[x, _]| t.get(x).copied().unwrap_or(f64::NAN))
+                .collect()
+        });
+        let problems = self.problems(points.len(), &x0s, &params, t_ends.as_deref())?;
+        // The seeds of each point: the columns of its items, item by item.
+        let seeds: Vec<(&Problem<'_>, DMatrix<f64>, DMatrix<f64>)> = problems
+            .iter()
+            .enumerate()
+            .map(|(point, problem)| {
+                let mine: Vec<[usize; 2]> = input
+                    .items
+                    .iter()
+                    .zip(&point_of)
+                    .filter(|(_, &q)| q == point)
+                    .map(|(&[_, _, tx, tp], _)| [tx, tp])
+                    .collect();
+                let dx0 = DMatrix::from_fn(n, mine.len() * m, |i, col| {
+                    input.x0_tangents[(mine[col / m][0] * m + col % m) * n + i]
+                });
+                let dp = DMatrix::from_fn(n_params, mine.len() * m, |j, col| {
+                    input.param_tangents[(mine[col / m][1] * m + col % m) * n_params + j]
+                });
+                (problem, dx0, dp)
+            })
+            .collect();
         count(&self.counts.tangent_passes, problems.len());
-        let method = ia_adjoint::Method::Forward;
+        count(&self.counts.tangent_columns, items * m);
+        // On the taped run's steps (the adjoint's): the tangents are linear in the seeds
+        // and agree to rounding with the adjoint (their transpose).
+        let method = ia_adjoint::Method::ForwardOnStateSteps;
+        let pass = |(problem, dx0, dp): &(&Problem<'_>, DMatrix<f64>, DMatrix<f64>),
+                    workspace: &mut ia_adjoint::Workspace| {
+            ia_adjoint::jacobian_along_in(problem, method, dx0, dp, workspace)
+        };
         let mut kept = (problems.len() == 1).then(|| self.kept_workspace());
         let runs = match kept.as_deref_mut() {
-            Some(workspace) => vec![ia_adjoint::jacobian_in(&problems[0], method, workspace)],
-            None => pool()?.jacobian(&problems, method),
+            Some(workspace) => vec![pass(&seeds[0], workspace)],
+            None => pool()?.map_in(&seeds, pass),
         };
         let mut sens = Vec::with_capacity(runs.len());
         for (problem, run) in problems.iter().zip(runs) {
@@ -629,30 +737,23 @@ impl SolverCore {
             self.check_observed(&s.trajectory)?;
             sens.push(s);
         }
-        let mut column = vec![0.0; width];
-        for (item, (&[_, _, tx, tp], &point)) in input.items.iter().zip(&point_of).enumerate() {
+        // Item i's column c is column (rank of i among its point's items) m + c.
+        let mut taken = vec![0_usize; sens.len()];
+        for (item, &point) in point_of.iter().enumerate() {
             let sens = &sens[point];
+            let first = taken[point] * m;
+            taken[point] += 1;
             let rows = sens.event_time_gradients.nrows();
             for c in 0..m {
-                let (tx, tp, row) = (tx * m + c, tp * m + c, item * m + c);
-                column[..n].copy_from_slice(&input.x0_tangents[tx * n..(tx + 1) * n]);
-                column[n..]
-                    .copy_from_slice(&input.param_tangents[tp * n_params..(tp + 1) * n_params]);
-                let apply = |matrix: &ia_adjoint::nalgebra::DMatrix<f64>, i: usize| {
-                    (0..width).map(|j| matrix[(i, j)] * column[j]).sum::<f64>()
-                };
-                for (i, slot) in out.final_state[row * n..(row + 1) * n]
-                    .iter_mut()
-                    .enumerate()
-                {
-                    *slot = apply(&sens.final_jacobian, i);
-                }
+                let (row, col) = (item * m + c, first + c);
+                out.final_state[row * n..(row + 1) * n]
+                    .copy_from_slice(sens.final_jacobian.column(col).as_slice());
                 for (slot, event) in out.event_times[row * k..(row + 1) * k]
                     .iter_mut()
                     .zip(self.times.slots(&sens.trajectory))
                 {
                     *slot = match event {
-                        Some(e) if e < rows => apply(&sens.event_time_gradients, e),
+                        Some(e) if e < rows => sens.event_time_gradients[(e, col)],
                         _ => 0.0,
                     };
                 }
@@ -661,9 +762,7 @@ impl SolverCore {
                     .chunks_exact_mut(n)
                     .zip(&sens.observation_jacobians)
                 {
-                    for (i, slot) in rows.iter_mut().enumerate() {
-                        *slot = apply(jacobian, i);
-                    }
+                    rows.copy_from_slice(jacobian.column(col).as_slice());
                 }
             }
         }
@@ -794,7 +893,8 @@ impl JaxSolver {
     /// runs), `taped_runs` (runs recording a tape: differentiated forward
     /// calls, and backward passes that found no kept tape), `backward_passes`
     /// (adjoint passes), `replays` (backward passes that ran the model
-    /// again) and `tangent_passes` (forward-sensitivity passes).
+    /// again), `tangent_passes` (forward-sensitivity passes) and
+    /// `tangent_columns` (the sensitivity columns they carried).
     fn statistics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         let dict = pyo3::types::PyDict::new(py);
         for (name, value) in self.core.counted() {
@@ -826,13 +926,16 @@ impl JaxSolver {
 
     /// The outputs of the runs from the rows of `x0` (`B x n`) and `params`
     /// (`B x n_params`): final states `B x n`, event times `B x K`, event
-    /// counts `B`, observed states `B x n_obs x n`.
+    /// counts `B`, observed states `B x n_obs x n`; until the entries of
+    /// `t_end` (`B`) when given, otherwise the solver's `t_end`.
     #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (x0, params, t_end=None))]
     fn outputs<'py>(
         &self,
         py: Python<'py>,
         x0: PyReadonlyArray2<'py, f64>,
         params: PyReadonlyArray2<'py, f64>,
+        t_end: Option<PyReadonlyArray1<'py, f64>>,
     ) -> PyResult<(
         Bound<'py, PyAny>,
         Bound<'py, PyAny>,
@@ -854,15 +957,21 @@ impl JaxSolver {
         let mut times = vec![0.0; batch * k];
         let mut counts = vec![0_i64; batch];
         let mut observed = vec![0.0; batch * n_obs * n];
+        let t_ends = match &t_end {
+            Some(t) => Some(t.as_slice().map_err(|e| invalid(format!("'t_end': {e}")))?),
+            None => None,
+        };
         py.detach(|| {
             self.core.outputs(
                 x0s,
                 ps,
+                t_ends,
                 OutputsOut {
                     final_state: &mut finals,
                     event_times: &mut times,
                     counts: &mut counts,
                     observed: &mut observed,
+                    final_rate: None,
                 },
                 false,
             )
@@ -933,6 +1042,7 @@ impl JaxSolver {
             final_state: gf,
             event_times: gt,
             observed: go,
+            t_ends: None,
         };
         py.detach(|| {
             self.core

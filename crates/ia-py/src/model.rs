@@ -37,6 +37,7 @@ pub(crate) struct RunOptions<'a, 'py> {
     pub max_steps: Option<&'a Bound<'py, PyAny>>,
     pub loss: Option<&'a Bound<'py, PyAny>>,
     pub checkpoints: Option<&'a Bound<'py, PyAny>>,
+    pub derivative_probes: Option<&'a Bound<'py, PyAny>>,
 }
 
 impl Model {
@@ -96,6 +97,11 @@ impl Model {
             let key = "adjoint.checkpoints";
             let k = count(&to_json(k, key)?, key, "1000").map_err(to_py)?;
             scenario.set_checkpoints(k).map_err(to_py)?;
+        }
+        if let Some(k) = options.derivative_probes.filter(|v| !v.is_none()) {
+            let value = to_json(k, "adjoint.derivative_probes")?;
+            let k = ia_scenario::scenario::read_derivative_probes(&value).map_err(to_py)?;
+            scenario.set_derivative_probes(k).map_err(to_py)?;
         }
         Ok(scenario)
     }
@@ -332,8 +338,11 @@ impl Model {
     /// with respect to the initial state and the parameters (the columns
     /// `wrt`, by name: `initial.<state>`, `param.<name>`; default all), by
     /// forward sensitivities (`method="forward"`) or the discrete adjoint
-    /// (`"adjoint"`, one backward pass per row). Returns a `Jacobian`.
-    #[pyo3(signature = (x0=None, params=None, t_end=None, *, method="forward", wrt=None, solver=None, observe=None, mode=None, max_events=None, max_steps=None))]
+    /// (`"adjoint"`, one backward pass per row; `derivative_probes=0` turns
+    /// off the probes that let its taped run control the derivative's
+    /// accuracy, `derivative_probes=k` carries k of them). Returns a
+    /// `Jacobian`.
+    #[pyo3(signature = (x0=None, params=None, t_end=None, *, method="forward", wrt=None, solver=None, observe=None, mode=None, max_events=None, max_steps=None, derivative_probes=None))]
     #[allow(clippy::too_many_arguments)]
     fn jacobian<'py>(
         &self,
@@ -348,6 +357,7 @@ impl Model {
         mode: Option<&Bound<'py, PyAny>>,
         max_events: Option<&Bound<'py, PyAny>>,
         max_steps: Option<&Bound<'py, PyAny>>,
+        derivative_probes: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let method = gradient_method(method)?;
         let scenario = self.scenario(&RunOptions {
@@ -357,6 +367,7 @@ impl Model {
             mode,
             max_events,
             max_steps,
+            derivative_probes,
             ..RunOptions::default()
         })?;
         let wrt: Option<Vec<String>> = match wrt.filter(|v| !v.is_none()) {
@@ -387,10 +398,11 @@ impl Model {
     /// `event.<i>.time` and an optional `target`) with respect to the initial
     /// state and the parameters, for the run `simulate` makes with the same
     /// arguments: one backward pass (`method="adjoint"`, the default; with
-    /// `checkpoints=K` the pass keeps about K to 2K step states), or the
-    /// forward Jacobians contracted with the loss (`"forward"`). Returns a
-    /// `Gradient`.
-    #[pyo3(signature = (x0=None, params=None, t_end=None, *, loss, method="adjoint", solver=None, observe=None, mode=None, max_events=None, max_steps=None, checkpoints=None))]
+    /// `checkpoints=K` the pass keeps about K to 2K step states, and
+    /// `derivative_probes=0` turns off the probes that let its taped run
+    /// control the gradient's accuracy), or the forward Jacobians
+    /// contracted with the loss (`"forward"`). Returns a `Gradient`.
+    #[pyo3(signature = (x0=None, params=None, t_end=None, *, loss, method="adjoint", solver=None, observe=None, mode=None, max_events=None, max_steps=None, checkpoints=None, derivative_probes=None))]
     #[allow(clippy::too_many_arguments)]
     fn gradient<'py>(
         &self,
@@ -406,6 +418,7 @@ impl Model {
         max_events: Option<&Bound<'py, PyAny>>,
         max_steps: Option<&Bound<'py, PyAny>>,
         checkpoints: Option<&Bound<'py, PyAny>>,
+        derivative_probes: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let method = gradient_method(method)?;
         let scenario = self.scenario(&RunOptions {
@@ -417,6 +430,7 @@ impl Model {
             max_steps,
             loss: Some(loss),
             checkpoints,
+            derivative_probes,
         })?;
         let loss: LossTerms = scenario.loss.clone().ok_or_else(|| {
             invalid("'loss' must be a list of terms like {\"of\": \"final.x\", \"weight\": 1.0}, got None".into())

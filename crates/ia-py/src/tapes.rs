@@ -3,23 +3,29 @@
 //! forward call records its tape, the backward pass reads it) instead of
 //! a plain run and then a taped one.
 //!
-//! A run is found by its inputs (the bits of its initial state and
-//! parameters), so a backward pass uses a tape only if it was recorded
+//! A run is found by its inputs (the bits of its initial state,
+//! parameters and final time), so a backward pass uses a tape only if it was recorded
 //! from exactly its inputs, and otherwise records a new one: the store is
 //! a cache, never a source of different numbers. It holds the runs of
 //! about the last two forward calls (at least [`MIN_KEPT`]), so that
 //! forward calls never followed by a backward pass (`jax.jvp`, a
 //! discarded `jax.linearize`) cannot pile up tapes.
 
-use ia_adjoint::TapedRun;
+use ia_adjoint::{Problem, TapedRun};
 use std::collections::{HashMap, VecDeque};
 
 /// The fewest runs kept whatever the batch sizes.
 pub(crate) const MIN_KEPT: usize = 16;
 
-/// The inputs of a run, bit for bit: the key of its tape.
-pub(crate) fn key(x0: &[f64], params: &[f64]) -> Vec<u64> {
-    x0.iter().chain(params).map(|v| v.to_bits()).collect()
+/// The inputs of a run (its initial state, parameters and final time),
+/// bit for bit: the key of its tape.
+pub(crate) fn key(problem: &Problem<'_>) -> Vec<u64> {
+    let (x0, params) = (&problem.initial_state, &problem.params);
+    x0.iter()
+        .chain(params)
+        .chain([&problem.t_end])
+        .map(|v| v.to_bits())
+        .collect()
 }
 
 /// Taped runs by their inputs, oldest evicted first.
@@ -78,7 +84,7 @@ impl TapeStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ia_adjoint::{record_in, AdjointOptions, Problem, Workspace};
+    use ia_adjoint::{record_in, AdjointOptions, Workspace};
 
     fn taped(vy: f64) -> TapedRun {
         let model = ia_models::by_name("ball2d-flat").unwrap();
@@ -90,9 +96,24 @@ mod tests {
     #[test]
     fn finds_a_run_by_its_inputs_once_and_evicts_the_oldest() {
         let mut store = TapeStore::default();
-        let k = |vy: f64| key(&[0.0, 1.0, 1.0, vy], &[9.81, 0.8, 0.7]);
+        let model = ia_models::by_name("ball2d-flat").unwrap();
+        let system = model.system();
+        let k = |vy: f64| {
+            key(&Problem::new(
+                &system,
+                vec![0.0, 1.0, 1.0, vy],
+                vec![9.81, 0.8, 0.7],
+                0.5,
+            ))
+        };
         store.keep(vec![(k(0.0), taped(0.0))]);
         assert!(store.take(&k(0.1)).is_none(), "other inputs: no tape");
+        let mut later = Problem::new(&system, vec![0.0, 1.0, 1.0, 0.0], vec![9.81, 0.8, 0.7], 0.5);
+        later.t_end = 0.6;
+        assert!(
+            store.take(&key(&later)).is_none(),
+            "another final time: no tape"
+        );
         assert!(store.take(&k(0.0)).is_some());
         assert!(store.take(&k(0.0)).is_none(), "a tape is used once");
         // A forward call of MIN_KEPT + 1 runs keeps them all (twice the

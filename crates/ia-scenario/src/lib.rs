@@ -49,5 +49,5 @@ pub use model::{catalogue_model, model_of};
 pub use periodic::{advancing_states, orbit_options, PeriodicScenario};
 pub use read::parse_json;
 pub use recipe::{explain, Derivatives, GradientMethod};
-pub use scenario::{ProgressHook, Scenario};
+pub use scenario::{ProgressHook, Scenario, MAX_DERIVATIVE_PROBES};
 pub use solver::adjoint_solver;

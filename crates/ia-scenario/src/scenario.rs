@@ -58,6 +58,10 @@ pub struct Scenario {
     pub loss: Option<LossTerms>,
     /// Options of the adjoint's reverse pass (`adjoint` key).
     pub adjoint: ia_adjoint::AdjointOptions,
+    /// The derivative probes of the adjoint's taped run
+    /// (`adjoint.derivative_probes`; [`Problem::derivative_probes`]):
+    /// `None` lets the adjoint choose, `Some(0)` turns them off.
+    pub derivative_probes: Option<usize>,
     /// The model: a ready one, or one written as equations. Its parameter
     /// rules ([`Model::check_params`]) are checked as values are set, and
     /// its [`Model::hint`] explains a failed run.
@@ -67,6 +71,11 @@ pub struct Scenario {
     /// Told how far each run has got, if set.
     pub progress: Option<ProgressHook>,
 }
+
+/// The most derivative probes a scenario asks for
+/// (`adjoint.derivative_probes`): each costs about one forward sensitivity
+/// column per step.
+pub const MAX_DERIVATIVE_PROBES: usize = 8;
 
 impl Scenario {
     /// Parses and checks the scenario in `text`; `source` names where it
@@ -112,6 +121,7 @@ impl Scenario {
             events: EventOptions::default(),
             loss: None,
             adjoint: ia_adjoint::AdjointOptions::default(),
+            derivative_probes: None,
             fit: None,
             progress: None,
             spec,
@@ -240,6 +250,22 @@ impl Scenario {
         Ok(())
     }
 
+    /// Sets the number of derivative probes of the adjoint's taped run
+    /// (`adjoint.derivative_probes`, 0 to [`MAX_DERIVATIVE_PROBES`]; 0
+    /// turns them off).
+    pub fn set_derivative_probes(&mut self, probes: usize) -> Result<(), ScenarioError> {
+        if probes > MAX_DERIVATIVE_PROBES {
+            return Err(HybridError::invalid_num(
+                "adjoint.derivative_probes",
+                probes as f64,
+                format!("must be an integer from 0 (no probes) to {MAX_DERIVATIVE_PROBES}, like 1"),
+            )
+            .into());
+        }
+        self.derivative_probes = Some(probes);
+        Ok(())
+    }
+
     /// The scenario whose runs report their progress to `hook` (a command
     /// line's progress line); without one, runs report to nobody.
     pub fn with_progress(mut self, hook: ProgressHook) -> Self {
@@ -330,9 +356,12 @@ impl Scenario {
 
         if let Some(v) = obj.get("adjoint") {
             let options = object(v, "adjoint")?;
-            check_keys(options, &["checkpoints"], "adjoint")?;
+            check_keys(options, &["checkpoints", "derivative_probes"], "adjoint")?;
             if let Some(k) = options.get("checkpoints") {
                 scenario.set_checkpoints(count(k, "adjoint.checkpoints", "1000")?)?;
+            }
+            if let Some(k) = options.get("derivative_probes") {
+                scenario.set_derivative_probes(read_derivative_probes(k)?)?;
             }
         }
 
@@ -371,7 +400,8 @@ impl Scenario {
             .with_mode(&self.initial_mode)?
             .with_solver(solver)
             .with_observations(self.observe.clone())
-            .with_event_options(self.events.clone());
+            .with_event_options(self.events.clone())
+            .with_derivative_probes(self.derivative_probes);
         let problem = match &self.progress {
             Some(hook) => problem.with_progress(hook.0.as_ref()),
             None => problem,
@@ -380,6 +410,22 @@ impl Scenario {
         self.model.check_run(&problem.params, self.t_end)?;
         Ok(problem)
     }
+}
+
+/// `adjoint.derivative_probes`: a count from 0 (checked against
+/// [`MAX_DERIVATIVE_PROBES`] by [`Scenario::set_derivative_probes`]).
+pub fn read_derivative_probes(value: &Value) -> Result<usize, ScenarioError> {
+    value
+        .as_u64()
+        .map(|k| usize::try_from(k).unwrap_or(usize::MAX))
+        .ok_or_else(|| {
+            HybridError::invalid(
+                "adjoint.derivative_probes",
+                value,
+                format!("must be an integer from 0 (no probes) to {MAX_DERIVATIVE_PROBES}, like 1"),
+            )
+            .into()
+        })
 }
 
 /// `initial_mode`: a string (checked against `modes` by

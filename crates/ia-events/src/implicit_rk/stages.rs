@@ -2,7 +2,7 @@
 //! alone: what the discrete adjoint differentiates (ia-adjoint recomputes
 //! each step's stages with it, and replays checkpointed segments with it).
 
-use super::lu::DenseLu;
+use super::linear::IterationMatrix;
 use super::tableau::EsdirkTableau;
 use crate::stepper::OdeRhs;
 
@@ -12,8 +12,7 @@ const EXACT_MAX_ITERATIONS: usize = 12;
 /// Buffers of [`solve_stages_exactly`], kept between steps.
 #[derive(Clone, Debug, Default)]
 pub struct StageWorkspace {
-    jacobian: Vec<f64>,
-    lu: DenseLu,
+    matrix: IterationMatrix,
     w: Vec<f64>,
     f: Vec<f64>,
     dz: Vec<f64>,
@@ -21,7 +20,8 @@ pub struct StageWorkspace {
 
 /// Solves the stages of one step of `tableau` of size `h` from `(t0, y0)`
 /// to rounding: full Newton on each stage (the Jacobian, from
-/// [`OdeRhs::jacobian`], re-evaluated and `I - h gamma J` factorised at
+/// [`OdeRhs::jacobian`] or [`OdeRhs::sparse_jacobian`], dense or sparse as
+/// [`IterationMatrix`] chooses, re-evaluated and `I - h gamma J` factorised at
 /// every iterate) until the increment is within a few units of rounding of
 /// the stage, or stops decreasing once below `1e-8` of it. The stage states
 /// go into `states` and the stage rates `K_i = (Y_i - W_i) / (h gamma)` into
@@ -48,12 +48,8 @@ pub fn solve_stages_exactly(
     let n = y0.len();
     let s = tableau.stages();
     let hg = h * tableau.gamma;
-    for (buffer, len) in [
-        (&mut ws.jacobian, n * n),
-        (&mut ws.w, n),
-        (&mut ws.f, n),
-        (&mut ws.dz, n),
-    ] {
+    ws.matrix.configure(rhs, n);
+    for (buffer, len) in [(&mut ws.w, n), (&mut ws.f, n), (&mut ws.dz, n)] {
         buffer.resize(len, 0.0);
     }
     states[..n].copy_from_slice(y0);
@@ -75,18 +71,14 @@ pub fn solve_stages_exactly(
         let mut previous = f64::INFINITY;
         let mut converged = false;
         for _ in 0..EXACT_MAX_ITERATIONS {
-            if !rhs.jacobian(ti, z, &mut ws.jacobian) {
-                return false;
-            }
-            ws.lu.set_iteration_matrix(n, &ws.jacobian, hg);
-            if !ws.lu.factor() {
+            if !ws.matrix.evaluate(rhs, ti, z) || !ws.matrix.factor(hg) {
                 return false;
             }
             rhs.eval(ti, z, &mut ws.f);
             for (((dz, &w), &f), &z) in ws.dz.iter_mut().zip(&ws.w).zip(&ws.f).zip(z.iter()) {
                 *dz = w + hg * f - z;
             }
-            ws.lu.solve(&mut ws.dz);
+            ws.matrix.solve(&mut ws.dz);
             let mut step = 0.0f64;
             let mut size = 0.0f64;
             for (z, &dz) in z.iter_mut().zip(&ws.dz) {

@@ -3,10 +3,10 @@
 //! `I - h gamma J`, exact stage solves of the sensitivities carried after
 //! the state, and cubic Hermite dense output.
 
-use super::lu::DenseLu;
+use super::linear::IterationMatrix;
 use super::tableau::EsdirkTableau;
 use crate::explicit_rk::{min_step, step_factor};
-use crate::stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
+use crate::stepper::{controlled_norm, OdeRhs, StepCounters, StepFailure, Stepper};
 
 /// Stage convergence: Newton stops when its estimated remaining error,
 /// `theta / (1 - theta) ||dY||`, is below this fraction of the tolerance
@@ -18,6 +18,9 @@ pub const NEWTON_KAPPA: f64 = 1e-3;
 /// The most Newton iterations of one stage before the stage counts as not
 /// converging.
 pub const NEWTON_MAX_ITERATIONS: usize = 10;
+/// The most further Newton iterations polishing a converged stage to
+/// rounding when sensitivities are carried (see [`ImplicitStepper`]).
+const NEWTON_POLISH_ITERATIONS: usize = 6;
 /// A Newton increment within this many roundings (`f64::EPSILON`) of the
 /// iterate, in the tolerance-scaled norm, counts as converged whatever its
 /// contraction: rounding noise, not an iteration that diverges.
@@ -46,7 +49,8 @@ enum Attempt {
 ///
 /// Each implicit stage `Y_i = W_i + h gamma f(Y_i)` is solved by simplified
 /// Newton with the iteration matrix `I - h gamma J` factorised once (dense
-/// LU) and reused across stages and steps: refactorised when `h gamma`
+/// LU, or sparse LU for a large flow that declares a sparse Jacobian:
+/// [`IterationMatrix`]) and reused across stages and steps: refactorised when `h gamma`
 /// changes by more than a fifth, the Jacobian `J` re-evaluated at a step's
 /// start after a segment starts, after convergence slowed
 /// (contraction above 0.3) or when a stage failed to converge (the step is
@@ -62,7 +66,13 @@ enum Attempt {
 /// iterated: at each converged state stage the Jacobian is evaluated
 /// ([`OdeRhs::jacobian`]), `I - h gamma J(Y_i)` factorised and
 /// `(I - h gamma J(Y_i)) K_i = G(Y_i, W_i)` solved once per block, which is
-/// the derivative of the stage by the implicit function theorem.
+/// the derivative of the stage by the implicit function theorem. For that
+/// derivative to be the one of the stage actually taken, the state stages
+/// are then polished past the convergence test, to rounding (the increments
+/// stop shrinking or are within rounding; at most six more iterations of
+/// the same factorised matrix): the adjoint solves the stages to rounding
+/// from the same start, so forward and adjoint on the same steps are
+/// transposes of each other to rounding on nonlinear flows too.
 ///
 /// Dense output is cubic Hermite through both ends of the step and their
 /// rates (third order); events are then placed on it and the step redone to
@@ -90,12 +100,11 @@ pub struct ImplicitStepper {
     f: Vec<f64>,
     dz: Vec<f64>,
     err: Vec<f64>,
-    jacobian: Vec<f64>,
-    lu: DenseLu,
+    /// The Newton iteration's Jacobian and the LU of its iteration matrix.
+    matrix: IterationMatrix,
     /// The Jacobian at the stage being solved and its iteration matrix, for
     /// the sensitivities carried after the state.
-    sens_jacobian: Vec<f64>,
-    sens_lu: DenseLu,
+    sens: IterationMatrix,
     /// `h gamma` of the factorised matrix (0: none).
     lu_hg: f64,
     /// A Jacobian of the current segment is in `jacobian`.
@@ -153,10 +162,8 @@ impl ImplicitStepper {
             f: Vec::new(),
             dz: Vec::new(),
             err: Vec::new(),
-            jacobian: Vec::new(),
-            lu: DenseLu::default(),
-            sens_jacobian: Vec::new(),
-            sens_lu: DenseLu::default(),
+            matrix: IterationMatrix::default(),
+            sens: IterationMatrix::default(),
             lu_hg: 0.0,
             jacobian_valid: false,
             jacobian_fresh: false,
@@ -177,25 +184,32 @@ impl ImplicitStepper {
     }
 
     /// Evaluates the closed block's Jacobian at `(t, y)` into
-    /// `self.jacobian`, the Newton iteration's.
+    /// `self.matrix`, the Newton iteration's.
     fn evaluate_jacobian(&mut self, rhs: &mut dyn OdeRhs, t: f64, y: &[f64]) {
         self.jacobian_valid = true;
         self.jacobian_fresh = true;
         self.jacobian_stale = false;
         self.lu_hg = 0.0;
-        let mut jacobian = std::mem::take(&mut self.jacobian);
-        self.closed_jacobian(rhs, t, y, &mut jacobian);
-        self.jacobian = jacobian;
+        let mut matrix = std::mem::take(&mut self.matrix);
+        self.closed_jacobian(rhs, t, y, &mut matrix);
+        self.matrix = matrix;
     }
 
-    /// Writes the closed block's Jacobian at `(t, y)` into `out`: the
+    /// Evaluates the closed block's Jacobian at `(t, y)` into `matrix`: the
     /// right-hand side's own, or forward differences where it has none.
-    fn closed_jacobian(&mut self, rhs: &mut dyn OdeRhs, t: f64, y: &[f64], out: &mut [f64]) {
+    fn closed_jacobian(
+        &mut self,
+        rhs: &mut dyn OdeRhs,
+        t: f64,
+        y: &[f64],
+        matrix: &mut IterationMatrix,
+    ) {
         let c = self.closed;
         self.stats.jacobians += 1;
-        if rhs.jacobian(t, &y[..c], out) {
+        if matrix.evaluate(rhs, t, y) {
             return;
         }
+        let out = matrix.dense_jacobian_mut();
         // Forward differences of the closed block's rates (base rate in
         // `err`, the probe in `dz`, its rate in `f`: free at this point).
         rhs.eval_closed(t, &y[..c], &mut self.err[..c]);
@@ -215,19 +229,17 @@ impl ImplicitStepper {
 
     /// Factorises `I - hg J`; false when it is singular.
     fn factorise(&mut self, hg: f64) -> bool {
-        self.lu
-            .set_iteration_matrix(self.closed, &self.jacobian, hg);
         self.stats.factorisations += 1;
-        let ok = self.lu.factor();
+        let ok = self.matrix.factor(hg);
         self.lu_hg = if ok { hg } else { 0.0 };
         ok
     }
 
     /// Applies the factorised `(I - h gamma J)^{-1}` to `v` block by block
     /// (the state's block and each sensitivity block after it).
-    fn solve_blocks(lu: &DenseLu, closed: usize, v: &mut [f64]) {
+    fn solve_blocks(matrix: &mut IterationMatrix, closed: usize, v: &mut [f64]) {
         for block in v.chunks_exact_mut(closed) {
-            lu.solve(block);
+            matrix.solve(block);
         }
     }
 
@@ -285,22 +297,18 @@ impl ImplicitStepper {
                 // factorisation of their own: the state's Newton iterates
                 // are those of a run without them, to the bit (the same
                 // steps, as the adjoint transposes).
-                let (z, mut jacobian) = (
-                    std::mem::take(&mut self.z),
-                    std::mem::take(&mut self.sens_jacobian),
-                );
-                self.closed_jacobian(rhs, ti, &z, &mut jacobian);
+                let (z, mut sens) = (std::mem::take(&mut self.z), std::mem::take(&mut self.sens));
+                self.closed_jacobian(rhs, ti, &z, &mut sens);
                 self.z = z;
-                self.sens_lu.set_iteration_matrix(c, &jacobian, hg);
-                self.sens_jacobian = jacobian;
+                self.sens = sens;
                 self.stats.factorisations += 1;
-                if !self.sens_lu.factor() {
+                if !self.sens.factor(hg) {
                     return Attempt::NewtonFailed(false);
                 }
                 self.z[c..].copy_from_slice(&self.w[c..]);
                 rhs.eval(ti, &self.z, &mut self.f);
                 self.counters.rhs_evaluations += 1;
-                Self::solve_blocks(&self.sens_lu, c, &mut self.f[c..]);
+                Self::solve_blocks(&mut self.sens, c, &mut self.f[c..]);
                 self.k[i * n + c..(i + 1) * n].copy_from_slice(&self.f[c..]);
             }
         }
@@ -323,15 +331,27 @@ impl ImplicitStepper {
         for r in 0..c {
             self.z[r] = self.w[r] + hg * self.k[(i - 1) * n + r];
         }
+        // Carrying sensitivities (components after the closed block), a
+        // stage converged to a thousandth of the tolerance is polished
+        // further, to rounding: the sensitivities are those of the exactly
+        // solved stages (implicit function theorem), and the adjoint's
+        // stages, solved to rounding from the same start, are then the
+        // same stages, so forward and adjoint are transposes to rounding
+        // on nonlinear flows too.
+        let polish = c < n;
+        let mut converged = false;
         let mut previous = f64::INFINITY;
-        for iteration in 0..NEWTON_MAX_ITERATIONS {
+        for iteration in 0..NEWTON_MAX_ITERATIONS + NEWTON_POLISH_ITERATIONS {
+            if iteration >= NEWTON_MAX_ITERATIONS && !converged {
+                break;
+            }
             self.stats.iterations += 1;
             rhs.eval_closed(ti, &self.z[..c], &mut self.f[..c]);
             self.counters.rhs_evaluations += 1;
             for r in 0..c {
                 self.dz[r] = self.w[r] + hg * self.f[r] - self.z[r];
             }
-            self.lu.solve(&mut self.dz[..c]);
+            self.matrix.solve(&mut self.dz[..c]);
             for r in 0..c {
                 self.z[r] += self.dz[r];
             }
@@ -353,25 +373,40 @@ impl ImplicitStepper {
             }
             if iteration > 0 {
                 let theta = norm / previous;
-                if theta > THETA_SLOW {
-                    self.jacobian_stale = true;
-                }
-                if theta >= THETA_DIVERGING {
-                    return Some(false);
-                }
-                if theta / (1.0 - theta) * norm <= NEWTON_KAPPA {
-                    return None;
+                if converged {
+                    // Polishing: the stage stays converged; stop once the
+                    // increments no longer shrink (rounding noise).
+                    if theta >= THETA_DIVERGING {
+                        return None;
+                    }
+                } else {
+                    if theta > THETA_SLOW {
+                        self.jacobian_stale = true;
+                    }
+                    if theta >= THETA_DIVERGING {
+                        return Some(false);
+                    }
+                    if theta / (1.0 - theta) * norm <= NEWTON_KAPPA {
+                        if !polish {
+                            return None;
+                        }
+                        converged = true;
+                    }
                 }
             }
             previous = norm;
         }
-        Some(false)
+        if converged {
+            None
+        } else {
+            Some(false)
+        }
     }
 
     /// The scaled RMS norm of the filtered error estimate
     /// `(I - h gamma J)^{-1} h sum_j e_j K_j` over the `controlled` leading
     /// components, `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`.
-    fn error_norm(&mut self, h: f64, controlled: usize) -> f64 {
+    fn error_norm(&mut self, h: f64, controlled: usize, apart: bool) -> f64 {
         let n = self.dim;
         self.err.iter_mut().for_each(|e| *e = 0.0);
         for (j, &e) in self.tableau.error.iter().enumerate() {
@@ -381,14 +416,18 @@ impl ImplicitStepper {
                 }
             }
         }
-        Self::solve_blocks(&self.lu, self.closed, &mut self.err);
-        let sum: f64 = (0..controlled)
-            .map(|r| {
-                let sc = self.atol + self.rtol * self.y[r].abs().max(self.y_new[r].abs());
-                (self.err[r] / sc).powi(2)
-            })
-            .sum();
-        (sum / controlled.max(1) as f64).sqrt()
+        Self::solve_blocks(&mut self.matrix, self.closed, &mut self.err);
+        let norm = |range: std::ops::Range<usize>| {
+            let count = range.len().max(1) as f64;
+            let sum: f64 = range
+                .map(|r| {
+                    let sc = self.atol + self.rtol * self.y[r].abs().max(self.y_new[r].abs());
+                    (self.err[r] / sc).powi(2)
+                })
+                .sum();
+            (sum / count).sqrt()
+        };
+        controlled_norm(norm, self.closed.min(controlled), controlled, apart)
     }
 
     /// A first step: a hundredth of the time the state takes to change by
@@ -454,8 +493,6 @@ impl Stepper for ImplicitStepper {
                 (&mut self.f, n),
                 (&mut self.dz, n),
                 (&mut self.err, n),
-                (&mut self.jacobian, closed * closed),
-                (&mut self.sens_jacobian, closed * closed),
             ] {
                 buffer.clear();
                 buffer.resize(len, 0.0);
@@ -465,7 +502,10 @@ impl Stepper for ImplicitStepper {
         self.y_prev.copy_from_slice(y);
         self.t = t;
         self.t_prev = t;
-        // A new segment (a reset may have changed the mode): a new Jacobian.
+        // A new segment (a reset may have changed the mode): a new Jacobian,
+        // of the mode's layout (dense or its declared sparsity).
+        self.matrix.configure(rhs, closed);
+        self.sens.configure(rhs, closed);
         self.jacobian_valid = false;
         self.lu_hg = 0.0;
         let (first, _) = self.k.split_at_mut(n);
@@ -492,6 +532,7 @@ impl Stepper for ImplicitStepper {
             self.h_next = self.initial_step(remaining).max(16.0 * min_step);
         }
         let controlled = rhs.controlled_dim().min(n);
+        let apart = rhs.controlled_apart();
         let order = self.tableau.error_order();
         let mut rejected_last = false;
         loop {
@@ -520,7 +561,7 @@ impl Stepper for ImplicitStepper {
                 }
                 continue;
             }
-            let err = self.error_norm(h, controlled);
+            let err = self.error_norm(h, controlled, apart);
             let finite = err.is_finite() && self.y_new.iter().all(|v| v.is_finite());
             if finite && err <= 1.0 {
                 let mut factor = if err == 0.0 {

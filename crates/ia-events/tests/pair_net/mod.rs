@@ -127,7 +127,48 @@ impl Reset for Kick {
     }
 }
 
+/// A [`Kick`] that declares the entries it reads and writes (its reset
+/// entry and its targets), so that the exact solver may run it lazily
+/// (`Reset::reads`); it applies itself into a copy (no
+/// `Reset::apply_in_place`).
+pub struct DeclaredKick {
+    pub kick: Kick,
+    pub touched: Vec<usize>,
+}
+
+impl DeclaredKick {
+    pub fn new(kick: Kick) -> Self {
+        let touched = kick
+            .reset
+            .into_iter()
+            .chain(kick.adds.iter().map(|a| a.0))
+            .collect();
+        Self { kick, touched }
+    }
+}
+
+impl Reset for DeclaredKick {
+    fn apply(&self, t: f64, x: &[f64], p: &[f64], x_after: &mut [f64]) {
+        self.kick.apply(t, x, p, x_after);
+    }
+    fn writes(&self) -> Option<&[usize]> {
+        Some(&self.touched)
+    }
+    fn reads(&self) -> Option<&[usize]> {
+        Some(&self.touched)
+    }
+    fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials) {
+        self.kick.partials(t, x, p, out);
+    }
+}
+
 pub fn system(net: Net) -> HybridSystem {
+    system_with(net, false)
+}
+
+/// [`system`], with resets that declare what they read and write
+/// ([`DeclaredKick`]) when `declared`.
+pub fn system_with(net: Net, declared: bool) -> HybridSystem {
     let mut states = vec!["clock".to_string()];
     for j in 0..net.hidden {
         states.extend([format!("V_h{j}"), format!("I_h{j}")]);
@@ -146,14 +187,26 @@ pub fn system(net: Net) -> HybridSystem {
     let states: Vec<&str> = states.iter().map(String::as_str).collect();
     let params: Vec<&str> = params.iter().map(String::as_str).collect();
     let mut builder = HybridSystem::builder(&states, &params).mode("run", Neurons(net));
+    let add = |builder: ia_core::HybridSystemBuilder, name: &str, guard: Above, kick: Kick| {
+        if declared {
+            builder.transition(
+                name,
+                FromMode("run"),
+                ToMode("run"),
+                guard,
+                DeclaredKick::new(kick),
+            )
+        } else {
+            builder.transition(name, FromMode("run"), ToMode("run"), guard, kick)
+        }
+    };
     for i in 0..net.inputs {
         let adds = (0..net.hidden)
             .map(|j| (net.v(j) + 1, net.w_h(j, i)))
             .collect();
-        builder = builder.transition(
+        builder = add(
+            builder,
             &format!("input{i}"),
-            FromMode("run"),
-            ToMode("run"),
             Above {
                 state: 0,
                 level: 3 + i,
@@ -165,10 +218,9 @@ pub fn system(net: Net) -> HybridSystem {
         let adds = (0..net.outputs)
             .map(|k| (net.v(net.hidden + k) + 1, net.w_o(k, j)))
             .collect();
-        builder = builder.transition(
+        builder = add(
+            builder,
             &format!("spike_h{j}"),
-            FromMode("run"),
-            ToMode("run"),
             Above {
                 state: net.v(j),
                 level: 2,
@@ -181,10 +233,9 @@ pub fn system(net: Net) -> HybridSystem {
     }
     for k in 0..net.outputs {
         let v = net.v(net.hidden + k);
-        builder = builder.transition(
+        builder = add(
+            builder,
             &format!("spike_o{k}"),
-            FromMode("run"),
-            ToMode("run"),
             Above { state: v, level: 2 },
             Kick {
                 reset: Some(v),

@@ -68,14 +68,40 @@ pub fn tight_high_order_solver() -> SolverChoice {
 
 /// The fifth-order implicit method at the same tolerance, whose
 /// sensitivities the reference cases check too (case names suffixed
-/// ` (kvaerno5)`). (TR-BDF2 and Kvaerno 3(2), of orders two and three,
-/// would take tens of thousands of steps at this tolerance.)
+/// ` (kvaerno5)`). (TR-BDF2 and Kvaerno 3(2):
+/// [`tight_low_order_implicit_solvers`].)
 pub fn tight_implicit_solver() -> SolverChoice {
     SolverChoice::Kvaerno5 {
         rtol: 1e-12,
         atol: 1e-12,
         max_step: None,
     }
+}
+
+/// TR-BDF2 and Kvaerno 3(2), the second- and third-order implicit methods,
+/// at the same tolerance, whose sensitivities the reference cases check too
+/// (case names suffixed ` (trbdf2)`, ` (kvaerno3)`): their low orders take
+/// thousands of steps at this tolerance, a few milliseconds in a release
+/// build.
+pub fn tight_low_order_implicit_solvers() -> [(&'static str, SolverChoice); 2] {
+    [
+        (
+            "trbdf2",
+            SolverChoice::Trbdf2 {
+                rtol: 1e-12,
+                atol: 1e-12,
+                max_step: None,
+            },
+        ),
+        (
+            "kvaerno3",
+            SolverChoice::Kvaerno3 {
+                rtol: 1e-12,
+                atol: 1e-12,
+                max_step: None,
+            },
+        ),
+    ]
 }
 
 /// One compared entry of a group.
@@ -439,10 +465,14 @@ pub fn reference_case_rows(name: &str, case: &ReferenceCase) -> Vec<Row> {
             ));
         }
     }
-    for (suffix, solver) in [
+    let solvers = [
         ("dop853", tight_high_order_solver()),
         ("kvaerno5", tight_implicit_solver()),
-    ] {
+    ];
+    for (suffix, solver) in solvers
+        .into_iter()
+        .chain(tight_low_order_implicit_solvers())
+    {
         let other = problem.clone().with_solver(solver);
         rows.extend(sensitivity_rows(
             study,

@@ -44,6 +44,23 @@
 //! those of [`PairRates`] and [`first_crossing`] (and the method
 //! document's section on this solver).
 //!
+//! When nothing reads the whole state at every event (the records keep no
+//! event states, [`EventOptions::event_states`](crate::EventOptions::event_states)
+//! `false`; nothing is carried along; the observer reads no states,
+//! [`Observer::reads_states`]) and every reset declares the entries it reads
+//! and writes ([`Reset::reads`](ia_core::Reset::reads),
+//! [`Reset::writes`](ia_core::Reset::writes)), each block (a decoupled entry
+//! or a pair) is kept at its own last update time instead: an event brings
+//! to its time only its guard's block and the blocks its reset reads and
+//! writes, applies the reset in place
+//! ([`Reset::apply_in_place`](ia_core::Reset::apply_in_place)) and predicts
+//! again the guards on what it changed, so it costs its fan-out, not `n`
+//! (a spiking network's spike: its neuron and its targets). Observations,
+//! a mode switch and the end bring every block up to date. A block carried
+//! over one long stretch rounds differently from one carried over the
+//! several stretches between the events it took no part in: such a run
+//! agrees with the eager one to rounding, not to the bit.
+//!
 //! A guard that declares a threshold on time
 //! ([`Guard::time_threshold`](ia_core::Guard::time_threshold),
 //! `g = t - c`, such as an input spike) rises at rate 1: it is predicted
@@ -89,12 +106,14 @@
 //! }
 //! ```
 
+mod lazy;
 mod queue;
 mod structure;
 
 pub use crate::closed_form::{advance_state, chi, decay, phi, ExactSpan};
 pub use crate::pair_form::{
     advance_pair, first_crossing, PairCotangent, PairFactors, PairRates, PairStretch,
+    PairTransposeBasis,
 };
 
 use crate::closed_form::advance_component;
@@ -104,7 +123,7 @@ use crate::problem::Problem;
 use crate::problem::PROGRESS_EVERY_STEPS;
 use crate::recorder::{RecordBuffers, Recorder};
 use crate::vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observer, RunContext};
-use ia_core::{Direction, EventRecord, HybridError, HybridSystem, Trajectory};
+use ia_core::{Direction, EventRecord, HybridError, HybridSystem, Threshold, Trajectory};
 use queue::CrossingQueue;
 use std::cmp::Ordering;
 use structure::{crossing_delay, pushed_over, Level, Structure, NO_PAIR};
@@ -164,6 +183,21 @@ struct Run<'p, E, O> {
     due: Vec<bool>,
     due_list: Vec<usize>,
     changed: Vec<usize>,
+    /// The values before the reset of the entries in `changed`.
+    changed_before: Vec<f64>,
+    /// Whether each linear block is kept at its own last update time (see
+    /// the module `lazy`): then `entry_time` holds each entry's.
+    lazy: bool,
+    entry_time: Vec<f64>,
+    /// In a lazy run, the lengths `phis` and `pair_factors` were last
+    /// formed for (blocks last touched together are brought up together:
+    /// their factors are formed once).
+    phi_lengths: Vec<f64>,
+    factor_lengths: Vec<f64>,
+    /// In a lazy run, per transition, whether its queued time is a lower
+    /// bound ([`crate::rough_crossing`]), to be found exactly when it comes
+    /// first.
+    rough: Vec<bool>,
     /// The records, observations, Zeno watch, `stop_after` and progress.
     recorder: Recorder<'p>,
     /// Each event's geometry, formed when the carried components or the
@@ -263,11 +297,21 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             due: vec![false; transitions],
             due_list: Vec::new(),
             changed: Vec::new(),
+            changed_before: Vec::new(),
+            lazy: false,
+            entry_time: Vec::new(),
+            phi_lengths: Vec::new(),
+            factor_lengths: Vec::new(),
+            rough: vec![false; transitions],
             recorder: Recorder::new(problem, records),
             geometry: None,
         };
         if run.extra.wants_event_geometry() || run.observer.wants_event_geometry() {
             run.geometry = Some(GeometryWorkspace::reuse(geometry, n, system.param_dim()));
+        }
+        run.lazy = run.can_be_lazy();
+        if run.lazy {
+            run.entry_time = vec![problem.t0; n];
         }
         run
     }
@@ -365,6 +409,11 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         self.pair_factors.clear();
         self.pair_factors
             .resize(self.structure.matrices[self.mode].len(), zero);
+        self.phi_lengths.clear();
+        self.phi_lengths.resize(self.rates.len(), f64::NAN);
+        self.factor_lengths.clear();
+        self.factor_lengths
+            .resize(self.structure.matrices[self.mode].len(), f64::NAN);
         self.queue.clear();
         for k in 0..self.structure.leaving[self.mode].len() {
             let k = self.structure.leaving[self.mode][k];
@@ -375,6 +424,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     /// Replaces transition `k`'s predicted crossing by one from the
     /// current state.
     fn predict(&mut self, k: usize) {
+        self.rough[k] = false;
         let direction = self.problem.system.transitions()[k].guard.direction();
         let threshold = match self.structure.thresholds[k] {
             Level::State(threshold) => threshold,
@@ -389,17 +439,10 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         let i = threshold.state;
         let (pair, slot) = self.structure.pair_of[self.mode][i];
         if pair != NO_PAIR {
-            let pair = &self.structure.pairs[self.mode][pair];
-            let y = [self.x[pair.entries[0]], self.x[pair.entries[1]]];
-            let delay = first_crossing(
-                &pair.a,
-                &pair.b,
-                &pair.rates,
-                &y,
-                slot,
-                threshold.level,
-                direction,
-            );
+            if self.lazy && self.predict_roughly(k, pair, slot, threshold, direction) {
+                return;
+            }
+            let delay = self.pair_crossing(pair, slot, threshold, direction);
             self.queue.set(k, delay.map(|s| self.t + s));
             return;
         }
@@ -409,6 +452,28 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         );
         let delay = crossing_delay(self.x[i], a, b, threshold.level, direction);
         self.queue.set(k, delay.map(|s| self.t + s));
+    }
+
+    /// The exact delay to the crossing of `threshold` (entry `slot` of pair
+    /// `pair` of the mode) in `direction`, from the pair's state.
+    fn pair_crossing(
+        &self,
+        pair: usize,
+        slot: usize,
+        threshold: Threshold,
+        direction: Direction,
+    ) -> Option<f64> {
+        let pair = &self.structure.pairs[self.mode][pair];
+        let y = [self.x[pair.entries[0]], self.x[pair.entries[1]]];
+        first_crossing(
+            &pair.a,
+            &pair.b,
+            &pair.rates,
+            &y,
+            slot,
+            threshold.level,
+            direction,
+        )
     }
 
     fn context(&self) -> RunContext<'p> {
@@ -421,6 +486,10 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     /// Brings every component from `self.t` to `t`, and the carried ones
     /// with them.
     fn advance(&mut self, t: f64) -> Result<(), HybridError> {
+        if self.lazy {
+            self.flush(t);
+            return Ok(());
+        }
         let s = t - self.t;
         if s > 0.0 {
             self.observer
@@ -550,6 +619,9 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     fn go(&mut self) -> Result<Trajectory, HybridError> {
         let t_end = self.problem.t_end;
         loop {
+            if self.lazy {
+                self.refine_first();
+            }
             let next = self.queue.first().filter(|&(time, _)| time < t_end);
             let Some((time, transition)) = next else {
                 self.observe_until(t_end)?;
@@ -558,7 +630,12 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             };
             self.observe_until(time)?;
             self.queue.set(transition, None);
-            self.advance(time)?;
+            if self.lazy {
+                // Each block is brought to `time` when the event touches it.
+                self.t = time;
+            } else {
+                self.advance(time)?;
+            }
             if self.fire_cascade(transition)? {
                 return Ok(self.finish());
             }
@@ -595,30 +672,43 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         let system = self.problem.system;
         let tr = &system.transitions()[k];
         let (t, from) = (self.t, self.mode);
+        if self.lazy {
+            self.bring_touched(k, tr.to != from);
+        }
         let guard_rate = self.guard_rate(k);
-        tr.reset
-            .apply(t, &self.x, &self.problem.params, &mut self.x_after);
         self.changed.clear();
-        match tr.reset.writes() {
-            Some(writes) => self.changed.extend(
-                writes
-                    .iter()
-                    .copied()
-                    .filter(|&j| self.x[j].to_bits() != self.x_after[j].to_bits()),
-            ),
-            None => {
-                let moved = self.x.iter().zip(&self.x_after).enumerate();
-                let moved = moved.filter(|(_, (a, b))| a.to_bits() != b.to_bits());
-                self.changed.extend(moved.map(|(j, _)| j));
+        self.changed_before.clear();
+        if self.lazy {
+            self.reset_in_place(k);
+        } else {
+            tr.reset
+                .apply(t, &self.x, &self.problem.params, &mut self.x_after);
+            match tr.reset.writes() {
+                Some(writes) => self.changed.extend(
+                    writes
+                        .iter()
+                        .copied()
+                        .filter(|&j| self.x[j].to_bits() != self.x_after[j].to_bits()),
+                ),
+                None => {
+                    let moved = self.x.iter().zip(&self.x_after).enumerate();
+                    let moved = moved.filter(|(_, (a, b))| a.to_bits() != b.to_bits());
+                    self.changed.extend(moved.map(|(j, _)| j));
+                }
             }
+            let x = &self.x;
+            self.changed_before
+                .extend(self.changed.iter().map(|&j| x[j]));
         }
         // Only what the reset changed can have become non-finite.
-        if let Some(&j) = self.changed.iter().find(|&&j| !self.x_after[j].is_finite()) {
+        let after = if self.lazy { &self.x } else { &self.x_after };
+        if let Some(&j) = self.changed.iter().find(|&&j| !after[j].is_finite()) {
+            let value = after[j];
+            if self.lazy {
+                self.undo_reset();
+            }
             return Err(HybridError::NonFinite {
-                what: format!(
-                    "state after the reset of '{}' (= {})",
-                    tr.name, self.x_after[j]
-                ),
+                what: format!("state after the reset of '{}' (= {value})", tr.name),
                 time: t,
                 trajectory: Some(Box::new(self.snapshot())),
             });
@@ -637,12 +727,19 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             terminal: tr.terminal,
             cascade_of,
         };
-        self.recorder.record_event(record, &self.x, &self.x_after);
+        // A lazy run keeps no state per event (its blocks are at their own
+        // times): its records and its observer get none.
+        let (before, after): (&[f64], &[f64]) = if self.lazy {
+            (&[], &[])
+        } else {
+            (&self.x, &self.x_after)
+        };
+        self.recorder.record_event(record, before, after);
         let event = EventAt {
             transition: k,
             time: t,
-            state_before: &self.x,
-            state_after: &self.x_after,
+            state_before: before,
+            state_after: after,
             cascade_of,
         };
         let geometry = self
@@ -655,8 +752,8 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             time: t,
             from_mode: from,
             to_mode: tr.to,
-            state_before: &self.x,
-            state_after: &self.x_after,
+            state_before: before,
+            state_after: after,
             terminal: tr.terminal,
             cascade_of,
             geometry,
@@ -671,12 +768,17 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             std::mem::swap(&mut self.carried, &mut self.carried_after);
         }
         self.observer.event(run, &jump)?;
-        // The guards' values before the reset, for the ones it moves.
-        std::mem::swap(&mut self.x, &mut self.x_after);
+        if !self.lazy {
+            std::mem::swap(&mut self.x, &mut self.x_after);
+        }
         self.mode = tr.to;
         let stops = self
             .recorder
-            .after_event(t, k, cascade_of, &self.x, self.mode, |counts| counts)?;
+            .after_event(t, k, cascade_of, &self.x, self.mode, |counts| counts);
+        let stops = match stops {
+            Err(e) if self.lazy => return Err(self.caught_up(e)),
+            stops => stops?,
+        };
         if tr.terminal || stops {
             return Ok(true);
         }
@@ -718,7 +820,8 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
                     continue;
                 }
                 let level = threshold.level;
-                let (before, after) = (self.x_after[state] - level, self.x[state] - level);
+                let before = self.changed_before[c] - level;
+                let after = self.x[state] - level;
                 // Beyond zero and not due, a guard is disarmed (a mode
                 // switch left it there heading back): a reset that leaves
                 // it beyond does not fire it, as in the Runge-Kutta engine.
@@ -745,12 +848,18 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     }
 
     /// The run so far, for an error.
-    fn snapshot(&self) -> Trajectory {
+    fn snapshot(&mut self) -> Trajectory {
+        if self.lazy {
+            self.flush(self.t);
+        }
         let stats = self.recorder.stats();
         self.recorder.snapshot(self.t, &self.x, self.mode, stats)
     }
 
     fn finish(&mut self) -> Trajectory {
+        if self.lazy {
+            self.flush(self.t);
+        }
         let full = self.full_state();
         self.observer.finished(self.context(), self.t, &full);
         let stats = self.recorder.stats();

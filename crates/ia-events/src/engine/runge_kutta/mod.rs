@@ -81,6 +81,10 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
         self.n
     }
 
+    fn controlled_apart(&self) -> bool {
+        self.extra.controlled_apart()
+    }
+
     fn eval_closed(&mut self, t: f64, x: &[f64], dx: &mut [f64]) {
         self.system.modes()[self.mode]
             .flow
@@ -97,6 +101,29 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
             .flow
             .partials(t, x, self.params, partials);
         jacobian.copy_from_slice(partials.x.as_slice());
+        true
+    }
+
+    fn sparsity(&mut self) -> Option<&ia_core::Sparsity> {
+        self.system.modes()[self.mode].flow.state_sparsity()
+    }
+
+    fn sparse_jacobian(&mut self, t: f64, x: &[f64], values: &mut [f64]) -> bool {
+        let flow = &self.system.modes()[self.mode].flow;
+        let Some(pattern) = flow.state_sparsity() else {
+            return false;
+        };
+        if flow.sparse_state_partials(t, x, self.params, values) {
+            return true;
+        }
+        // Gathered from the dense partials (the flow has no fast path).
+        let (n, np) = (self.n, self.params.len());
+        let partials = self
+            .partials
+            .get_or_insert_with(|| ia_core::FlowPartials::zeros(n, np));
+        partials.clear();
+        flow.partials(t, x, self.params, partials);
+        pattern.gather(partials.x.as_slice(), values);
         true
     }
 
@@ -178,7 +205,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let n = system.state_dim();
         let n_params = system.param_dim();
         let dim = n + extra.dim();
-        let controlled = if extra.error_controlled() { dim } else { n };
+        let controlled = n + extra.controlled_dim().min(dim - n);
         let b = rk;
         let transitions = system.transitions().len();
         let mut states = take(&mut b.states).prepare(n, dim);

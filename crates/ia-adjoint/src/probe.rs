@@ -1,0 +1,453 @@
+//! Derivative probes: the adjoint's taped run controls the accuracy of the
+//! derivative it will return, not only the state's.
+//!
+//! The reverse pass transposes the steps of the taped run exactly, so it
+//! returns the exact derivative of the discrete solution those steps make.
+//! A run whose error control sees the state alone chooses steps that make
+//! the state accurate, and nothing checks that they make its derivative
+//! accurate too: on a stiff drug model at `rtol = 1e-8`, DOPRI5's adjoint
+//! was off by 3e-4 (normwise) where the forward pass, whose error norm
+//! covers its sensitivities, was within 4e-6.
+//!
+//! The taped run therefore carries `k` tangents `v_c = S r_c` (usually one)
+//! as forward sensitivities after the state, `S = dx/d(x0, p)` along fixed
+//! pseudo-random directions `r_c` (a deterministic generator with a fixed
+//! seed: a run is reproducible to the bit), through the flow
+//! (`v' = f_x v + f_p r_p`) and through every event with the saltation
+//! (`v+ = r_x v- + r_p r_p - w dt*`, `dt* = -(g_x v- + g_p r_p) / gdot`),
+//! and puts them in the step's error norm. Each embedded error estimate of
+//! `v_c` is `E r_c`, where `E` is the estimate of the full `S`; with
+//! Gaussian entries in `r_c`, its mean square is the Frobenius norm of `E`,
+//! so the steps are those a forward pass controlling all of `S` would take,
+//! up to that random weighting. The probes change the steps, never the
+//! transposed arithmetic: the reverse pass reads the state's part only, and
+//! forward sensitivities on the taped steps
+//! ([`Method::ForwardOnStateSteps`](crate::Method::ForwardOnStateSteps))
+//! carry the same probes so that they take the same steps.
+//!
+//! Each probe costs one flow Jacobian-vector product per stage and one per
+//! parameter its direction moves (or the flow's dense partials once per
+//! stage, whichever is less work), which is why the automatic choice
+//! ([`Problem::derivative_probes`] left `None`) carries one probe for
+//! systems of at most [`AUTOMATIC_PROBE_INPUTS`] inputs only. Only the adaptive methods have a
+//! step-size control to feed: fixed-step RK4 and the exact solver carry
+//! none (their derivative's accuracy is that of the steps the user chose,
+//! or exact).
+
+use crate::forward::event_time_derivative;
+use crate::saltation::{EventAt, SaltationWorkspace};
+use ia_core::{FlowPartials, HybridError, HybridSystem, Tangent};
+use ia_events::{EventJump, ExtraState, Problem, RunContext, SolverChoice};
+
+/// The automatic choice carries a probe for systems of at most this many
+/// inputs (initial states and parameters): beyond it, the probe's
+/// parameter products cost more than a small part of the run.
+pub const AUTOMATIC_PROBE_INPUTS: usize = 64;
+
+/// The seed of the probes' directions (fixed: runs are reproducible).
+const SEED: u64 = 0x5eed_1a0d_0b5e_4e11;
+
+/// The number of probes the taped run of `problem` carries: its
+/// [`Problem::derivative_probes`], or when `None`, one for an adaptive
+/// method on a system of at most [`AUTOMATIC_PROBE_INPUTS`] inputs; always
+/// none but for the built-in adaptive methods (DOPRI5, DOP853, TR-BDF2,
+/// Kvaerno 3 and 5): RK4 and the exact solver have no step-size control to
+/// feed, and the adjoint does not run on the `ode_solvers` adapter.
+pub(crate) fn probes_for(problem: &Problem<'_>) -> usize {
+    let adaptive = matches!(
+        problem.solver,
+        SolverChoice::Dopri5 { .. }
+            | SolverChoice::Dop853 { .. }
+            | SolverChoice::Trbdf2 { .. }
+            | SolverChoice::Kvaerno3 { .. }
+            | SolverChoice::Kvaerno5 { .. }
+    );
+    if !adaptive {
+        return 0;
+    }
+    let inputs = problem.system.state_dim() + problem.system.param_dim();
+    problem
+        .derivative_probes
+        .unwrap_or(usize::from(inputs <= AUTOMATIC_PROBE_INPUTS))
+}
+
+/// SplitMix64: a small deterministic generator for the directions.
+fn split_mix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `count` standard normal numbers (Box-Muller) from the fixed seed.
+fn gaussians(count: usize, out: &mut Vec<f64>) {
+    out.clear();
+    let mut state = SEED;
+    let mut uniform = || ((split_mix(&mut state) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    while out.len() < count {
+        let (u, v) = (uniform(), uniform());
+        let radius = (-2.0 * u.ln()).sqrt();
+        let angle = std::f64::consts::TAU * v;
+        out.push(radius * angle.cos());
+        out.push(radius * angle.sin());
+    }
+    out.truncate(count);
+}
+
+/// The probes carried by the taped run (an [`ExtraState`], controlled).
+pub(crate) struct Probes {
+    n: usize,
+    n_params: usize,
+    count: usize,
+    /// `count` directions of `n + n_params` entries each.
+    directions: Vec<f64>,
+    /// The flow's dense partials, for a flow without Jacobian-vector
+    /// products or when they are less work (formed on first use).
+    partials: Option<FlowPartials>,
+    /// Zeros (`n`), then a product's output (`n`).
+    scratch: Vec<f64>,
+    /// `dt*` of each probe at the last located event (a cascade's time).
+    root_times: Vec<f64>,
+    saltation: SaltationWorkspace,
+}
+
+impl Probes {
+    /// `count` probes for `system`.
+    pub(crate) fn new(system: &HybridSystem, count: usize) -> Self {
+        let (n, n_params) = (system.state_dim(), system.param_dim());
+        let mut directions = Vec::new();
+        gaussians(count * (n + n_params), &mut directions);
+        Self {
+            n,
+            n_params,
+            count,
+            directions,
+            partials: None,
+            scratch: vec![0.0; 2 * n],
+            root_times: vec![0.0; count],
+            saltation: SaltationWorkspace::new(n, n_params),
+        }
+    }
+
+    /// [`Probes::new`] in the buffers of `self`, an earlier run's.
+    pub(crate) fn renew(mut self, system: &HybridSystem, count: usize) -> Self {
+        let (n, n_params) = (system.state_dim(), system.param_dim());
+        if (self.n, self.n_params) != (n, n_params) {
+            return Self::new(system, count);
+        }
+        if count != self.count {
+            self.count = count;
+            gaussians(count * (n + n_params), &mut self.directions);
+            self.root_times.resize(count, 0.0);
+        }
+        self.saltation.forget();
+        self
+    }
+
+    fn direction(&self, c: usize) -> (&[f64], &[f64]) {
+        let m = self.n + self.n_params;
+        self.directions[c * m..(c + 1) * m].split_at(self.n)
+    }
+
+    /// Whether the dense partials are less work than the products: one
+    /// product per probe and per parameter against `n + n_p + 1` directional
+    /// evaluations.
+    fn dense_is_cheaper(&self) -> bool {
+        self.count * (self.n_params + 1) > self.n + self.n_params + 1
+    }
+
+    #[inline(never)]
+    fn dense_rate(
+        &mut self,
+        run: RunContext<'_>,
+        mode: usize,
+        t: f64,
+        x: &[f64],
+        extra: &[f64],
+        rate: &mut [f64],
+    ) {
+        let (n, np) = (self.n, self.n_params);
+        let partials = self
+            .partials
+            .get_or_insert_with(|| FlowPartials::zeros(n, np));
+        partials.clear();
+        run.system.modes()[mode]
+            .flow
+            .partials(t, x, run.params, partials);
+        let m = n + np;
+        for c in 0..self.count {
+            let (v, out) = (&extra[c * n..(c + 1) * n], &mut rate[c * n..(c + 1) * n]);
+            let dp = &self.directions[c * m + n..(c + 1) * m];
+            for (i, o) in out.iter_mut().enumerate() {
+                let fx: f64 = (0..n).map(|k| partials.x[(i, k)] * v[k]).sum();
+                let fp: f64 = (0..np).map(|j| partials.p[(i, j)] * dp[j]).sum();
+                *o = fx + fp;
+            }
+        }
+    }
+}
+
+impl ExtraState for Probes {
+    fn dim(&self) -> usize {
+        self.n * self.count
+    }
+
+    fn controlled_apart(&self) -> bool {
+        true
+    }
+
+    fn initial(&mut self, _run: RunContext<'_>, extra: &mut [f64]) {
+        let n = self.n;
+        for c in 0..self.count {
+            let (dx, _) = self.direction(c);
+            extra[c * n..(c + 1) * n].copy_from_slice(dx);
+        }
+    }
+
+    fn rate(
+        &mut self,
+        run: RunContext<'_>,
+        mode: usize,
+        t: f64,
+        x: &[f64],
+        extra: &[f64],
+        rate: &mut [f64],
+    ) {
+        let n = self.n;
+        if !self.dense_is_cheaper() {
+            let flow = &run.system.modes()[mode].flow;
+            let m = n + self.n_params;
+            let (zeros, product) = self.scratch.split_at_mut(n);
+            let mut by_products = true;
+            'columns: for c in 0..self.count {
+                let out = &mut rate[c * n..(c + 1) * n];
+                let tangent = Tangent {
+                    t: 0.0,
+                    x: &extra[c * n..(c + 1) * n],
+                    param: None,
+                };
+                if !flow.jacobian_vector_product(t, x, run.params, tangent, out) {
+                    by_products = false;
+                    break;
+                }
+                let dp = &self.directions[c * m + n..(c + 1) * m];
+                for (j, &weight) in dp.iter().enumerate() {
+                    let tangent = Tangent {
+                        t: 0.0,
+                        x: zeros,
+                        param: Some(j),
+                    };
+                    if !flow.jacobian_vector_product(t, x, run.params, tangent, product) {
+                        by_products = false;
+                        break 'columns;
+                    }
+                    for (o, p) in out.iter_mut().zip(product.iter()) {
+                        *o += weight * p;
+                    }
+                }
+            }
+            if by_products {
+                return;
+            }
+        }
+        self.dense_rate(run, mode, t, x, extra, rate);
+    }
+
+    fn wants_event_geometry(&self) -> bool {
+        true
+    }
+
+    /// `v+ = r_x v- + r_p r_p - w dt*` for each probe, through the reset's
+    /// products (one per parameter the direction moves).
+    fn jump(
+        &mut self,
+        run: RunContext<'_>,
+        jump: &EventJump<'_>,
+        before: &[f64],
+        after: &mut [f64],
+    ) -> Result<(), HybridError> {
+        let (n, m) = (self.n, self.n + self.n_params);
+        let at: EventAt<'_> = jump.into();
+        let geometry = jump
+            .geometry
+            .expect("the integrator forms the geometry the probes ask for");
+        let (zeros, product) = self.scratch.split_at_mut(n);
+        for c in 0..self.count {
+            let v = &before[c * n..(c + 1) * n];
+            let dp = &self.directions[c * m + n..(c + 1) * m];
+            if jump.cascade_of.is_none() {
+                let gp: f64 = geometry.guard.p.iter().zip(dp).map(|(g, d)| g * d).sum();
+                self.root_times[c] =
+                    event_time_derivative(geometry.guard.x.as_slice(), gp, geometry.guard_rate, v);
+            }
+            let dt = self.root_times[c];
+            let out = &mut after[c * n..(c + 1) * n];
+            let tangent = Tangent {
+                t: 0.0,
+                x: v,
+                param: None,
+            };
+            self.saltation
+                .reset_jacobian_vector_product(run.system, run.params, at, tangent, out);
+            for (j, &weight) in dp.iter().enumerate() {
+                let tangent = Tangent {
+                    t: 0.0,
+                    x: zeros,
+                    param: Some(j),
+                };
+                self.saltation
+                    .reset_jacobian_vector_product(run.system, run.params, at, tangent, product);
+                // r_p e_j alone: the product's state part is r_x 0 = 0.
+                for (o, p) in out.iter_mut().zip(product.iter()) {
+                    *o += weight * p;
+                }
+            }
+            for (o, w) in out.iter_mut().zip(geometry.time_shift.iter()) {
+                *o -= w * dt;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The probes before another extra state that rides on their steps (the
+/// forward sensitivities of [`Method::ForwardOnStateSteps`]): the step-size
+/// control covers the probes, not what follows them.
+///
+/// [`Method::ForwardOnStateSteps`]: crate::Method::ForwardOnStateSteps
+pub(crate) struct Probed<'a, E> {
+    pub(crate) probes: &'a mut Probes,
+    pub(crate) inner: &'a mut E,
+}
+
+impl<E: ExtraState> ExtraState for Probed<'_, E> {
+    fn dim(&self) -> usize {
+        self.probes.dim() + self.inner.dim()
+    }
+
+    fn controlled_dim(&self) -> usize {
+        self.probes.dim() + self.inner.controlled_dim()
+    }
+
+    fn controlled_apart(&self) -> bool {
+        true
+    }
+
+    fn initial(&mut self, run: RunContext<'_>, extra: &mut [f64]) {
+        let (probes, inner) = extra.split_at_mut(self.probes.dim());
+        self.probes.initial(run, probes);
+        self.inner.initial(run, inner);
+    }
+
+    fn rate(
+        &mut self,
+        run: RunContext<'_>,
+        mode: usize,
+        t: f64,
+        x: &[f64],
+        extra: &[f64],
+        rate: &mut [f64],
+    ) {
+        let k = self.probes.dim();
+        let (probes, inner) = extra.split_at(k);
+        let (probe_rate, inner_rate) = rate.split_at_mut(k);
+        self.probes.rate(run, mode, t, x, probes, probe_rate);
+        self.inner.rate(run, mode, t, x, inner, inner_rate);
+    }
+
+    fn wants_event_geometry(&self) -> bool {
+        true
+    }
+
+    fn jump(
+        &mut self,
+        run: RunContext<'_>,
+        jump: &EventJump<'_>,
+        before: &[f64],
+        after: &mut [f64],
+    ) -> Result<(), HybridError> {
+        let k = self.probes.dim();
+        let (probes, inner) = before.split_at(k);
+        let (probes_after, inner_after) = after.split_at_mut(k);
+        self.probes.jump(run, jump, probes, probes_after)?;
+        self.inner.jump(run, jump, inner, inner_after)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{ball, problem};
+    use crate::forward::ForwardSensitivity;
+    use ia_events::{Observer, SpareVecs};
+
+    /// The carried vector at the end of a run.
+    struct Last(Vec<f64>);
+
+    impl Observer for Last {
+        fn finished(&mut self, _run: RunContext<'_>, _time: f64, y: &[f64]) {
+            self.0 = y.to_vec();
+        }
+    }
+
+    #[rstest::rstest]
+    #[case::by_products(1)]
+    #[case::by_dense_partials(2)]
+    fn each_probe_is_the_jacobian_along_its_direction(#[case] count: usize) {
+        // Reference: the full forward sensitivities S carried on the same
+        // steps (after the probes, uncontrolled): through the bounce, each
+        // probe v_c = S r_c and its event-time derivative dt*/dtheta . r_c,
+        // the same linear maps in another order (to rounding). One probe
+        // takes the flow's products, two its dense partials
+        // (`Probes::dense_is_cheaper`).
+        let system = ball();
+        let run = problem(&system);
+        let mut probes = Probes::new(&system, count);
+        let mut s = ForwardSensitivity::new(&system, false, true);
+        let mut last = Last(Vec::new());
+        let mut probed = Probed {
+            probes: &mut probes,
+            inner: &mut s,
+        };
+        let trajectory = ia_events::run(&run, &mut probed, &mut last).unwrap();
+        assert_eq!(trajectory.events.len(), 1);
+        assert_eq!(probes.dense_is_cheaper(), count == 2);
+        let (n, m) = (system.state_dim(), system.state_dim() + system.param_dim());
+        let (carried, full) = last.0[n..].split_at(count * n);
+        let gradients = s.event_time_gradients(1, &mut SpareVecs::default());
+        for c in 0..count {
+            let (dx, dp) = probes.direction(c);
+            let r: Vec<f64> = dx.iter().chain(dp).copied().collect();
+            for i in 0..n {
+                let want: f64 = (0..m).map(|j| full[j * n + i] * r[j]).sum();
+                let got = carried[c * n + i];
+                assert!(
+                    (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+                    "{got} vs {want}"
+                );
+            }
+            let want: f64 = (0..m).map(|j| gradients[(0, j)] * r[j]).sum();
+            let got = probes.root_times[c];
+            assert!(
+                (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+                "{got} vs {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_directions_are_fixed_and_standard_normal() {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        gaussians(20_001, &mut a);
+        gaussians(20_001, &mut b);
+        assert_eq!(a, b, "the same seed gives the same directions");
+        assert_eq!(a.len(), 20_001);
+        let mean = a.iter().sum::<f64>() / a.len() as f64;
+        let var = a.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / a.len() as f64;
+        // Sample moments of 20,001 standard normals: mean within 4 sigma
+        // (4 / sqrt(20001) = 0.028), variance within 0.06.
+        assert!(mean.abs() < 0.03, "{mean}");
+        assert!((var - 1.0).abs() < 0.06, "{var}");
+    }
+}

@@ -1,0 +1,224 @@
+//! The exact solver's lazy advance: each linear block (a decoupled entry or
+//! a 2x2 pair) kept at its own last update time, so that an event costs its
+//! fan-out (the blocks its guard and its reset touch), not the state's size.
+//!
+//! A run is lazy when nothing reads the whole state at every event: the
+//! records keep no event states ([`EventOptions::event_states`](crate::EventOptions::event_states)
+//! `false`), nothing is carried along ([`ExtraState`] of dimension 0, no
+//! event geometry), the observer reads no states
+//! ([`Observer::reads_states`]), and every reset declares the entries it
+//! reads and writes ([`Reset::reads`](ia_core::Reset::reads),
+//! [`Reset::writes`](ia_core::Reset::writes)). An event then brings to its
+//! time the block of its guard's entry and those of the entries its reset
+//! reads and writes, applies the reset in place
+//! ([`Reset::apply_in_place`](ia_core::Reset::apply_in_place)) and predicts
+//! again only the guards on the entries it changed; the other blocks stay
+//! at their own times, and their predicted crossings in the queue stay
+//! valid (their courses did not change). Observations, a mode switch, the
+//! end of the run and an error bring every block up to date.
+//!
+//! A block carried over one long stretch instead of the several stretches
+//! between the events it did not take part in rounds differently: the
+//! results agree with the eager run to rounding, not to the bit (the
+//! solver's tests bound the difference against the high-precision
+//! reference).
+
+use super::structure::{Level, NO_PAIR};
+use super::Run;
+use crate::closed_form::advance_component;
+use crate::factor::phi;
+use crate::pair_form::advance_pair;
+use crate::rough_crossing::{rough_crossing, Rough};
+use crate::vocabulary::{ExtraState, Observer};
+use ia_core::HybridError;
+use ia_core::{Direction, Threshold};
+
+impl<E: ExtraState, O: Observer> Run<'_, E, O> {
+    /// Whether this run can keep its blocks at their own times (see the
+    /// [module documentation](self)).
+    pub(super) fn can_be_lazy(&self) -> bool {
+        let problem = self.problem;
+        !problem.events.event_states
+            && self.carried.is_empty()
+            && self.geometry.is_none()
+            && !self.observer.reads_states()
+            && problem
+                .system
+                .transitions()
+                .iter()
+                .all(|tr| tr.reset.reads().is_some() && tr.reset.writes().is_some())
+    }
+
+    /// Brings the block of entry `i` from its own time to `t`.
+    fn bring(&mut self, i: usize, t: f64) {
+        let s = t - self.entry_time[i];
+        if s <= 0.0 {
+            return;
+        }
+        let (pair, _) = self.structure.pair_of[self.mode][i];
+        if pair == NO_PAIR {
+            let (a, b) = (
+                self.structure.a[self.mode][i],
+                self.structure.b[self.mode][i],
+            );
+            let r = self.rate_of[i];
+            if self.phi_lengths[r].to_bits() != s.to_bits() {
+                (self.phis[r], self.phi_lengths[r]) = (phi(a, s), s);
+            }
+            advance_component(&mut self.x[i], a, b, self.phis[r]);
+            self.entry_time[i] = t;
+            return;
+        }
+        let pair = &self.structure.pairs[self.mode][pair];
+        let [p, q] = pair.entries;
+        let mut y = [self.x[p], self.x[q]];
+        let m = pair.matrix;
+        if self.factor_lengths[m].to_bits() != s.to_bits() {
+            (self.pair_factors[m], self.factor_lengths[m]) = (pair.rates.factors(s), s);
+        }
+        advance_pair(&pair.a, &pair.b, &pair.rates, &self.pair_factors[m], &mut y);
+        (self.x[p], self.x[q]) = (y[0], y[1]);
+        (self.entry_time[p], self.entry_time[q]) = (t, t);
+    }
+
+    /// Brings every block to `t`, the run's time from now on.
+    pub(super) fn flush(&mut self, t: f64) {
+        for i in 0..self.x.len() {
+            self.bring(i, t);
+        }
+        self.t = t;
+    }
+
+    /// Brings to the run's time what transition `k`'s event reads and
+    /// changes: its guard's block and the blocks of the entries its reset
+    /// reads and writes; every block when it switches modes (`switches`:
+    /// the blocks are carried by the old mode's flow up to the switch).
+    pub(super) fn bring_touched(&mut self, k: usize, switches: bool) {
+        let t = self.t;
+        if switches {
+            self.flush(t);
+            return;
+        }
+        if let Level::State(threshold) = self.structure.thresholds[k] {
+            self.bring(threshold.state, t);
+        }
+        let reset = &self.problem.system.transitions()[k].reset;
+        for &i in reset.reads().unwrap_or(&[]) {
+            self.bring(i, t);
+        }
+        for &i in reset.writes().unwrap_or(&[]) {
+            self.bring(i, t);
+        }
+    }
+
+    /// Applies transition `k`'s reset over the state in place (its entries
+    /// read and written already brought to the run's time), leaving in
+    /// `changed` the entries it moved and in `changed_before` their values
+    /// before it.
+    pub(super) fn reset_in_place(&mut self, k: usize) {
+        let (t, params) = (self.t, &self.problem.params);
+        let reset = &self.problem.system.transitions()[k].reset;
+        let writes = reset.writes().unwrap_or(&[]);
+        self.changed.clear();
+        self.changed_before.clear();
+        let x = &self.x;
+        self.changed_before.extend(writes.iter().map(|&j| x[j]));
+        if !reset.apply_in_place(t, &mut self.x, params) {
+            // Every entry of `x_after` but the written ones is `x`'s (some
+            // stale, unread).
+            reset.apply(t, &self.x, params, &mut self.x_after);
+            for &j in writes {
+                self.x[j] = self.x_after[j];
+            }
+        }
+        let mut kept = 0;
+        for (w, &j) in writes.iter().enumerate() {
+            let before = self.changed_before[w];
+            if before.to_bits() != self.x[j].to_bits() {
+                self.changed.push(j);
+                self.changed_before[kept] = before;
+                kept += 1;
+            }
+        }
+        self.changed_before.truncate(kept);
+    }
+
+    /// Queues a lower bound of transition `k`'s crossing (a threshold on
+    /// entry `slot` of pair `pair`, whose block is at the run's time) when
+    /// [`rough_crossing`] gives one, or nothing when it shows there is
+    /// none; returns whether it did either (else the caller finds the
+    /// crossing exactly).
+    pub(super) fn predict_roughly(
+        &mut self,
+        k: usize,
+        pair: usize,
+        slot: usize,
+        threshold: Threshold,
+        direction: Direction,
+    ) -> bool {
+        let p = &self.structure.pairs[self.mode][pair];
+        let y = [self.x[p.entries[0]], self.x[p.entries[1]]];
+        let level = threshold.level;
+        match rough_crossing(&p.a, &p.b, &p.rates, &y, slot, level, direction) {
+            Rough::Never => self.queue.set(k, None),
+            Rough::NotBefore(s) => {
+                self.rough[k] = true;
+                self.queue.set(k, Some(self.t + s));
+            }
+            Rough::Unsure => return false,
+        }
+        true
+    }
+
+    /// Finds exactly the crossings whose lower bounds come first in the
+    /// queue, until an exact one does (or none is left). A bound's block
+    /// has not changed course since it was queued (a change predicts
+    /// again), so its crossing is found from its state at its own time.
+    pub(super) fn refine_first(&mut self) {
+        while let Some((bound, k)) = self.queue.first() {
+            if !self.rough[k] {
+                return;
+            }
+            self.rough[k] = false;
+            let direction = self.problem.system.transitions()[k].guard.direction();
+            let Level::State(threshold) = self.structure.thresholds[k] else {
+                unreachable!("only state thresholds on pairs are bounded");
+            };
+            let (pair, slot) = self.structure.pair_of[self.mode][threshold.state];
+            let since = self.entry_time[threshold.state];
+            let delay = self.pair_crossing(pair, slot, threshold, direction);
+            let time = delay.map(|s| since + s);
+            debug_assert!(time.is_none_or(|time| time >= bound), "{time:?} < {bound}");
+            self.queue.set(k, time);
+        }
+    }
+
+    /// Takes back the reset [`Run::reset_in_place`] applied.
+    pub(super) fn undo_reset(&mut self) {
+        for (&j, &before) in self.changed.iter().zip(&self.changed_before) {
+            self.x[j] = before;
+        }
+    }
+
+    /// `error`, raised by the recorder after an event with a trajectory
+    /// ending at the state after its reset, with that state brought up to
+    /// date in every block.
+    pub(super) fn caught_up(&mut self, error: HybridError) -> HybridError {
+        self.flush(self.t);
+        match error {
+            HybridError::Zeno {
+                reason,
+                last_event_time,
+                mut trajectory,
+            } => {
+                trajectory.final_state.copy_from_slice(&self.x);
+                HybridError::Zeno {
+                    reason,
+                    last_event_time,
+                    trajectory,
+                }
+            }
+            error => error,
+        }
+    }
+}
