@@ -6,7 +6,11 @@
 //! steps, then lowered by [`MARGIN`]. The lazy solver queues the bound and
 //! finds the crossing exactly only when the bound comes first: a target
 //! whose course another event changes before it crosses is never polished
-//! to the last bit.
+//! to the last bit. It polishes it from the bound
+//! ([`crate::pair_form::crossing_near`]: the crossing lies within the
+//! margin above it), searching from the start only when that fails. A
+//! decaying pair whose entry stays short of the level whatever the delay
+//! is settled first with no exponential at all (`never_reaches`).
 //!
 //! Wherever the two-exponential form may be inaccurate (half the rates'
 //! difference `d` with `d s` below [`MIN_SPREAD`], equal or complex rates)
