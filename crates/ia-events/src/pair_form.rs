@@ -59,6 +59,41 @@ pub struct PairRates {
     pub n: [[f64; 2]; 2],
 }
 
+/// `1 / ((2k - 1) 2k)` at `k` (from 1): the ratio of `cosh`'s series terms
+/// (formed once; [`PairRates::factors`] multiplies by them).
+const COSH_STEP: [f64; 11] = {
+    let mut t = [0.0; 11];
+    let mut k = 1;
+    while k <= 10 {
+        t[k] = 1.0 / (((2 * k - 1) * (2 * k)) as f64);
+        k += 1;
+    }
+    t
+};
+
+/// `1 / (2k (2k + 1))` at `k` (from 1): the ratio of `sinh(x) / x`'s
+/// series terms.
+const SINH_STEP: [f64; 11] = {
+    let mut t = [0.0; 11];
+    let mut k = 1;
+    while k <= 10 {
+        t[k] = 1.0 / (((2 * k) * (2 * k + 1)) as f64);
+        k += 1;
+    }
+    t
+};
+
+/// `1 / (k + 2)` for the 26 terms `k` of the series of `Phi`.
+const INV_FROM_2: [f64; 26] = {
+    let mut t = [0.0; 26];
+    let mut k = 0;
+    while k < 26 {
+        t[k] = 1.0 / ((k + 2) as f64);
+        k += 1;
+    }
+    t
+};
+
 impl PairRates {
     /// The invariants of `a` (row-major).
     ///
@@ -96,6 +131,14 @@ impl PairRates {
         Some((l1, l2))
     }
 
+    /// `A^{-1} r` for this pair's matrix `a` (its determinant nonzero).
+    pub(crate) fn solve(&self, a: &[[f64; 2]; 2], r: &[f64; 2]) -> [f64; 2] {
+        [
+            (a[1][1] * r[0] - a[0][1] * r[1]) / self.det,
+            (-a[1][0] * r[0] + a[0][0] * r[1]) / self.det,
+        ]
+    }
+
     /// The factors of a stretch of length `s >= 0` (real rates).
     ///
     /// ```
@@ -112,9 +155,8 @@ impl PairRates {
             // cosh(d s) and sinh(d s) / d as series in w = (d s)^2.
             let (mut c, mut sh, mut term_c, mut term_s) = (1.0, 1.0, 1.0, 1.0);
             for k in 1..=10 {
-                let k = k as f64;
-                term_c *= w / ((2.0 * k - 1.0) * (2.0 * k));
-                term_s *= w / ((2.0 * k) * (2.0 * k + 1.0));
+                term_c *= w * COSH_STEP[k];
+                term_s *= w * SINH_STEP[k];
                 c += term_c;
                 sh += term_s;
             }
@@ -133,12 +175,18 @@ impl PairRates {
             // Phi = s sum_k (A s)^k / (k + 1)!, (A s)^k = s^k (pk I + hk N).
             let (mut pk, mut hk) = (1.0, 0.0);
             let (mut p0, mut p1, mut scale) = (0.0, 0.0, s);
-            for k in 0..26 {
-                p0 += scale * pk;
-                p1 += scale * hk;
+            for inv in &INV_FROM_2 {
+                let (t0, t1) = (scale * pk, scale * hk);
+                p0 += t0;
+                p1 += t1;
+                // The rest of the series, its terms falling faster than
+                // geometrically (|A s| < 1), is below 1e-18 of the sums.
+                if t0.abs() <= 1e-18 * p0.abs() && t1.abs() <= 1e-18 * p1.abs() {
+                    break;
+                }
                 let next = (m * pk + q * hk, pk + m * hk);
                 (pk, hk) = (next.0 * s, next.1 * s);
-                scale /= (k + 2) as f64;
+                scale *= inv;
             }
             (p0, p1)
         };
@@ -213,7 +261,28 @@ struct Entry<'a> {
     w: f64,
 }
 
-impl Entry<'_> {
+impl<'a> Entry<'a> {
+    /// Entry `k` of the pair `y' = a y + b` from `y0`, and the rate `r0`.
+    fn of(
+        a: &[[f64; 2]; 2],
+        b: &[f64; 2],
+        rates: &'a PairRates,
+        y0: &[f64; 2],
+        k: usize,
+        level: f64,
+    ) -> (Self, [f64; 2]) {
+        let r0 = rate(a, b, y0);
+        let nr0 = apply(&rates.n, &r0);
+        let entry = Entry {
+            rates,
+            y0: y0[k],
+            level,
+            u: r0[k],
+            w: nr0[k],
+        };
+        (entry, r0)
+    }
+
     /// `(g(s), g'(s))`, `g` with the arithmetic of [`advance_pair`].
     fn at(&self, s: f64) -> (f64, f64) {
         let f = self.rates.factors(s);
@@ -265,15 +334,7 @@ pub fn first_crossing(
     level: f64,
     direction: Direction,
 ) -> Option<f64> {
-    let r0 = rate(a, b, y0);
-    let nr0 = apply(&rates.n, &r0);
-    let entry = Entry {
-        rates,
-        y0: y0[k],
-        level,
-        u: r0[k],
-        w: nr0[k],
-    };
+    let (entry, r0) = Entry::of(a, b, rates, y0, k, level);
     let (u, w) = (entry.u, entry.w);
     if u == 0.0 && w == 0.0 {
         return None;
@@ -306,10 +367,7 @@ pub fn first_crossing(
     let (l1, l2) = rates.rates()?;
     if l1 < 0.0 && l2 < 0.0 {
         // Decaying: the limit is the equilibrium, y0 - A^{-1} r0.
-        let inv_r = [
-            (a[1][1] * r0[0] - a[0][1] * r0[1]) / rates.det,
-            (-a[1][0] * r0[0] + a[0][0] * r0[1]) / rates.det,
-        ];
+        let inv_r = rates.solve(a, &r0);
         let limit = (y0[k] - inv_r[k]) - level;
         let beyond = if rising { limit > 0.0 } else { limit < 0.0 };
         if !beyond {
@@ -336,6 +394,100 @@ pub fn first_crossing(
         }
     }
     None
+}
+
+/// [`first_crossing`]'s delay found from a close estimate of it: `lo <
+/// estimate < hi` on one monotone segment of the entry's guard, `lo` a
+/// lower bound of the crossing and `hi` beyond it (a rough root lowered and
+/// raised by a small relative margin, [`crate::rough_crossing`]). One
+/// Newton step from `estimate` with the exact arithmetic of
+/// [`advance_pair`], a bracket from the two points (widened by doubling
+/// steps of doubles where both lie on one side), then bisection of the
+/// doubles to the first at which the guard has reached the level (the one
+/// before it short of it): the delay [`first_crossing`] defines. `None`
+/// when the bracket leaves `(lo, hi)`, or the segment does not cross in
+/// `direction`: then the caller searches from the start.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn crossing_near(
+    a: &[[f64; 2]; 2],
+    b: &[f64; 2],
+    rates: &PairRates,
+    y0: &[f64; 2],
+    k: usize,
+    level: f64,
+    direction: Direction,
+    (lo, estimate, hi): (f64, f64, f64),
+) -> Option<f64> {
+    if !(lo > 0.0 && estimate > lo && hi > estimate && hi.is_finite()) {
+        return None;
+    }
+    let (entry, _) = Entry::of(a, b, rates, y0, k, level);
+    let (g, dg) = entry.at(estimate);
+    if dg == 0.0 || !dg.is_finite() || !g.is_finite() {
+        return None;
+    }
+    // On a monotone segment the guard's rate keeps its sign.
+    let rising = dg > 0.0;
+    if !fires(direction, rising) {
+        return None;
+    }
+    // Oriented so that h = sign g rises through zero; doubles by their
+    // bits (all positive, so in order).
+    let sign = if rising { 1.0 } else { -1.0 };
+    let h_at = |bits: u64| sign * entry.at(f64::from_bits(bits)).0;
+    let (lo_bits, hi_bits) = (lo.to_bits(), hi.to_bits());
+    let e = (estimate.to_bits(), sign * g);
+    let newton = estimate - g / dg;
+    let n = if newton > lo && newton < hi && newton != estimate {
+        let bits = newton.to_bits();
+        (bits, h_at(bits))
+    } else {
+        e
+    };
+    // A bracket (before, reached): h < 0 at `before`, h >= 0 at `reached`,
+    // from the two points or by doubling steps from the nearer.
+    let (first, last) = if e.0 <= n.0 { (e, n) } else { (n, e) };
+    let (mut before, mut reached) = if first.1 < 0.0 && last.1 >= 0.0 {
+        (first.0, last.0)
+    } else if first.1 >= 0.0 {
+        let (mut at, mut step) = (first.0, 1u64);
+        loop {
+            if at <= lo_bits + step {
+                return None;
+            }
+            let below = at - step;
+            if h_at(below) < 0.0 {
+                break (below, at);
+            }
+            (at, step) = (below, step * 2);
+        }
+    } else {
+        let (mut at, mut step) = (last.0, 1u64);
+        loop {
+            if at + step >= hi_bits {
+                return None;
+            }
+            let above = at + step;
+            if h_at(above) >= 0.0 {
+                break (at, above);
+            }
+            (at, step) = (above, step * 2);
+        }
+    };
+    // Bisection of the bits to adjacent doubles.
+    while reached - before > 1 {
+        let mid = before + (reached - before) / 2;
+        let h = h_at(mid);
+        if !h.is_finite() {
+            return None;
+        }
+        if h >= 0.0 {
+            reached = mid;
+        } else {
+            before = mid;
+        }
+    }
+    Some(f64::from_bits(reached))
 }
 
 /// Whether a monotone segment (`rising` or not) crosses in `direction`.

@@ -27,8 +27,8 @@ use super::structure::{Level, NO_PAIR};
 use super::Run;
 use crate::closed_form::advance_component;
 use crate::factor::phi;
-use crate::pair_form::advance_pair;
-use crate::rough_crossing::{rough_crossing, Rough};
+use crate::pair_form::{advance_pair, crossing_near};
+use crate::rough_crossing::{rough_crossing, Rough, MARGIN};
 use crate::vocabulary::{ExtraState, Observer};
 use ia_core::HybridError;
 use ia_core::{Direction, Threshold};
@@ -186,7 +186,18 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
             };
             let (pair, slot) = self.structure.pair_of[self.mode][threshold.state];
             let since = self.entry_time[threshold.state];
-            let delay = self.pair_crossing(pair, slot, threshold, direction);
+            // The crossing lies at the rough root, within its margin: found
+            // from there, searched from the start only when it is not.
+            let lo = bound - since;
+            let (estimate, hi) = (lo / (1.0 - MARGIN), lo * (1.0 + 4.0 * MARGIN));
+            let p = &self.structure.pairs[self.mode][pair];
+            let y = [self.x[p.entries[0]], self.x[p.entries[1]]];
+            let (level, near) = (threshold.level, (lo, estimate, hi));
+            let delay = match crossing_near(&p.a, &p.b, &p.rates, &y, slot, level, direction, near)
+            {
+                Some(s) => Some(s),
+                None => self.pair_crossing(pair, slot, threshold, direction),
+            };
             let time = delay.map(|s| since + s);
             debug_assert!(time.is_none_or(|time| time >= bound), "{time:?} < {bound}");
             self.queue.set(k, time);

@@ -806,8 +806,8 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         }
         for c in 0..self.changed.len() {
             let state = self.changed[c];
-            for g in 0..self.structure.guards_on[self.mode][state].len() {
-                let j = self.structure.guards_on[self.mode][state][g];
+            for g in 0..self.structure.guards_on[self.mode].on(state).len() {
+                let j = self.structure.guards_on[self.mode].on(state)[g];
                 let direction = system.transitions()[j].guard.direction();
                 // Only state thresholds are listed in `guards_on`.
                 let Level::State(threshold) = self.structure.thresholds[j] else {

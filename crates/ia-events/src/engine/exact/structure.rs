@@ -45,9 +45,9 @@ pub(super) struct Structure {
     pub(super) pair_of: Vec<Vec<(usize, usize)>>,
     /// The level of each transition's guard.
     pub(super) thresholds: Vec<Level>,
-    /// Per mode and state entry, the transitions out of that mode whose
-    /// guard reads that entry or the other entry of its pair.
-    pub(super) guards_on: Vec<Vec<Vec<usize>>>,
+    /// Per mode, for each state entry the transitions out of that mode
+    /// whose guard reads that entry or the other entry of its pair.
+    pub(super) guards_on: Vec<GuardsOn>,
     /// Per mode, the transitions out of it.
     pub(super) leaving: Vec<Vec<usize>>,
 }
@@ -157,7 +157,8 @@ impl Structure {
             pair_of.push(of);
         }
         let mut thresholds = Vec::with_capacity(system.transitions().len());
-        let mut guards_on = vec![vec![Vec::new(); n]; modes.len()];
+        // (mode, entry, transition), in the order of the transitions.
+        let mut reads: Vec<(usize, usize, usize)> = Vec::new();
         let mut leaving = vec![Vec::new(); modes.len()];
         for (k, tr) in system.transitions().iter().enumerate() {
             leaving[tr.from].push(k);
@@ -188,14 +189,17 @@ impl Structure {
                     ),
                 ));
             }
-            guards_on[tr.from][threshold.state].push(k);
+            reads.push((tr.from, threshold.state, k));
             let (pair, slot) = pair_of[tr.from][threshold.state];
             if pair != NO_PAIR {
                 let other = pairs[tr.from][pair].entries[1 - slot];
-                guards_on[tr.from][other].push(k);
+                reads.push((tr.from, other, k));
             }
             thresholds.push(Level::State(threshold));
         }
+        let guards_on = (0..modes.len())
+            .map(|mode| GuardsOn::of(n, reads.iter().filter(|r| r.0 == mode)))
+            .collect();
         Ok(Self {
             a,
             b,
@@ -211,6 +215,41 @@ impl Structure {
     /// Whether some mode has a linear pair.
     pub(super) fn has_pairs(&self) -> bool {
         self.pairs.iter().any(|p| !p.is_empty())
+    }
+}
+
+/// One mode's transitions by the state entry their guards read, as flat
+/// arrays (a network's state has one or two guards an entry: no vector
+/// each).
+pub(super) struct GuardsOn {
+    /// Entry `i`'s transitions are `list[start[i]..start[i + 1]]`.
+    start: Vec<usize>,
+    list: Vec<usize>,
+}
+
+impl GuardsOn {
+    /// From `(mode, entry, transition)` triples of one mode, kept in their
+    /// order within an entry.
+    fn of<'r>(n: usize, reads: impl Iterator<Item = &'r (usize, usize, usize)> + Clone) -> Self {
+        let mut start = vec![0; n + 1];
+        for &(_, i, _) in reads.clone() {
+            start[i + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut list = vec![0; start[n]];
+        for &(_, i, k) in reads {
+            list[fill[i]] = k;
+            fill[i] += 1;
+        }
+        Self { start, list }
+    }
+
+    /// The transitions whose guards read entry `i`.
+    pub(super) fn on(&self, i: usize) -> &[usize] {
+        &self.list[self.start[i]..self.start[i + 1]]
     }
 }
 
