@@ -66,12 +66,34 @@ pub trait Model: std::fmt::Debug + Send + Sync {
     /// assert!(err.to_string().contains("parameter 't_in1'"), "{err}");
     /// ```
     fn check_run(&self, params: &[f64], t_end: f64) -> Result<(), HybridError> {
-        let names = self.spec().param_names();
+        self.check_run_named(&self.spec().param_names(), params, t_end)
+    }
+
+    /// [`Model::check_run`] with the parameter names given (`names`: those
+    /// of [`Model::spec`], which [`Model::system`] has too, in the same
+    /// order), for callers that keep them: a scenario checks every run
+    /// without building the model's spec again.
+    ///
+    /// ```
+    /// use ia_models::{by_name, Model};
+    ///
+    /// let net = by_name("cuba-lif").unwrap();
+    /// let system = net.system();
+    /// let p = net.spec().default_params();
+    /// let err = net.check_run_named(system.param_names(), &p, 4.0).unwrap_err();
+    /// assert_eq!(err.to_string(), net.check_run(&p, 4.0).unwrap_err().to_string());
+    /// ```
+    fn check_run_named(
+        &self,
+        names: &[String],
+        params: &[f64],
+        t_end: f64,
+    ) -> Result<(), HybridError> {
         rules::check_params(
             self.name(),
             self.param_rules(),
             self.relations(),
-            &names,
+            names,
             params,
             Some(t_end),
         )

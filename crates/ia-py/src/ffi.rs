@@ -33,10 +33,7 @@
 //! which JAX raises as its runtime error; a panic is caught and returned
 //! the same way, never unwound into XLA.
 
-use crate::broadcast::broadcast_items;
-use crate::jax::{
-    registered, CotangentsIn, OutputsOut, Sizes, SolverCore, TangentsIn, TangentsOut,
-};
+use crate::jax::{registered, CotangentsIn, OutputsOut, Sizes, SolverCore};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use std::borrow::Cow;
@@ -224,7 +221,7 @@ pub extern "C" fn gradient_handler(frame: *mut CallFrame) -> *mut XlaError {
 /// The handler of [`TANGENT_TARGET`] (`XLA_FFI_Handler`).
 pub extern "C" fn tangent_handler(frame: *mut CallFrame) -> *mut XlaError {
     // SAFETY: as in `outputs_handler`.
-    unsafe { handle(frame, run_tangents) }
+    unsafe { handle(frame, tangents::run_tangents) }
 }
 
 /// The handlers as `{"outputs": (target name, PyCapsule), "gradient": ...,
@@ -558,11 +555,7 @@ fn check_shape(
     lead: &[i64],
     tail: &[usize],
 ) -> Result<usize, Failure> {
-    let expected: Vec<i64> = lead
-        .iter()
-        .copied()
-        .chain(tail.iter().map(|&d| d as i64))
-        .collect();
+    let expected = || lead.iter().copied().chain(tail.iter().map(|&d| d as i64));
     if buffer.dtype != dtype {
         return Err(Failure::invalid(format!(
             "impact_adjoint.jax: {what} must be {}, got {} (the type of the initial state)",
@@ -570,12 +563,15 @@ fn check_shape(
             type_name(buffer.dtype)
         )));
     }
-    if dims != expected.as_slice() {
+    // Compared without collecting the expected shape: a handler call
+    // allocates nothing of its own on the way to the run.
+    if !dims.iter().copied().eq(expected()) {
+        let expected: Vec<i64> = expected().collect();
         return Err(Failure::invalid(format!(
             "impact_adjoint.jax: dimension mismatch in {what}: expected shape {expected:?}, got {dims:?}"
         )));
     }
-    Ok(expected.iter().map(|&d| d as usize).product())
+    Ok(expected().map(|d| d as usize).product())
 }
 
 /// The frame's arguments (`n` of them) and results (`m`), counted.
@@ -891,114 +887,6 @@ fn run_gradient(frame: &CallFrame) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The leading (batch) axes of a buffer whose last `tail` axes are its
-/// own.
-fn lead_of<'a>(what: &str, view: &View<'a>, tail: usize) -> Result<&'a [i64], Failure> {
-    view.dims
-        .len()
-        .checked_sub(tail)
-        .map(|r| &view.dims[..r])
-        .ok_or_else(|| {
-            Failure::invalid(format!(
-                "impact_adjoint.jax: {what} must have at least {tail} axes, got {:?}",
-                view.dims
-            ))
-        })
-}
-
-/// [`TANGENT_TARGET`] at execution: arguments `x0 (..., n)`, `params
-/// (..., n_params)`, their `m` tangent columns `(..., m, n)` and `(..., m,
-/// n_params)`, whose batch axes broadcast (size 1 where an argument is not
-/// mapped); results, on the broadcast batch axes, the tangents of the
-/// final states `(..., m, n)`, of the event times `(..., m, K)` and of the
-/// observed states `(..., m, n_obs, n)`. Entries at one point (`jax.jacfwd`:
-/// tangents mapped, the point not) share one forward pass.
-fn run_tangents(frame: &CallFrame) -> Result<(), Failure> {
-    let timed = frame.args.size == 5;
-    check_counts(frame, 4 + usize::from(timed), 3)?;
-    let core = solver(frame)?;
-    let Sizes {
-        n,
-        n_params,
-        k,
-        n_obs,
-    } = core.sizes();
-    let names = [
-        "the initial state",
-        "the parameters",
-        "the tangents of the initial state",
-        "the tangents of the parameters",
-    ];
-    let (b0, x0) = buffer(&frame.args, 0, names[0])?;
-    let (b1, p) = buffer(&frame.args, 1, names[1])?;
-    let (b2, tx) = buffer(&frame.args, 2, names[2])?;
-    let (b3, tp) = buffer(&frame.args, 3, names[3])?;
-    let float = float_type(names[0], b0)?;
-    let m = match lead_of(names[2], &tx, 1)?.last() {
-        Some(&m) if m >= 0 => m as usize,
-        _ => {
-            return Err(Failure::invalid(
-                "impact_adjoint.jax: the tangents of the initial state must have a column axis"
-                    .into(),
-            ))
-        }
-    };
-    let leads = [
-        lead_of(names[0], &x0, 1)?,
-        lead_of(names[1], &p, 1)?,
-        lead_of(names[2], &tx, 2)?,
-        lead_of(names[3], &tp, 2)?,
-    ];
-    let nx = check_shape(names[0], b0, x0.dims, float, leads[0], &[n])?;
-    let np = check_shape(names[1], b1, p.dims, float, leads[1], &[n_params])?;
-    let ntx = check_shape(names[2], b2, tx.dims, float, leads[2], &[m, n])?;
-    let ntp = check_shape(names[3], b3, tp.dims, float, leads[3], &[m, n_params])?;
-    let t_end = timed
-        .then(|| final_times(frame, 4, float, leads[0]))
-        .transpose()?;
-    let (lead, items) = broadcast_items(leads).map_err(Failure::invalid)?;
-    let (r0, df) = buffer(&frame.rets, 0, "the tangents of the final state")?;
-    let what = "the tangents of the final state";
-    let ndf = check_shape(what, r0, df.dims, float, &lead, &[m, n])?;
-    let (r1, dt) = buffer(&frame.rets, 1, "the tangents of the event times")?;
-    let what = "the tangents of the event times";
-    let ndt = check_shape(what, r1, dt.dims, float, &lead, &[m, k])?;
-    let (r2, dobs) = buffer(&frame.rets, 2, "the tangents of the observed states")?;
-    let what = "the tangents of the observed states";
-    let ndo = check_shape(what, r2, dobs.dims, float, &lead, &[m, n_obs, n])?;
-    let wide = float == DTYPE_F64;
-    // SAFETY: each buffer's dtype and shape were checked just above.
-    let (x0s, ps, txs, tps, mut df, mut dt, mut dobs) = unsafe {
-        (
-            input(&x0, nx, float),
-            input(&p, np, float),
-            input(&tx, ntx, float),
-            input(&tp, ntp, float),
-            Narrowed::<f64, f32>::new(&df, ndf, wide),
-            Narrowed::<f64, f32>::new(&dt, ndt, wide),
-            Narrowed::<f64, f32>::new(&dobs, ndo, wide),
-        )
-    };
-    let input_ = TangentsIn {
-        columns: m,
-        x0s: &x0s,
-        params: &ps,
-        x0_tangents: &txs,
-        param_tangents: &tps,
-        t_ends: t_end.as_deref(),
-        items: &items,
-    };
-    let out = TangentsOut {
-        final_state: df.values(),
-        event_times: dt.values(),
-        observed: dobs.values(),
-    };
-    core.tangents(&input_, out).map_err(library_failure)?;
-    df.store(to_f32);
-    dt.store(to_f32);
-    dobs.store(to_f32);
-    Ok(())
-}
-
+mod tangents;
 #[cfg(test)]
 mod tests;

@@ -18,7 +18,6 @@ use crate::model::{Model, RunOptions};
 use crate::tapes::{self, TapeStore};
 use crate::times::TimeOutputs;
 use ia_adjoint::batch::Batch;
-use ia_adjoint::nalgebra::DMatrix;
 use ia_adjoint::TapedRun;
 use ia_adjoint::{Loss, LossSeeds, Problem};
 use ia_core::{short_num, HybridError, Trajectory};
@@ -31,6 +30,9 @@ use pyo3::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+mod tangents;
+pub(crate) use tangents::{TangentsIn, TangentsOut};
 
 /// A prepared run of a model (its scenario checked once) taking only the
 /// initial state and the parameters.
@@ -131,6 +133,19 @@ impl Loss for Cotangents<'_> {
         }
         value
     }
+}
+
+/// How the backward passes at one point of a batch find its taped run.
+enum PointRun {
+    /// The tape of a point of several items (a `jax.jacrev`: one cotangent
+    /// an item), read by each.
+    Shared(TapedRun),
+    /// The tape of a point of one item, read once and its buffers given to
+    /// the worker.
+    Owned(Mutex<Option<TapedRun>>),
+    /// A point of one item without a kept tape: its pass records and reads
+    /// one.
+    Fresh,
 }
 
 /// The sizes of a solver's inputs and outputs.
@@ -323,9 +338,11 @@ impl SolverCore {
                         .into());
                     }
                     problem.validate()?;
-                    self.scenario
-                        .model
-                        .check_run(&problem.params, problem.t_end)?;
+                    self.scenario.model.check_run_named(
+                        self.scenario.system.param_names(),
+                        &problem.params,
+                        problem.t_end,
+                    )?;
                 }
                 Ok(problem)
             })
@@ -523,41 +540,60 @@ impl SolverCore {
         count(&self.counts.backward_passes, batch);
         count(&self.counts.replays, missing.len());
         count(&self.counts.taped_runs, missing.len());
+        let mut items_at = vec![0_usize; points.len()];
+        for &q in &point_of {
+            items_at[q] += 1;
+        }
+        // A point of several items without a tape is recorded first, once;
+        // one of a single item is recorded by its own pass
+        // (`ia_adjoint::gradient_in`: the same numbers to the last bit, its
+        // tape left in the worker's buffers).
         let options = ia_adjoint::AdjointOptions::default();
         let mut kept = (batch == 1).then(|| self.kept_workspace());
+        let shared: Vec<usize> = missing
+            .iter()
+            .copied()
+            .filter(|&q| items_at[q] > 1)
+            .collect();
         let record = |&q: &usize, workspace: &mut ia_adjoint::Workspace| {
             ia_adjoint::record_in(&problems[points[q]], &options, workspace)
         };
         let recorded = match kept.as_deref_mut() {
-            Some(workspace) => missing.iter().map(|q| record(q, workspace)).collect(),
-            None if missing.is_empty() => Vec::new(),
-            None => pool()?.map_in(&missing, record),
+            Some(workspace) => shared.iter().map(|q| record(q, workspace)).collect(),
+            None if shared.is_empty() => Vec::new(),
+            None => pool()?.map_in(&shared, record),
         };
-        let mut recorded = missing.iter().zip(recorded);
-        let mut taped: Vec<TapedRun> = found
-            .into_iter()
-            .map(|f| match f {
-                Some(run) => Ok(run),
-                None => {
-                    let (&q, run) = recorded.next().expect("one recorded run per missing tape");
+        let mut recorded = shared.iter().zip(recorded);
+        let mut runs_at = Vec::with_capacity(points.len());
+        for (q, f) in found.into_iter().enumerate() {
+            runs_at.push(match f {
+                Some(run) if items_at[q] > 1 => PointRun::Shared(run),
+                Some(run) => PointRun::Owned(Mutex::new(Some(run))),
+                None if items_at[q] > 1 => {
+                    let (_, run) = recorded.next().expect("one recorded run per shared point");
                     let problem = &problems[points[q]];
-                    run.map_err(|e| self.explain(problem, e))
+                    PointRun::Shared(run.map_err(|e| self.explain(problem, e))?)
                 }
-            })
-            .collect::<Result<_, _>>()?;
-        let runs = match (kept.as_deref_mut(), taped.pop()) {
-            // One run: its tape read once and given back to the workspace.
-            (Some(workspace), Some(run)) if batch == 1 => vec![ia_adjoint::gradient_of_taped(
-                &problems[0],
-                run,
-                &losses[0],
-                workspace,
-            )],
-            (_, last) => {
-                taped.extend(last);
-                let pass = |&b: &usize, workspace: &mut ia_adjoint::Workspace| {
-                    taped[point_of[b]].gradient(&problems[b], &losses[b], workspace)
-                };
+                None => PointRun::Fresh,
+            });
+        }
+        let pass = |&b: &usize, workspace: &mut ia_adjoint::Workspace| {
+            let (problem, loss) = (&problems[b], &losses[b]);
+            match &runs_at[point_of[b]] {
+                PointRun::Shared(run) => run.gradient(problem, loss, workspace),
+                PointRun::Owned(cell) => {
+                    match cell.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                        Some(run) => ia_adjoint::gradient_of_taped(problem, run, loss, workspace),
+                        // Never reached: a point of one item is read once.
+                        None => ia_adjoint::gradient_in(problem, loss, &options, workspace),
+                    }
+                }
+                PointRun::Fresh => ia_adjoint::gradient_in(problem, loss, &options, workspace),
+            }
+        };
+        let runs = match kept.as_deref_mut() {
+            Some(workspace) => vec![pass(&0, workspace)],
+            None => {
                 let indices: Vec<usize> = (0..batch).collect();
                 pool()?.map_in(&indices, pass)
             }
@@ -569,206 +605,6 @@ impl SolverCore {
             gp[b * n_params..(b + 1) * n_params].copy_from_slice(&grad.params);
             if let Some(workspace) = kept.as_deref_mut() {
                 workspace.recycle_gradient(grad);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The inputs of Jacobian-vector products, row-major: rows of initial
-/// states (`n` each) and parameters (`n_params` each), rows of `m` tangent
-/// columns of each (`m x n`, `m x n_params`), and the items: which rows
-/// each output row is made of. Items of the same initial-state and
-/// parameter rows share one run (`jax.jacfwd`: every tangent column of
-/// one point in one forward pass).
-pub(crate) struct TangentsIn<'a> {
-    /// The number of tangent columns of a tangent row.
-    pub columns: usize,
-    /// The initial states, `rows x n`.
-    pub x0s: &'a [f64],
-    /// The parameters, `rows x n_params`.
-    pub params: &'a [f64],
-    /// The tangents of the initial states, `rows x m x n`.
-    pub x0_tangents: &'a [f64],
-    /// The tangents of the parameters, `rows x m x n_params`.
-    pub param_tangents: &'a [f64],
-    /// The final times, one per row of `x0s`, when given per run
-    /// (otherwise the solver's).
-    pub t_ends: Option<&'a [f64]>,
-    /// Per output row: the rows of `x0s`, `params`, `x0_tangents` and
-    /// `param_tangents` it takes.
-    pub items: &'a [[usize; 4]],
-}
-
-/// The tangents of the outputs, one row per item, row-major: final states
-/// `items x m x n`, event times `items x m x K` (zero past the run's
-/// events) and observed states `items x m x n_obs x n`.
-pub(crate) struct TangentsOut<'a> {
-    /// `items x m x n`.
-    pub final_state: &'a mut [f64],
-    /// `items x m x K`.
-    pub event_times: &'a mut [f64],
-    /// `items x m x n_obs x n`.
-    pub observed: &'a mut [f64],
-}
-
-impl SolverCore {
-    /// The Jacobian-vector products of the runs' outputs with the tangent
-    /// columns of each item: one forward-sensitivity pass per distinct
-    /// point carrying every column of every item at that point as a seed
-    /// direction (`ia_adjoint::jacobian_along_in`, on the taped run's
-    /// steps), so its cost grows with the columns; one run on this thread,
-    /// more on the pool, as in [`SolverCore::outputs`].
-    pub(crate) fn tangents(
-        &self,
-        input: &TangentsIn<'_>,
-        out: TangentsOut<'_>,
-    ) -> Result<(), ScenarioError> {
-        let Sizes {
-            n,
-            n_params,
-            k,
-            n_obs,
-        } = self.sizes();
-        let m = input.columns;
-        let items = input.items.len();
-        check_len(
-            "tangents of the final states",
-            out.final_state.len(),
-            items * m * n,
-        )?;
-        check_len(
-            "tangents of the event times",
-            out.event_times.len(),
-            items * m * k,
-        )?;
-        check_len(
-            "tangents of the observed states",
-            out.observed.len(),
-            items * m * n_obs * n,
-        )?;
-        let within = |what: &str, row: usize, len: usize, stride: usize| {
-            check_len(what, len.max((row + 1) * stride), len)
-        };
-        // The distinct points, in order of first appearance.
-        let mut points: Vec<[usize; 2]> = Vec::new();
-        let mut point_of = Vec::with_capacity(items);
-        for &[x, p, tx, tp] in input.items {
-            within("initial states", x, input.x0s.len(), n)?;
-            within("parameters", p, input.params.len(), n_params)?;
-            within(
-                "tangents of the initial states",
-                tx,
-                input.x0_tangents.len(),
-                m * n,
-            )?;
-            within(
-                "tangents of the parameters",
-                tp,
-                input.param_tangents.len(),
-                m * n_params,
-            )?;
-            let index = match points.iter().position(|&q| q == [x, p]) {
-                Some(index) => index,
-                None => {
-                    points.push([x, p]);
-                    points.len() - 1
-                }
-            };
-            point_of.push(index);
-        }
-        let x0s: Vec<f64> = points
-            .iter()
-            .flat_map(|&[x, _]| input.x0s[x * n..(x + 1) * n].iter().copied())
-            .collect();
-        let params: Vec<f64> = points
-            .iter()
-            .flat_map(|&[_, p]| {
-                input.params[p * n_params..(p + 1) * n_params]
-                    .iter()
-                    .copied()
-            })
-            .collect();
-        let t_ends: Option<Vec<f64>> = input.t_ends.map(|t| {
-            points
-                .iter()
-                .map(|&[x, _]| t.get(x).copied().unwrap_or(f64::NAN))
-                .collect()
-        });
-        let problems = self.problems(points.len(), &x0s, &params, t_ends.as_deref())?;
-        // The seeds of each point: the columns of its items, item by item.
-        let seeds: Vec<(&Problem<'_>, DMatrix<f64>, DMatrix<f64>)> = problems
-            .iter()
-            .enumerate()
-            .map(|(point, problem)| {
-                let mine: Vec<[usize; 2]> = input
-                    .items
-                    .iter()
-                    .zip(&point_of)
-                    .filter(|(_, &q)| q == point)
-                    .map(|(&[_, _, tx, tp], _)| [tx, tp])
-                    .collect();
-                let dx0 = DMatrix::from_fn(n, mine.len() * m, |i, col| {
-                    input.x0_tangents[(mine[col / m][0] * m + col % m) * n + i]
-                });
-                let dp = DMatrix::from_fn(n_params, mine.len() * m, |j, col| {
-                    input.param_tangents[(mine[col / m][1] * m + col % m) * n_params + j]
-                });
-                (problem, dx0, dp)
-            })
-            .collect();
-        count(&self.counts.tangent_passes, problems.len());
-        count(&self.counts.tangent_columns, items * m);
-        // On the taped run's steps (the adjoint's): the tangents are linear in the seeds
-        // and agree to rounding with the adjoint (their transpose).
-        let method = ia_adjoint::Method::ForwardOnStateSteps;
-        let pass = |(problem, dx0, dp): &(&Problem<'_>, DMatrix<f64>, DMatrix<f64>),
-                    workspace: &mut ia_adjoint::Workspace| {
-            ia_adjoint::jacobian_along_in(problem, method, dx0, dp, workspace)
-        };
-        let mut kept = (problems.len() == 1).then(|| self.kept_workspace());
-        let runs = match kept.as_deref_mut() {
-            Some(workspace) => vec![pass(&seeds[0], workspace)],
-            None => pool()?.map_in(&seeds, pass),
-        };
-        let mut sens = Vec::with_capacity(runs.len());
-        for (problem, run) in problems.iter().zip(runs) {
-            let s = run.map_err(|e| self.explain(problem, e))?;
-            self.check_observed(&s.trajectory)?;
-            sens.push(s);
-        }
-        // Item i's column c is column (rank of i among its point's items) m + c.
-        let mut taken = vec![0_usize; sens.len()];
-        for (item, &point) in point_of.iter().enumerate() {
-            let sens = &sens[point];
-            let first = taken[point] * m;
-            taken[point] += 1;
-            let rows = sens.event_time_gradients.nrows();
-            for c in 0..m {
-                let (row, col) = (item * m + c, first + c);
-                out.final_state[row * n..(row + 1) * n]
-                    .copy_from_slice(sens.final_jacobian.column(col).as_slice());
-                for (slot, event) in out.event_times[row * k..(row + 1) * k]
-                    .iter_mut()
-                    .zip(self.times.slots(&sens.trajectory))
-                {
-                    *slot = match event {
-                        Some(e) if e < rows => sens.event_time_gradients[(e, col)],
-                        _ => 0.0,
-                    };
-                }
-                let observed = &mut out.observed[row * n_obs * n..(row + 1) * n_obs * n];
-                for (rows, jacobian) in observed
-                    .chunks_exact_mut(n)
-                    .zip(&sens.observation_jacobians)
-                {
-                    rows.copy_from_slice(jacobian.column(col).as_slice());
-                }
-            }
-        }
-        if let Some(workspace) = kept.as_deref_mut() {
-            for s in sens {
-                workspace.recycle(s);
             }
         }
         Ok(())

@@ -12,7 +12,7 @@
 //! discarded `jax.linearize`) cannot pile up tapes.
 
 use ia_adjoint::{Problem, TapedRun};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// The fewest runs kept whatever the batch sizes.
 pub(crate) const MIN_KEPT: usize = 16;
@@ -28,12 +28,18 @@ pub(crate) fn key(problem: &Problem<'_>) -> Vec<u64> {
         .collect()
 }
 
-/// Taped runs by their inputs, oldest evicted first.
+/// Taped runs by their inputs, oldest evicted first. Keeping a run and
+/// taking one cost a hash look-up and a step of an ordered map, whatever
+/// the number kept (a batch of 1,000 runs keeps and takes 1,000).
 #[derive(Default)]
 pub(crate) struct TapeStore {
-    runs: HashMap<Vec<u64>, VecDeque<TapedRun>>,
-    /// The keys in the order their runs were stored (one entry per run).
-    order: VecDeque<Vec<u64>>,
+    /// The serial numbers of the kept runs of each key, oldest first.
+    serials: HashMap<Vec<u64>, VecDeque<u64>>,
+    /// The kept runs by serial number (the order they were stored in),
+    /// each with its key.
+    runs: BTreeMap<u64, (Vec<u64>, TapedRun)>,
+    /// The serial number of the next run kept.
+    next: u64,
 }
 
 impl TapeStore {
@@ -43,41 +49,46 @@ impl TapeStore {
     pub(crate) fn keep(&mut self, runs: Vec<(Vec<u64>, TapedRun)>) {
         let limit = (2 * runs.len()).max(MIN_KEPT);
         for (key, run) in runs {
-            self.order.push_back(key.clone());
-            self.runs.entry(key).or_default().push_back(run);
+            let serial = self.next;
+            self.next += 1;
+            self.serials
+                .entry(key.clone())
+                .or_default()
+                .push_back(serial);
+            self.runs.insert(serial, (key, run));
         }
-        while self.order.len() > limit {
-            let Some(oldest) = self.order.pop_front() else {
+        while self.runs.len() > limit {
+            let Some((serial, (key, _))) = self.runs.pop_first() else {
                 break;
             };
-            if let Some(list) = self.runs.get_mut(&oldest) {
+            // The oldest run of its key is the oldest of all.
+            if let Some(list) = self.serials.get_mut(&key) {
+                debug_assert_eq!(list.front(), Some(&serial));
                 list.pop_front();
                 if list.is_empty() {
-                    self.runs.remove(&oldest);
+                    self.serials.remove(&key);
                 }
             }
         }
     }
 
-    /// The run recorded from `key`'s inputs, taken out of the store.
+    /// The run recorded from `key`'s inputs (the latest kept), taken out
+    /// of the store.
     pub(crate) fn take(&mut self, key: &[u64]) -> Option<TapedRun> {
-        let list = self.runs.get_mut(key)?;
-        let run = list.pop_back();
+        let list = self.serials.get_mut(key)?;
+        let serial = list.pop_back();
         if list.is_empty() {
-            self.runs.remove(key);
+            self.serials.remove(key);
         }
-        if run.is_some() {
-            if let Some(at) = self.order.iter().rposition(|k| k.as_slice() == key) {
-                self.order.remove(at);
-            }
-        }
-        run
+        serial
+            .and_then(|s| self.runs.remove(&s))
+            .map(|(_, run)| run)
     }
 
     /// How many runs are kept.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.order.len()
+        self.runs.len()
     }
 }
 
@@ -125,5 +136,42 @@ mod tests {
         assert_eq!(store.len(), MIN_KEPT);
         assert!(store.take(&k(0.0)).is_none() && store.take(&k(1.0)).is_none());
         assert!(store.take(&k(2.0)).is_some() && store.take(&k(-1.0)).is_some());
+    }
+
+    #[test]
+    fn taken_runs_leave_no_trace_and_the_same_inputs_give_the_latest_run() {
+        let mut store = TapeStore::default();
+        let model = ia_models::by_name("ball2d-flat").unwrap();
+        let system = model.system();
+        let k = |vy: f64| {
+            key(&Problem::new(
+                &system,
+                vec![0.0, 1.0, 1.0, vy],
+                vec![9.81, 0.8, 0.7],
+                0.5,
+            ))
+        };
+        // A batch of one point twice (the tapes of vy = 0.0 and 0.2 are
+        // told apart by their final states), then every run taken.
+        store.keep(vec![
+            (k(0.0), taped(0.0)),
+            (k(1.0), taped(1.0)),
+            (k(0.0), taped(0.2)),
+        ]);
+        let latest = store.take(&k(0.0)).unwrap();
+        assert_eq!(
+            latest.trajectory().final_state,
+            taped(0.2).trajectory().final_state
+        );
+        assert!(store.take(&k(0.0)).is_some() && store.take(&k(1.0)).is_some());
+        assert_eq!(store.len(), 0);
+        assert!(store.serials.is_empty(), "no key left without runs");
+        // Taken runs do not count towards the limit: MIN_KEPT runs kept
+        // after them are all there.
+        for i in 0..MIN_KEPT {
+            store.keep(vec![(k(i as f64), taped(0.0))]);
+        }
+        assert_eq!(store.len(), MIN_KEPT);
+        assert!((0..MIN_KEPT).all(|i| store.take(&k(i as f64)).is_some()));
     }
 }

@@ -407,7 +407,8 @@ impl Scenario {
             None => problem,
         };
         problem.validate()?;
-        self.model.check_run(&problem.params, self.t_end)?;
+        self.model
+            .check_run_named(self.system.param_names(), &problem.params, self.t_end)?;
         Ok(problem)
     }
 }
