@@ -216,6 +216,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         };
         extra.initial(context, &mut states.y[n..]);
         let wants_geometry = extra.wants_event_geometry() || observer.wants_event_geometry();
+        stepper.set_stages_to_rounding(observer.wants_step_stages());
         Self {
             problem,
             rhs: HybridRhs {
@@ -340,6 +341,9 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let context = self.rhs.context();
         self.observer
             .step_taken(context, self.rhs.mode, t0, h, self.stepper.previous_state());
+        if let Some((stages, block)) = self.stepper.stage_states() {
+            self.observer.step_stages(context, stages, block);
+        }
     }
 
     /// Records every observation due at `t` (the current time); returns `t`.
