@@ -24,7 +24,9 @@
 //! wrong answer; it prints the steps each takes.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use ia_adjoint::{gradient, jacobian, record_in, AdjointOptions, FinalComponent, Method, Workspace};
+use ia_adjoint::{
+    gradient, jacobian, record_in, AdjointOptions, FinalComponent, Method, Workspace,
+};
 use ia_core::HybridSystem;
 use ia_equations::EquationModel;
 use ia_events::{simulate, Problem, SolverChoice};
@@ -220,8 +222,12 @@ fn drug_derivatives(c: &mut Criterion) {
     group.bench_function("kvaerno5@1e-8/taped_run", |b| {
         b.iter(|| {
             let problem = case.problem(solver.clone());
-            let taped = record_in(black_box(&problem), &AdjointOptions::default(), &mut workspace)
-                .unwrap();
+            let taped = record_in(
+                black_box(&problem),
+                &AdjointOptions::default(),
+                &mut workspace,
+            )
+            .unwrap();
             let value = taped.trajectory().final_state[0];
             taped.release(&mut workspace);
             value

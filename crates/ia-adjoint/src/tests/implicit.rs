@@ -288,7 +288,13 @@ fn the_tape_keeps_each_steps_stages_solved_to_rounding(
             continue;
         };
         let kept = tape.kept_stages(step, n).expect("every step kept");
-        buffers.solve_stages(tab, (flow, &params), (t0, h, &kept[..n]), &mut states, &mut rates);
+        buffers.solve_stages(
+            tab,
+            (flow, &params),
+            (t0, h, &kept[..n]),
+            &mut states,
+            &mut rates,
+        );
         buffers.check(t0, "on", h).unwrap();
         for (a, b) in kept.iter().zip(&states) {
             worst = worst.max((a - b).abs() / b.abs().max(1.0));

@@ -70,9 +70,12 @@ enum Attempt {
 /// derivative to be the one of the stage actually taken, the state stages
 /// are then polished past the convergence test, to rounding (the increments
 /// stop shrinking or are within rounding; at most six more iterations of
-/// the same factorised matrix): the adjoint solves the stages to rounding
-/// from the same start, so forward and adjoint on the same steps are
-/// transposes of each other to rounding on nonlinear flows too.
+/// the same factorised matrix). A run whose observer keeps the stages
+/// ([`crate::Observer::wants_step_stages`]: the adjoint's tape) polishes
+/// them so too, sensitivities carried or not, and offers them
+/// ([`Stepper::stage_states`]): the adjoint transposes the steps at these
+/// stages, so forward and adjoint on the same steps are transposes of each
+/// other to rounding on nonlinear flows too.
 ///
 /// Dense output is cubic Hermite through both ends of the step and their
 /// rates (third order); events are then placed on it and the step redone to
@@ -346,8 +349,9 @@ impl ImplicitStepper {
         for r in 0..c {
             self.z[r] = self.w[r] + hg * self.k[(i - 1) * n + r];
         }
-        // Carrying sensitivities (components after the closed block), a
-        // stage converged to a thousandth of the tolerance is polished
+        // Carrying sensitivities (components after the closed block) or
+        // asked to ([`Stepper::set_stages_to_rounding`]: the adjoint keeps
+        // the stages), a stage converged to a thousandth of the tolerance is polished
         // further, to rounding: the sensitivities are those of the exactly
         // solved stages (implicit function theorem), and the adjoint's
         // stages, solved to rounding from the same start, are then the
