@@ -11,6 +11,8 @@
 //!   redosing, the relay with hysteresis, the heated rod of 100 cells)
 //!   run by Kvaerno 5(4) and by DOPRI5 at the same tolerance, 1e-6 and
 //!   1e-8 (target: the implicit method at least 20 times faster).
+//! * `stiff_drug_derivatives`: the drug model by Kvaerno 5(4) at 1e-8: the
+//!   primal run, the adjoint gradient of central(T), the forward Jacobian.
 //!
 //! ```text
 //! cargo bench -p ia-benches --bench stiff
@@ -22,6 +24,9 @@
 //! wrong answer; it prints the steps each takes.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use ia_adjoint::{
+    gradient, jacobian, record_in, AdjointOptions, FinalComponent, Method, Workspace,
+};
 use ia_core::HybridSystem;
 use ia_equations::EquationModel;
 use ia_events::{simulate, Problem, SolverChoice};
@@ -182,5 +187,65 @@ fn against_dopri5(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, rod, against_dopri5);
+/// The drug model's derivatives at the tolerance of issue 28's targets:
+/// the primal run, the adjoint gradient of central(T) and the forward
+/// Jacobian, by Kvaerno 5(4), and the adjoint's taped run alone (it carries
+/// one derivative probe: the backward pass is the adjoint less it).
+fn drug_derivatives(c: &mut Criterion) {
+    let case = Case::new(
+        "drug",
+        EquationModel::from_json_str(DRUG).expect("the drug model"),
+    );
+    let (_, solver) = kvaerno5(DRUG_DERIVATIVES_TOL);
+    case.check(kvaerno5(DRUG_DERIVATIVES_TOL));
+    let central = FinalComponent(1);
+    let mut group = c.benchmark_group("stiff_drug_derivatives");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    group.bench_function("kvaerno5@1e-8/primal", |b| {
+        b.iter(|| {
+            let problem = case.problem(solver.clone());
+            simulate(black_box(&problem)).unwrap().final_state[0]
+        })
+    });
+    group.bench_function("kvaerno5@1e-8/adjoint_gradient", |b| {
+        b.iter(|| {
+            let problem = case.problem(solver.clone());
+            gradient(black_box(&problem), &central).unwrap().params[0]
+        })
+    });
+    // The adjoint's taped run alone (with its derivative probe): the
+    // backward pass is the adjoint's time less this.
+    let mut workspace = Workspace::new();
+    group.bench_function("kvaerno5@1e-8/taped_run", |b| {
+        b.iter(|| {
+            let problem = case.problem(solver.clone());
+            let taped = record_in(
+                black_box(&problem),
+                &AdjointOptions::default(),
+                &mut workspace,
+            )
+            .unwrap();
+            let value = taped.trajectory().final_state[0];
+            taped.release(&mut workspace);
+            value
+        })
+    });
+    group.bench_function("kvaerno5@1e-8/forward_jacobian", |b| {
+        b.iter(|| {
+            let problem = case.problem(solver.clone());
+            jacobian(black_box(&problem), Method::Forward)
+                .unwrap()
+                .final_jacobian[0]
+        })
+    });
+    group.finish();
+}
+
+/// The tolerance of `stiff_drug_derivatives` (issue 28's targets).
+const DRUG_DERIVATIVES_TOL: f64 = 1e-8;
+
+criterion_group!(benches, rod, against_dopri5, drug_derivatives);
 criterion_main!(benches);

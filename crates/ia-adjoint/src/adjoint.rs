@@ -12,9 +12,10 @@
 //! `-(dL/dt*) g_x / gdot` to `lambda-` and `-(dL/dt*) g_p / gdot` to `dL/dp`.
 //!
 //! An implicit (ESDIRK) step is transposed stage by stage with transposed
-//! solves of `(I - h gamma J_i)`, its stages solved again from its start
-//! state (the module `implicit` of this crate says what is exact and why they are
-//! recomputed rather than stored).
+//! solves of `(I - h gamma J_i)` at the stage states the taped run solved
+//! to rounding and the tape kept (solved again from the step's start only
+//! in a checkpointed segment: the module `implicit` of this crate says
+//! what is exact).
 //!
 //! Because it transposes the same linear maps the forward sensitivity
 //! applies, the adjoint agrees with forward sensitivities computed on the
@@ -475,14 +476,23 @@ impl<'a> Backward<'a> {
                                 self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
                             }
                             Stepping::Implicit(tab) => {
-                                let flow = &*self.system.modes()[mode].flow;
-                                self.implicit.solve_stages(
-                                    tab,
-                                    (flow, self.params),
-                                    (t0, h, y0),
-                                    &mut self.vectors.stage_states,
-                                    &mut self.vectors.stages,
-                                );
+                                match tape.kept_stages(step, self.n) {
+                                    // The stages the forward pass solved
+                                    // to rounding, as it kept them.
+                                    Some(stages) if stages.len() == tab.stages() * self.n => {
+                                        self.vectors.stage_states.copy_from_slice(stages);
+                                    }
+                                    _ => {
+                                        let flow = &*self.system.modes()[mode].flow;
+                                        self.implicit.solve_stages(
+                                            tab,
+                                            (flow, self.params),
+                                            (t0, h, y0),
+                                            &mut self.vectors.stage_states,
+                                            &mut self.vectors.stages,
+                                        );
+                                    }
+                                }
                                 self.transpose_implicit(
                                     tab,
                                     mode,
@@ -745,24 +755,33 @@ impl Backward<'_> {
             let stage_state = &vectors.stage_states[i * n..(i + 1) * n];
             let (before, rest) = vectors.stage_bars.split_at_mut(i * n);
             let k_bar = &mut rest[..n];
-            if i > 0 {
-                // u = (I - h gamma J_i)^{-T} K_bar_i, in place.
+            // u = (I - h gamma J_i)^{-T} K_bar_i, in place, for an
+            // implicit stage (K_1 = f(y_0) for the first).
+            let formed = if i > 0 {
                 self.implicit.transposed_solve(
                     flow,
                     (stage_time, stage_state, self.params),
                     hg,
                     k_bar,
-                );
+                )
+            } else {
+                None
+            };
+            // W_bar_i = J_i^T u (p_bar += f_p^T u): from the partials the
+            // solve formed at the stage, if it did.
+            match formed {
+                Some(partials) => {
+                    partials_transpose(partials, k_bar, &mut vectors.scratch, param_bar);
+                }
+                None => flow_transpose(
+                    flow,
+                    &mut self.partials,
+                    (stage_time, stage_state, self.params),
+                    k_bar,
+                    &mut vectors.scratch,
+                    param_bar,
+                ),
             }
-            // W_bar_i = J_i^T u (p_bar += f_p^T u); K_1 = f(y_0) for the first.
-            flow_transpose(
-                flow,
-                &mut self.partials,
-                (stage_time, stage_state, self.params),
-                k_bar,
-                &mut vectors.scratch,
-                param_bar,
-            );
             if i == s - 1 {
                 for (w, &l) in vectors.scratch.iter_mut().zip(lambda.iter()) {
                     *w += l;
@@ -804,7 +823,13 @@ fn flow_transpose(
     let partials = kept.get_or_insert_with(|| FlowPartials::zeros(n, p.len()));
     partials.clear();
     flow.partials(t, x, p, partials);
-    let v = nalgebra::DVectorView::from_slice(v, n);
+    partials_transpose(partials, v, x_bar, p_bar);
+}
+
+/// `x_bar = f_x^T v` and `p_bar += f_p^T v` from the flow's dense
+/// `partials`.
+fn partials_transpose(partials: &FlowPartials, v: &[f64], x_bar: &mut [f64], p_bar: &mut [f64]) {
+    let v = nalgebra::DVectorView::from_slice(v, v.len());
     for (c, xb) in x_bar.iter_mut().enumerate() {
         *xb = partials.x.column(c).dot(&v);
     }

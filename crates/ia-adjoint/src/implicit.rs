@@ -14,19 +14,27 @@
 //! transposed solve `u = (I - h gamma J_i)^{-T} K_bar_i` per implicit stage
 //! (`W_bar_i = J_i^T u`, `p_bar += f_p(Y_i)^T u`), the step size held fixed.
 //!
-//! **The stage states are recomputed, not stored**: from each step's start
-//! state on the tape (or the checkpointed replay), the stages are solved to
-//! rounding by full Newton ([`ia_events::implicit_rk::solve_stages_exactly`]).
-//! The tape keeps the same size as for an explicit method (its stage states
-//! would be `s` times the start states), and the stages are a function of
-//! the step's start alone. A replay from a checkpoint carries the states
-//! with these exactly solved stages, so its states differ from the forward
-//! pass's by about a thousandth of the tolerance (not to the bit, as for
-//! the explicit methods): the checkpointed gradient agrees with the full
-//! tape's to that order. The forward pass solved the same stage equations to a
-//! thousandth of the tolerance and its sensitivities exactly at its stages,
-//! so forward and adjoint differentiate the same map at stages that agree
-//! to far below the tolerance.
+//! **The stage states are kept on the tape**: the taped run solves every
+//! stage to rounding (simplified Newton polished past its convergence test,
+//! [`ia_events::Observer::wants_step_stages`]) and the tape keeps each
+//! kept step's stage states beside its start state (`s n` floats a kept
+//! step instead of `n`; the automatic checkpointing counts floats, so it
+//! keeps fewer steps of a long run). The backward pass transposes the step
+//! at exactly the stages the run took, without solving them again: forward
+//! sensitivities on the same steps, which solve their stages to rounding
+//! too, differentiate the same stages to the bit.
+//!
+//! A step whose stages are not on the tape (a checkpointed segment's steps
+//! after its kept one) has them solved again from its start state by full
+//! Newton to rounding ([`ia_events::implicit_rk::solve_stages_exactly`]): a
+//! replay from a checkpoint carries the states with these stages, which
+//! agree with the taped run's to rounding (not to the bit, as for the
+//! explicit methods), so the checkpointed gradient agrees with the full
+//! tape's to about rounding times the steps' amplification.
+//!
+//! Each implicit stage's transposed solve forms the flow's Jacobian at the
+//! stage; when that formed the flow's dense partials, the stage's
+//! `J_i^T u` and `f_p^T u` are read from them, not formed again.
 
 use ia_core::{Flow, FlowPartials, HybridError, Sparsity};
 use ia_events::implicit_rk::{solve_stages_exactly, IterationMatrix, StageWorkspace};
@@ -39,6 +47,8 @@ struct FlowRhs<'a> {
     params: &'a [f64],
     partials: &'a mut Option<FlowPartials>,
     n: usize,
+    /// Set when the flow's dense partials were formed into `partials`.
+    formed: &'a mut bool,
 }
 
 impl OdeRhs for FlowRhs<'_> {
@@ -53,6 +63,7 @@ impl OdeRhs for FlowRhs<'_> {
     fn jacobian(&mut self, t: f64, y: &[f64], jacobian: &mut [f64]) -> bool {
         let partials = flow_partials(self.flow, self.partials, (t, y, self.params));
         jacobian.copy_from_slice(partials.x.as_slice());
+        *self.formed = true;
         true
     }
 
@@ -67,6 +78,7 @@ impl OdeRhs for FlowRhs<'_> {
         if !self.flow.sparse_state_partials(t, y, self.params, values) {
             let partials = flow_partials(self.flow, self.partials, (t, y, self.params));
             pattern.gather(partials.x.as_slice(), values);
+            *self.formed = true;
         }
         true
     }
@@ -114,38 +126,51 @@ impl ImplicitBuffers {
         states: &mut [f64],
         rates: &mut [f64],
     ) {
+        let mut formed = false;
         let mut rhs = FlowRhs {
             flow,
             params,
             partials: &mut self.partials,
             n: y0.len(),
+            formed: &mut formed,
         };
         if !solve_stages_exactly(tab, &mut rhs, t0, h, y0, states, rates, &mut self.stages) {
             self.failed = true;
         }
     }
 
-    /// Overwrites `v` with `(I - hg f_x(t, x, p))^{-T} v`.
+    /// Overwrites `v` with `(I - hg f_x(t, x, p))^{-T} v`. Returns the
+    /// flow's dense partials at `(t, x, p)` when forming the Jacobian formed
+    /// them (a dense iteration matrix, or a sparse one of a flow without
+    /// sparse partials of its own): the step's transpose then reads
+    /// `f_x^T v` and `f_p^T v` from them rather than forming them again.
     pub(crate) fn transposed_solve(
         &mut self,
         flow: &dyn Flow,
         at: (f64, &[f64], &[f64]),
         hg: f64,
         v: &mut [f64],
-    ) {
+    ) -> Option<&FlowPartials> {
         let (t, x, params) = at;
+        let mut formed = false;
         let mut rhs = FlowRhs {
             flow,
             params,
             partials: &mut self.partials,
             n: v.len(),
+            formed: &mut formed,
         };
         self.matrix.configure(&mut rhs, v.len());
         if !self.matrix.evaluate(&mut rhs, t, x) || !self.matrix.factor(hg) {
             self.failed = true;
-            return;
+            return None;
         }
         self.matrix.solve_transpose(v);
+        if formed {
+            self.partials.as_ref()
+        } else {
+            None
+        }
     }
 
     /// The error for a failed stage solve since the last check, if any:

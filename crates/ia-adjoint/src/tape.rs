@@ -10,7 +10,8 @@ use ia_events::{EventJump, Observer, RunContext};
 /// With [`AdjointOptions::checkpoints`] left `None`, the tape keeps
 /// `K = AUTOMATIC_CHECKPOINT_FLOATS / n` states of `n` floats (so between 16
 /// and 32 MB of them): every step's state for all but runs of more than
-/// 2^21 / n steps.
+/// 2^21 / n steps (records of `s n` floats, `K` divided by `s`, with an
+/// implicit method's `s` stage states).
 pub const AUTOMATIC_CHECKPOINT_FLOATS: usize = 1 << 21;
 
 /// The largest `K` a tape takes: kept states are numbered in 32 bits.
@@ -30,6 +31,9 @@ pub struct AdjointOptions {
     /// others (see the [module documentation](crate::adjoint)); `None` chooses `K` from
     /// the state dimension, [`AUTOMATIC_CHECKPOINT_FLOATS`] `/ n`, and
     /// `Some(usize::MAX)` keeps every step's state (at most 2^31 of them).
+    /// With an implicit method a kept step keeps its `s` stage states
+    /// (`s n` floats), and the automatic `K` is
+    /// [`AUTOMATIC_CHECKPOINT_FLOATS`] `/ (s n)`.
     pub checkpoints: Option<usize>,
 }
 
@@ -138,9 +142,17 @@ fn narrow(index: usize, what: &str) -> Result<u32, HybridError> {
 /// Records the forward pass (an [`Observer`] of the run).
 pub(crate) struct Tape {
     pub(crate) entries: Vec<PackedEntry>,
-    /// The kept start states, `n` floats each: step number `m` is kept
-    /// state `m / stride` when `m` is a multiple of `stride`.
+    /// The kept records, [`Tape::width`] floats each: step number `m` is
+    /// kept record `m / stride` when `m` is a multiple of `stride`. A
+    /// record is the step's start state (`n` floats), followed, for an
+    /// implicit method whose stages were solved to rounding
+    /// ([`Observer::step_stages`]), by its other stage states (`n` floats
+    /// each): the backward pass transposes the step at them rather than
+    /// solving its stages again.
     pub(crate) states: Vec<f64>,
+    /// Floats of a kept record: `n`, or `s n` once the first step brought
+    /// its `s` stages (0 before the first step).
+    pub(crate) width: usize,
     /// `K` as asked, or `None` for the automatic one (known once the state
     /// dimension is): at most `2 K` kept states.
     pub(crate) checkpoints: Option<usize>,
@@ -195,8 +207,44 @@ impl Observer for Tape {
         self.entries
             .push(PackedEntry::pack(TapeEntry::Step { t0, h }));
         if keep {
+            let n = y0.len();
             self.states.extend_from_slice(y0);
-            self.thin(y0.len());
+            // The stage slots wait for [`Observer::step_stages`]; NaN marks
+            // a record whose stages never came (solved again instead).
+            let width = self.width.max(n);
+            self.states.resize(self.states.len() + width - n, f64::NAN);
+            self.thin(width);
+        }
+    }
+
+    /// An implicit method's taped run solves its stages to rounding and
+    /// the tape keeps them (the backward pass transposes them).
+    fn wants_step_stages(&self) -> bool {
+        true
+    }
+
+    /// Keeps the stages of the step just taped in its record (if kept): all
+    /// steps' records have room for them when the first step brought them.
+    fn step_stages(&mut self, run: RunContext<'_>, stages: &[f64], block: usize) {
+        let n = run.system.state_dim();
+        if block < n || stages.len() % block != 0 {
+            return;
+        }
+        let s = stages.len() / block;
+        if self.steps == 1 && self.width <= n && self.states.len() == n {
+            self.width = s * n;
+            self.states.resize(s * n, f64::NAN);
+        }
+        let kept = (self.steps - 1) % self.stride == 0;
+        if !kept || self.width != s * n {
+            return;
+        }
+        let record = self.states.len() - self.width;
+        for (slot, stage) in self.states[record + n..]
+            .chunks_exact_mut(n)
+            .zip(stages.chunks_exact(block).skip(1))
+        {
+            slot.copy_from_slice(&stage[..n]);
         }
     }
 
@@ -292,6 +340,7 @@ impl Tape {
         Self {
             entries: Vec::new(),
             states: Vec::new(),
+            width: 0,
             checkpoints: options.checkpoints.map(|k| k.clamp(1, MAX_CHECKPOINTS)),
             stride: 1,
             steps: 0,
@@ -335,31 +384,47 @@ impl Tape {
         }
     }
 
-    /// With more than `2 K` kept states, keeps every second one (those of
-    /// the steps at multiples of twice the stride) and doubles the stride.
-    pub(crate) fn thin(&mut self, n: usize) {
+    /// With more than `2 K` kept records of `width` floats, keeps every
+    /// second one (those of the steps at multiples of twice the stride) and
+    /// doubles the stride. The automatic `K` counts floats, so records
+    /// with stages are fewer.
+    pub(crate) fn thin(&mut self, width: usize) {
+        let width = width.max(1);
         let k = self
             .checkpoints
-            .unwrap_or(AUTOMATIC_CHECKPOINT_FLOATS / n.max(1))
+            .unwrap_or(AUTOMATIC_CHECKPOINT_FLOATS / width)
             .max(1);
-        if self.states.len() <= 2 * k * n {
+        if self.states.len() <= 2 * k * width {
             return;
         }
-        let kept = self.states.len() / n;
+        let kept = self.states.len() / width;
         for slot in 0..kept.div_ceil(2) {
             self.states
-                .copy_within(2 * slot * n..(2 * slot + 1) * n, slot * n);
+                .copy_within(2 * slot * width..(2 * slot + 1) * width, slot * width);
         }
-        self.states.truncate(kept.div_ceil(2) * n);
+        self.states.truncate(kept.div_ceil(2) * width);
         self.stride *= 2;
+    }
+
+    /// The kept record of step number `step`, if it is kept.
+    fn kept_record(&self, step: usize, n: usize) -> Option<&[f64]> {
+        let width = self.width.max(n);
+        (step % self.stride == 0).then(|| {
+            let at = step / self.stride * width;
+            &self.states[at..at + width]
+        })
     }
 
     /// The kept start state of step number `step`, if it is kept.
     pub(crate) fn kept_state(&self, step: usize, n: usize) -> Option<&[f64]> {
-        (step % self.stride == 0).then(|| {
-            let at = step / self.stride * n;
-            &self.states[at..at + n]
-        })
+        self.kept_record(step, n).map(|record| &record[..n])
+    }
+
+    /// The kept stage states of step number `step` (`s n` floats, stage 0
+    /// its start), if it is kept with its stages.
+    pub(crate) fn kept_stages(&self, step: usize, n: usize) -> Option<&[f64]> {
+        self.kept_record(step, n)
+            .filter(|record| record.len() > n && !record[n].is_nan())
     }
 
     /// Number of floats held (the memory of the reverse pass).

@@ -189,6 +189,21 @@ pub trait Stepper {
     fn step_rates(&self) -> Option<(&[f64], &[f64])> {
         None
     }
+    /// The stage states of the last accepted step when its stages are
+    /// implicit and were solved to rounding: `(states, block)`, the states
+    /// stage by stage, `block` floats each (the closed block of the
+    /// right-hand side, [`OdeRhs::closed_dim`]), stage 0 the step's start.
+    /// `None` otherwise (explicit stages, or implicit ones solved only to
+    /// the Newton tolerance): the discrete adjoint keeps these rather than
+    /// solving the stages again.
+    fn stage_states(&self) -> Option<(&[f64], usize)> {
+        None
+    }
+    /// Asks an implicit stepper to solve every stage to rounding and offer
+    /// its stage states ([`Stepper::stage_states`]) whether or not
+    /// sensitivities are carried (`false`: only when they are). Set before
+    /// each run; steppers with explicit stages ignore it.
+    fn set_stages_to_rounding(&mut self, _on: bool) {}
 }
 
 /// The scaled RMS error norm over the first `controlled` components, given

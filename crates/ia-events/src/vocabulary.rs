@@ -356,6 +356,19 @@ impl ExtraState for NoExtraState {
 pub trait Observer {
     /// Every accepted step: mode, start time, size and the start state.
     fn step_taken(&mut self, _run: RunContext<'_>, _mode: usize, _t0: f64, _h: f64, _y0: &[f64]) {}
+    /// Right after [`Observer::step_taken`], for a step of an implicit
+    /// method whose stages were solved to rounding
+    /// ([`crate::Stepper::stage_states`]): its stage states, stage by stage,
+    /// `block` floats each (the state first, then any carried components
+    /// of the closed block), stage 0 the step's start state.
+    fn step_stages(&mut self, _run: RunContext<'_>, _stages: &[f64], _block: usize) {}
+    /// Whether [`Observer::step_stages`] is read: an implicit method then
+    /// solves every stage to rounding (its steps' stages are then those of
+    /// the stage equations solved exactly, whether or not sensitivities
+    /// are carried). The default is `false`.
+    fn wants_step_stages(&self) -> bool {
+        false
+    }
     /// Every stretch between events, observations and the end that the
     /// exact event-driven solver ([`crate::exact`]) carries the state over
     /// in closed form (its steps): mode, start time, length and the start
@@ -407,6 +420,13 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn step_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, h: f64, y0: &[f64]) {
         self.0.step_taken(run, mode, t0, h, y0);
         self.1.step_taken(run, mode, t0, h, y0);
+    }
+    fn step_stages(&mut self, run: RunContext<'_>, stages: &[f64], block: usize) {
+        self.0.step_stages(run, stages, block);
+        self.1.step_stages(run, stages, block);
+    }
+    fn wants_step_stages(&self) -> bool {
+        self.0.wants_step_stages() || self.1.wants_step_stages()
     }
     fn stretch_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, s: f64, x0: &[f64]) {
         self.0.stretch_taken(run, mode, t0, s, x0);

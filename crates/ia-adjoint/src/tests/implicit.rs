@@ -167,11 +167,11 @@ fn the_derivatives_match_finite_differences_of_tight_runs(
 
 #[rstest]
 fn checkpointed_gradients_agree_with_the_full_tape(#[values("trbdf2", "kvaerno5")] name: &str) {
-    // Reference: the gradient from the full tape. With three checkpoints
-    // the backward pass carries the states between kept ones with the
-    // stages solved exactly, which differ from the forward pass's (solved
-    // to a thousandth of the tolerance) far below the tolerance: the same
-    // gradient to 1e-10 of its largest entry.
+    // Reference: the gradient from the full tape, which keeps every step's
+    // stages. With three checkpoints the backward pass carries the states
+    // between kept ones with the stages solved again by full Newton, which
+    // agree with the taped run's (polished by simplified Newton) to
+    // rounding: the same gradient to 1e-10 of its largest entry.
     use crate::gradient::gradient_with;
     use crate::loss::FinalComponent;
     use crate::tape::AdjointOptions;
@@ -256,4 +256,78 @@ fn the_backward_buffers_follow_a_system_of_other_dimensions() {
         .unwrap()
         .final_jacobian;
     assert_eq!(after, alone);
+}
+
+#[rstest]
+fn the_tape_keeps_each_steps_stages_solved_to_rounding(
+    #[values("trbdf2", "kvaerno3", "kvaerno5")] name: &str,
+) {
+    // Reference: each kept step's stages solved again from its kept start
+    // by full Newton to rounding (`solve_stages_exactly`, the Jacobian
+    // re-evaluated at every iterate), independent of the simplified Newton
+    // the taped run polished them with: the backward pass transposes the
+    // kept ones, so they must be those stages to rounding.
+    use crate::implicit::ImplicitBuffers;
+    use crate::tape::{Tape, TapeEntry};
+    let system = stiff_system();
+    let params = vec![1e3, 1.0, 0.5, 0.6];
+    let run = Problem::new(&system, vec![0.5, 1.0], params.clone(), 3.0)
+        .with_solver(implicit(name, 1e-8));
+    let mut tape = Tape::default();
+    let trajectory = crate::gradient::run_on_taped_steps(&run, &mut tape).unwrap();
+    assert!(trajectory.events.len() >= 3);
+    let tab = run.solver.implicit_method().unwrap();
+    let (n, s) = (2, tab.stages());
+    assert_eq!(tape.width, s * n, "{name}: the records carry the stages");
+    let flow = &*system.modes()[0].flow;
+    let mut buffers = ImplicitBuffers::default();
+    let (mut states, mut rates) = (vec![0.0; s * n], vec![0.0; s * n]);
+    let (mut step, mut worst) = (0, 0.0f64);
+    for entry in &tape.entries {
+        let TapeEntry::Step { t0, h } = entry.unpack() else {
+            continue;
+        };
+        let kept = tape.kept_stages(step, n).expect("every step kept");
+        buffers.solve_stages(
+            tab,
+            (flow, &params),
+            (t0, h, &kept[..n]),
+            &mut states,
+            &mut rates,
+        );
+        buffers.check(t0, "on", h).unwrap();
+        for (a, b) in kept.iter().zip(&states) {
+            worst = worst.max((a - b).abs() / b.abs().max(1.0));
+        }
+        step += 1;
+    }
+    assert!(step > 20, "{name}: {step} steps");
+    assert!(worst <= 1e-13, "{name}: kept stages off by {worst:e}");
+}
+
+#[test]
+fn without_derivative_probes_the_tape_still_keeps_the_stages() {
+    // Without probes no sensitivities are carried in the taped run, yet it
+    // solves its stages to rounding and keeps them; forward sensitivities
+    // on the same steps (reference; they solve their stages to rounding
+    // too, so the runs take the same steps) agree with the adjoint to 1e-10.
+    use crate::tape::Tape;
+    let system = stiff_system();
+    let run = Problem::new(&system, vec![0.5, 1.0], vec![1e3, 1.0, 0.5, 0.6], 3.0)
+        .with_solver(implicit("kvaerno5", 1e-8))
+        .with_derivative_probes(Some(0));
+    let mut tape = Tape::default();
+    crate::gradient::run_on_taped_steps(&run, &mut tape).unwrap();
+    assert_eq!(tape.width, 2 * ia_events::implicit_rk::KVAERNO5.stages());
+    assert!(tape.kept_stages(0, 2).is_some());
+    let forward = jacobian(&run, Method::ForwardOnStateSteps).unwrap();
+    let adjoint = jacobian(&run, Method::Adjoint).unwrap();
+    let scale = forward.final_jacobian.amax();
+    for (f, a) in forward
+        .final_jacobian
+        .iter()
+        .zip(adjoint.final_jacobian.iter())
+    {
+        assert!((f - a).abs() <= 1e-10 * scale, "forward {f} vs adjoint {a}");
+    }
 }

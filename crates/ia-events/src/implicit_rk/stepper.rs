@@ -70,9 +70,12 @@ enum Attempt {
 /// derivative to be the one of the stage actually taken, the state stages
 /// are then polished past the convergence test, to rounding (the increments
 /// stop shrinking or are within rounding; at most six more iterations of
-/// the same factorised matrix): the adjoint solves the stages to rounding
-/// from the same start, so forward and adjoint on the same steps are
-/// transposes of each other to rounding on nonlinear flows too.
+/// the same factorised matrix). A run whose observer keeps the stages
+/// ([`crate::Observer::wants_step_stages`]: the adjoint's tape) polishes
+/// them so too, sensitivities carried or not, and offers them
+/// ([`Stepper::stage_states`]): the adjoint transposes the steps at these
+/// stages, so forward and adjoint on the same steps are transposes of each
+/// other to rounding on nonlinear flows too.
 ///
 /// Dense output is cubic Hermite through both ends of the step and their
 /// rates (third order); events are then placed on it and the step redone to
@@ -100,6 +103,15 @@ pub struct ImplicitStepper {
     f: Vec<f64>,
     dz: Vec<f64>,
     err: Vec<f64>,
+    /// The state stages `Y_i` of the last attempt, `closed` floats each
+    /// (stage 0 the step's start).
+    stages: Vec<f64>,
+    /// The last attempt's stages were polished to rounding (sensitivities
+    /// carried, or `stages_to_rounding`).
+    stages_polished: bool,
+    /// Polish every stage to rounding, sensitivities carried or not
+    /// ([`Stepper::set_stages_to_rounding`]).
+    stages_to_rounding: bool,
     /// The Newton iteration's Jacobian and the LU of its iteration matrix.
     matrix: IterationMatrix,
     /// The Jacobian at the stage being solved and its iteration matrix, for
@@ -162,6 +174,9 @@ impl ImplicitStepper {
             f: Vec::new(),
             dz: Vec::new(),
             err: Vec::new(),
+            stages: Vec::new(),
+            stages_polished: false,
+            stages_to_rounding: false,
             matrix: IterationMatrix::default(),
             sens: IterationMatrix::default(),
             lu_hg: 0.0,
@@ -273,6 +288,8 @@ impl ImplicitStepper {
             return Attempt::NewtonFailed(false);
         }
         let s = tab.stages();
+        self.stages[..c].copy_from_slice(&self.y[..c]);
+        self.stages_polished = c < n || self.stages_to_rounding;
         for i in 1..s {
             let ti = self.t + tab.c[i] * h;
             // W_i = y + h sum_{j<i} a_ij K_j over every component.
@@ -287,6 +304,7 @@ impl ImplicitStepper {
             if let Some(failed) = self.newton(rhs, i, ti, hg) {
                 return Attempt::NewtonFailed(failed);
             }
+            self.stages[i * c..(i + 1) * c].copy_from_slice(&self.z[..c]);
             // K_i = (Y_i - W_i) / (h gamma) of the state.
             for r in 0..c {
                 self.k[i * n + r] = (self.z[r] - self.w[r]) / hg;
@@ -331,14 +349,15 @@ impl ImplicitStepper {
         for r in 0..c {
             self.z[r] = self.w[r] + hg * self.k[(i - 1) * n + r];
         }
-        // Carrying sensitivities (components after the closed block), a
-        // stage converged to a thousandth of the tolerance is polished
+        // Carrying sensitivities (components after the closed block) or
+        // asked to ([`Stepper::set_stages_to_rounding`]: the adjoint keeps
+        // the stages), a stage converged to a thousandth of the tolerance is polished
         // further, to rounding: the sensitivities are those of the exactly
         // solved stages (implicit function theorem), and the adjoint's
         // stages, solved to rounding from the same start, are then the
         // same stages, so forward and adjoint are transposes to rounding
         // on nonlinear flows too.
-        let polish = c < n;
+        let polish = c < n || self.stages_to_rounding;
         let mut converged = false;
         let mut previous = f64::INFINITY;
         for iteration in 0..NEWTON_MAX_ITERATIONS + NEWTON_POLISH_ITERATIONS {
@@ -493,6 +512,7 @@ impl Stepper for ImplicitStepper {
                 (&mut self.f, n),
                 (&mut self.dz, n),
                 (&mut self.err, n),
+                (&mut self.stages, s * closed),
             ] {
                 buffer.clear();
                 buffer.resize(len, 0.0);
@@ -693,6 +713,17 @@ impl Stepper for ImplicitStepper {
     fn step_rates(&self) -> Option<(&[f64], &[f64])> {
         let (n, s) = (self.dim, self.tableau.stages());
         (self.t != self.t_prev).then(|| (&self.k[..n], &self.k[(s - 1) * n..s * n]))
+    }
+
+    /// The stages of the last step when they were polished to rounding
+    /// (sensitivities carried after the state, see [`ImplicitStepper`], or
+    /// asked for).
+    fn stage_states(&self) -> Option<(&[f64], usize)> {
+        (self.stages_polished && self.t != self.t_prev).then_some((&self.stages[..], self.closed))
+    }
+
+    fn set_stages_to_rounding(&mut self, on: bool) {
+        self.stages_to_rounding = on;
     }
 }
 

@@ -55,8 +55,11 @@ struct HybridRhs<'a, E> {
     controlled: usize,
     extra: &'a mut E,
     /// The flow's partials, for the Jacobian an implicit stepper asks for
-    /// (formed on first use).
+    /// of a flow without Jacobian-vector products (formed on first use).
     partials: Option<ia_core::FlowPartials>,
+    /// A unit state tangent, for the Jacobian by Jacobian-vector products
+    /// (`n` floats, formed on first use).
+    unit: Vec<f64>,
 }
 
 impl<E> HybridRhs<'_, E> {
@@ -93,6 +96,29 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
 
     fn jacobian(&mut self, t: f64, x: &[f64], jacobian: &mut [f64]) -> bool {
         let (n, np) = (self.n, self.params.len());
+        let flow = &self.system.modes()[self.mode].flow;
+        // Column by column by the flow's Jacobian-vector products where it
+        // has them (`n` dual-number sweeps for an `Autodiff` flow or an
+        // equation model, against `n + n_p + 1` for its full partials, of
+        // which only `f_x` is wanted here).
+        self.unit.resize(n, 0.0);
+        let mut by_products = true;
+        for (j, column) in jacobian.chunks_exact_mut(n).enumerate() {
+            self.unit[j] = 1.0;
+            let tangent = ia_core::Tangent {
+                t: 0.0,
+                x: &self.unit,
+                param: None,
+            };
+            by_products = flow.jacobian_vector_product(t, x, self.params, tangent, column);
+            self.unit[j] = 0.0;
+            if !by_products {
+                break;
+            }
+        }
+        if by_products {
+            return true;
+        }
         let partials = self
             .partials
             .get_or_insert_with(|| ia_core::FlowPartials::zeros(n, np));
@@ -216,6 +242,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         };
         extra.initial(context, &mut states.y[n..]);
         let wants_geometry = extra.wants_event_geometry() || observer.wants_event_geometry();
+        stepper.set_stages_to_rounding(observer.wants_step_stages());
         Self {
             problem,
             rhs: HybridRhs {
@@ -227,6 +254,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 controlled,
                 extra,
                 partials: None,
+                unit: Vec::new(),
             },
             observer,
             stepper,
@@ -340,6 +368,9 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let context = self.rhs.context();
         self.observer
             .step_taken(context, self.rhs.mode, t0, h, self.stepper.previous_state());
+        if let Some((stages, block)) = self.stepper.stage_states() {
+            self.observer.step_stages(context, stages, block);
+        }
     }
 
     /// Records every observation due at `t` (the current time); returns `t`.

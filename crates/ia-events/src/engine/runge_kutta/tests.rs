@@ -426,3 +426,46 @@ fn a_guard_a_step_ends_exactly_on_fires_there() {
         );
     }
 }
+
+/// A nonlinear flow whose Jacobian depends on the state, the time and the
+/// parameters.
+struct Coupled;
+impl FlowFn for Coupled {
+    fn rate<S: Scalar>(&self, t: S, x: &[S], p: &[S], d: &mut [S]) {
+        d[0] = -p[0] * x[0] * x[1] + t.sin();
+        d[1] = x[0].exp() - p[1] * x[1] * x[1] * x[2];
+        d[2] = x[0] / (S::from(1.0) + x[2] * x[2]);
+    }
+}
+
+#[test]
+fn the_state_jacobian_by_products_is_the_flows_partials_to_the_bit() {
+    // Reference: the flow's full partials (`Flow::partials`, one dual sweep
+    // per input); the implicit steppers' Jacobian, by one Jacobian-vector
+    // product per state, must be the same numbers, column-major.
+    let system = HybridSystem::builder(&["a", "b", "c"], &["k", "m"])
+        .mode("m", Autodiff(Coupled))
+        .build()
+        .unwrap();
+    let params = [1.3, 0.7];
+    let mut extra = NoExtraState;
+    let mut rhs = HybridRhs {
+        system: &system,
+        params: &params,
+        mode: 0,
+        n: 3,
+        dim: 3,
+        controlled: 3,
+        extra: &mut extra,
+        partials: None,
+        unit: Vec::new(),
+    };
+    let (t, x) = (0.4, [0.3, -1.2, 2.5]);
+    let mut jacobian = [0.0; 9];
+    assert!(rhs.jacobian(t, &x, &mut jacobian));
+    let mut partials = ia_core::FlowPartials::zeros(3, 2);
+    system.modes()[0]
+        .flow
+        .partials(t, &x, &params, &mut partials);
+    assert_eq!(&jacobian[..], partials.x.as_slice());
+}
