@@ -219,11 +219,12 @@ def train(hidden=200, epochs=100, seed=0, test_seed=40, train_size=5000, test_si
 
     def zeno(error, where):
         """``error`` (raised by jitted code) if it is not the library's Zeno
-        error; otherwise noted under ``where``. The library's Zeno rule
-        reads the gaps between all events, so distinct neurons firing within
-        a microsecond of each other with shrinking gaps (three in a row under
-        5e-4 ms) are refused as an accumulation of events: a known defect of
-        the rule for networks, left to the library."""
+        error; otherwise noted under ``where``. Distinct neurons firing
+        close together are no longer refused (the library's Zeno rule reads
+        the gaps between firings of one neuron); a run is still refused when
+        it has more than the library's 10,000 events (weights grown large
+        enough to make neurons fire hundreds of times) or one neuron's
+        spikes accumulate, and is then recorded rather than hidden."""
         error = iajax.library_error(error)
         if not isinstance(error, ia.ZenoError):
             raise error

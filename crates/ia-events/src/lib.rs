@@ -45,6 +45,7 @@ pub mod stiffness;
 pub mod tableau;
 pub mod vocabulary;
 pub mod workspace;
+mod zeno;
 
 pub use dispatch::{run, run_in, simulate, simulate_in};
 pub use engine::exact;

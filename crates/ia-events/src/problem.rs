@@ -22,15 +22,17 @@ pub struct EventOptions {
     pub grazing_threshold: f64,
     /// More events than this is reported as Zeno.
     pub max_events: usize,
-    /// A gap between consecutive events shorter than this fraction of the
-    /// span counts towards accumulation...
+    /// A gap between consecutive firings of one transition shorter than
+    /// this fraction of the span counts towards accumulation...
     pub zeno_separation: f64,
-    /// ...and this many such gaps in a row, each no longer than the one
-    /// before and shrinking fast enough that their geometric continuation
-    /// accumulates before `t_end`, is reported as Zeno (events converging on
-    /// an accumulation point, as a bouncing ball with restitution below one
-    /// does). Evenly spaced events (an elastic ball) are not Zeno, however
-    /// short their gaps.
+    /// ...and this many such gaps of one transition in a row, each no
+    /// longer than the one before and shrinking fast enough that their
+    /// geometric continuation accumulates before `t_end`, is reported as
+    /// Zeno (firings converging on an accumulation point, as a bouncing
+    /// ball with restitution below one does). Evenly spaced firings (an
+    /// elastic ball) are not Zeno, however short their gaps, nor are
+    /// distinct transitions firing close together (event rule 8,
+    /// [`crate::vocabulary`]).
     pub zeno_run: usize,
     /// At most this many accepted steps ([`DEFAULT_MAX_STEPS`] by default):
     /// a run that needs more ends in [`HybridError::StepLimit`] with the

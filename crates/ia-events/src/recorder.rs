@@ -11,11 +11,12 @@
 use crate::problem::{EventRecording, Problem, Progress, PROGRESS_EVERY_STEPS};
 use crate::reuse::{keep_larger, SpareVecs};
 use crate::vocabulary::{Observer, RunContext};
+use crate::zeno::{TransitionWatch, ZenoWatch};
 use ia_core::{EventRecord, HybridError, Observation, Segment, SolverStats, Trajectory};
 
-/// The record lists of recycled trajectories, emptied, and the spare
-/// vectors records are copied into: kept between runs by a
-/// [`Workspace`](crate::Workspace).
+/// The record lists of recycled trajectories, emptied, the spare vectors
+/// records are copied into and the Zeno rule's per-transition watch: kept
+/// between runs by a [`Workspace`](crate::Workspace).
 #[derive(Debug, Default)]
 pub(crate) struct RecordBuffers {
     segments: Vec<Segment>,
@@ -23,6 +24,7 @@ pub(crate) struct RecordBuffers {
     event_states: Vec<f64>,
     observations: Vec<Observation>,
     spare: SpareVecs,
+    zeno: Vec<TransitionWatch>,
 }
 
 impl RecordBuffers {
@@ -57,94 +59,6 @@ fn trim_events(recording: EventRecording, trajectory: &mut Trajectory, finished:
     recording.trim(&mut trajectory.events, finished);
     let n = trajectory.initial_state.len();
     recording.trim_flat(&mut trajectory.event_states, 2 * n, finished);
-}
-
-/// Events per transition beyond which a cascade at one instant is reported
-/// as Zeno behaviour.
-const CASCADE_EVENTS_PER_TRANSITION: usize = 4;
-/// The Zeno rule over a run's events (rule 8 of the event rules,
-/// [`crate::vocabulary`]): more than `max_events` events; a cascade of more than
-/// [`CASCADE_EVENTS_PER_TRANSITION`] events per transition at one instant
-/// (the events of a cascade share one instant by construction, so their
-/// zero gaps are no evidence by themselves); or `zeno_run` consecutive gaps
-/// shorter than `zeno_separation` of the run's length, each shrinking
-/// towards an accumulation point before `t_end`. Kept by the recorder, so
-/// the same run is Zeno under every engine.
-#[derive(Clone, Debug)]
-struct ZenoWatch {
-    streak: usize,
-    /// Times of the last three events, oldest first (read whatever the
-    /// record keeps).
-    recent: [f64; 3],
-}
-
-impl Default for ZenoWatch {
-    fn default() -> Self {
-        Self {
-            streak: 0,
-            recent: [f64::NAN; 3],
-        }
-    }
-}
-
-impl ZenoWatch {
-    /// Notes event number `count` (counting it) at `t`, of the cascade of
-    /// event `cascade_of` if it is one, and returns why the run is Zeno, if
-    /// it now is.
-    fn after_event(
-        &mut self,
-        problem: &Problem<'_>,
-        count: usize,
-        t: f64,
-        cascade_of: Option<usize>,
-    ) -> Option<String> {
-        self.recent.rotate_left(1);
-        self.recent[2] = t;
-        let times = &self.recent;
-        let options = &problem.events;
-        let cascade_limit = CASCADE_EVENTS_PER_TRANSITION * problem.system.transitions().len();
-        if count > options.max_events {
-            Some(format!(
-                "more than max_events = {} events",
-                options.max_events
-            ))
-        } else if let Some(root) = cascade_of {
-            let length = count - root;
-            (length > cascade_limit).then(|| {
-                format!(
-                    "a cascade of more than {cascade_limit} events at one instant: each reset pushes another guard past zero"
-                )
-            })
-        } else {
-            let span = problem.t_end - problem.t0;
-            // The last gap and the one before it, from the last three event
-            // times (NaN where the run has had fewer events).
-            let (gap, previous_gap) = (times[2] - times[1], times[1] - times[0]);
-            // A gap counts as shrinking towards an accumulation only if the
-            // geometric continuation of the last two gaps (ratio r < 1, the
-            // remaining gaps summing to gap r / (1 - r)) ends before t_end:
-            // evenly spaced events (r = 1 up to rounding and the solver's
-            // drift) never accumulate, however short their gaps.
-            let shrinking = count >= 3 && {
-                let ratio = gap / previous_gap;
-                gap <= 0.0 || (ratio < 1.0 && t + gap * ratio / (1.0 - ratio) <= problem.t_end)
-            };
-            if count >= 2 && gap < options.zeno_separation * span && (shrinking || self.streak == 0)
-            {
-                self.streak += 1;
-            } else {
-                self.streak = 0;
-            }
-            (self.streak >= options.zeno_run).then(|| {
-                format!(
-                    "{} consecutive gaps between events shorter than {} ({} of the run's length), each shrinking towards an accumulation point before t_end",
-                    self.streak,
-                    ia_core::short_num(options.zeno_separation * span),
-                    ia_core::short_num(options.zeno_separation)
-                )
-            })
-        }
-    }
 }
 
 /// The records of a run in progress (see the [module documentation](self)).
@@ -190,7 +104,7 @@ impl<'p> Recorder<'p> {
             segment_start: problem.t0,
             segment_steps: 0,
             next_observation: 0,
-            zeno: ZenoWatch::default(),
+            zeno: ZenoWatch::new(problem, std::mem::take(&mut b.zeno)),
             stop_firings: 0,
             next_progress: PROGRESS_EVERY_STEPS,
         }
@@ -201,6 +115,7 @@ impl<'p> Recorder<'p> {
     /// kept for the next).
     pub(crate) fn release(self, records: &mut RecordBuffers) {
         records.spare = self.spare;
+        records.zeno = self.zeno.release();
         records.recycle(self.trajectory);
     }
 
@@ -305,7 +220,7 @@ impl<'p> Recorder<'p> {
 
     /// After the event just recorded (transition `transition` at `t`, of the
     /// cascade of event `cascade_of` if it is one) has been shown to its
-    /// consumers: the Zeno rule ([`ZenoWatch`]), whose error carries the
+    /// consumers: the Zeno rule ([`crate::zeno`]), whose error carries the
     /// trajectory so far ending at the state after the reset `x_after` in
     /// the mode after it `mode_after` (with the engine's counts `stats`),
     /// and [`Problem::stop_after`]: returns whether the run ends here.
@@ -319,7 +234,10 @@ impl<'p> Recorder<'p> {
         stats: impl FnOnce(SolverStats) -> SolverStats,
     ) -> Result<bool, HybridError> {
         let count = self.trajectory.stats.events;
-        if let Some(reason) = self.zeno.after_event(self.problem, count, t, cascade_of) {
+        if let Some(reason) = self
+            .zeno
+            .after_event(self.problem, count, transition, t, cascade_of)
+        {
             let stats = stats(self.trajectory.stats);
             return Err(HybridError::Zeno {
                 reason,

@@ -141,20 +141,27 @@
 //! 8. **Zeno.** An accumulation of events is reported as `HybridError::Zeno`
 //!    (kind `"zeno"`) with the trajectory so far, never looped on: either more
 //!    than `max_events` events (default 10 000), or `zeno_run` (default 3)
-//!    consecutive gaps between events, each shorter than
+//!    consecutive gaps between firings *of one transition*, each shorter than
 //!    `zeno_separation * (t_end - t0)` (default `1e-5` of the span) and each
 //!    after the first shrinking towards an accumulation point before `t_end`
-//!    (ratio `r` to the gap before below one, and the geometric continuation
-//!    `gap r / (1 - r)` ending before `t_end`). A bouncing ball with
+//!    (ratio `r` to that transition's gap before below one, and the geometric
+//!    continuation `gap r / (1 - r)` ending before `t_end`). Infinitely many
+//!    events in finite time make one of the finitely many transitions fire
+//!    infinitely often, so reading the gaps per transition finds every
+//!    accumulation (in a chattering cycle of several transitions each of them
+//!    accumulates), while distinct transitions firing close together, with
+//!    gaps however short and shrinking (neurons of a network spiking
+//!    microseconds apart), are no evidence of one. A bouncing ball with
 //!    restitution below one trips the second rule on its way to the
-//!    accumulation point; evenly spaced events (an elastic ball, `r = 1` up to
-//!    rounding) never do, however short their gaps. A run is also bounded by
+//!    accumulation point; evenly spaced firings (an elastic ball, `r = 1` up
+//!    to rounding) never do, however short their gaps. A run is also bounded by
 //!    `max_steps` accepted steps (default 10^7), past which it ends in
 //!    `HybridError::StepLimit` (kind `"step_limit"`) with the trajectory so far;
 //!    a fixed step (`rk4`'s `dt`) that cannot reach `t_end` within `max_steps`
-//!    is refused before the run. The Zeno rules read the last three event
-//!    times, kept apart from the record, so they hold whatever the record
-//!    keeps.
+//!    is refused before the run. The Zeno rules read the last three firing
+//!    times of each transition, kept apart from the record (a fixed ring per
+//!    transition, allocated with the run's workspace), so they hold whatever
+//!    the record keeps.
 //! 9. **Start.** A guard already at or beyond zero in its direction at `t0` is an
 //!    error (`guard_violated_at_start`): start strictly on the side it crosses
 //!    from. A positive `Problem::start_band` declares the start a state right

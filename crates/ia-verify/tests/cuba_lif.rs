@@ -136,3 +136,69 @@ fn the_lazy_exact_run_matches_the_eager_one_on_a_larger_network() {
         }
     }
 }
+
+/// Four hidden neurons driven by one input (t = 1 ms), weights a hair
+/// apart, each firing once: at 5.11574, 5.11624, 5.11648 and 5.11661 ms,
+/// gaps of 0.50, 0.25 and 0.12 us (below `zeno_separation * span = 5e-4`
+/// ms and shrinking geometrically). No transition fires twice, so nothing
+/// accumulates; before the Zeno rule read gaps per transition, every engine
+/// refused this run as Zeno (the case yinyang.py met about once in 10^4
+/// samples). Reference: the same run with the gap test switched off
+/// (`zeno_run` unreachable), whose events must be these to the bit, by
+/// the exact solver (eager and lazy) and by DOPRI5 at `1e-12`.
+#[test]
+fn distinct_neurons_firing_close_together_are_not_zeno() {
+    use ia_events::{simulate, EventOptions, Problem, SolverChoice};
+    use ia_models::{CubaLif, Model};
+    let model = CubaLif::new(1, 4, 1).unwrap();
+    let (system, spec) = (model.system(), model.spec());
+    let mut params = spec.default_params();
+    let mut set = |name: &str, value: f64| params[spec.param_index(name).unwrap()] = value;
+    set("t_in0", 1.0);
+    let a = 5e-4;
+    for (j, w) in [8.0 + 1.75 * a, 8.0 + 0.75 * a, 8.0 + 0.25 * a, 8.0]
+        .into_iter()
+        .enumerate()
+    {
+        set(&format!("w_h{j}_in0"), w);
+        set(&format!("w_o0_h{j}"), 0.1);
+    }
+    let names = system.transition_names();
+    for (solver, event_states) in [
+        (SolverChoice::Exact, true),
+        (SolverChoice::Exact, false),
+        (SolverChoice::dopri5(1e-12), true),
+    ] {
+        let problem = Problem::new(&system, spec.default_state(), params.clone(), 50.0)
+            .with_solver(solver.clone())
+            .with_event_options(EventOptions {
+                event_states,
+                ..EventOptions::default()
+            });
+        let run = simulate(&problem).unwrap_or_else(|e| panic!("{solver:?}: {e}"));
+        let fired: Vec<&str> = run
+            .events
+            .iter()
+            .map(|e| names[e.transition].as_str())
+            .collect();
+        assert_eq!(
+            fired,
+            ["input0", "spike_h0", "spike_h1", "spike_h2", "spike_h3"],
+            "{solver:?}"
+        );
+        let times = run.event_times();
+        let gaps: Vec<f64> = times.windows(2).skip(1).map(|w| w[1] - w[0]).collect();
+        assert!(
+            gaps.windows(2).all(|g| g[1] < g[0]) && gaps[0] < 5e-4,
+            "{gaps:?}"
+        );
+        let loosened = problem.clone().with_event_options(EventOptions {
+            event_states,
+            zeno_run: usize::MAX,
+            ..EventOptions::default()
+        });
+        let reference = simulate(&loosened).unwrap();
+        assert_eq!(run.events, reference.events, "{solver:?}");
+        assert_eq!(run.final_state, reference.final_state, "{solver:?}");
+    }
+}
