@@ -403,6 +403,26 @@ pub trait Flow: Send + Sync {
     fn sparse_state_partials(&self, _t: f64, _x: &[f64], _p: &[f64], _values: &mut [f64]) -> bool {
         false
     }
+
+    /// Whether the state Jacobian `f_x(t, x, p)` is the same at every
+    /// `(t, x)` for fixed parameters `p`: the flow is affine in the state
+    /// with time-free coefficients, `f(t, x, p) = A(p) x + b(t, p)`. The
+    /// implicit methods (`ia_events::implicit_rk`) then evaluate `f_x` once
+    /// per segment (at its start and after each reset) and factorise
+    /// `I - h gamma f_x` once per distinct `h gamma`, for the Newton
+    /// iterations and for the exact stage solves of forward sensitivities,
+    /// instead of at every stage; for such a flow this reuse is exact (the
+    /// matrices are the ones evaluating at each stage would give, to the
+    /// bit up to the order of the floating-point operations).
+    ///
+    /// This is the implementer's contract, not checked: a flow that
+    /// answers `true` while `f_x` varies gets its sensitivities from the
+    /// Jacobian at the segment's start, which are then not the derivatives
+    /// of the steps taken. The default, `false`, claims nothing. Equation
+    /// models answer it from their expressions.
+    fn state_jacobian_is_constant(&self) -> bool {
+        false
+    }
 }
 
 /// A guard of the form `g = x_k - level`: a threshold on one state entry

@@ -252,6 +252,60 @@ impl Program {
             .collect()
     }
 
+    /// Whether every output is affine in the states with coefficients that
+    /// depend on the parameters only, `f(t, x, p) = A(p) x + b(t, p)`, so
+    /// that its state Jacobian `A(p)` is the same at every `(t, x)`
+    /// ([`ia_core::Flow::state_jacobian_is_constant`]). Read off the
+    /// instructions structurally: each register is classed as free of
+    /// states and time, free of states, affine in the states with
+    /// time-free coefficients, or other; sums keep the larger class,
+    /// products and quotients stay affine only when the other factor (the
+    /// divisor) is free of states and time, and any function of a state is
+    /// other. Conservative: `x * x - x * x` counts as not affine.
+    pub fn state_jacobian_is_constant(&self) -> bool {
+        /// Free of states and time; free of states; affine; other.
+        const CONST: u8 = 0;
+        const TIME: u8 = 1;
+        const AFFINE: u8 = 2;
+        const OTHER: u8 = 3;
+        let n = self.n_states;
+        let first = self.input_len() + self.constants.len();
+        let mut class: Vec<u8> = (0..first)
+            .map(|r| match r {
+                0 => TIME,
+                r if r <= n => AFFINE,
+                _ => CONST,
+            })
+            .collect();
+        for op in &self.code {
+            let of = |r: u32| class[r as usize];
+            let c = match *op {
+                Op::Add(a, b) | Op::Sub(a, b) => of(a).max(of(b)),
+                Op::Neg(a) => of(a),
+                Op::Mul(a, b) => match (of(a), of(b)) {
+                    (x, CONST) | (CONST, x) => x,
+                    (TIME, TIME) => TIME,
+                    _ => OTHER,
+                },
+                Op::Div(a, b) => match (of(a), of(b)) {
+                    (x, CONST) => x,
+                    (CONST | TIME, TIME) => TIME,
+                    _ => OTHER,
+                },
+                Op::PowInt(a, _) | Op::PowConst(a, _) | Op::Unary(_, a) => match of(a) {
+                    x @ (CONST | TIME) => x,
+                    _ => OTHER,
+                },
+                Op::Pow(a, b) | Op::Binary(_, a, b) => match of(a).max(of(b)) {
+                    x @ (CONST | TIME) => x,
+                    _ => OTHER,
+                },
+            };
+            class.push(c);
+        }
+        self.outputs.iter().all(|&o| class[o as usize] <= AFFINE)
+    }
+
     /// Evaluates the program at `(t, x, p)` and hands output `k` to
     /// `store(k, value)`.
     #[inline]
@@ -615,6 +669,27 @@ mod tests {
 
     const POINT: (f64, [f64; 2], [f64; 1]) = (0.7, [0.9, -1.3], [2.1]);
 
+    /// Which flows have a state Jacobian constant in `(t, x)`, by hand
+    /// (`f_x` of each written out: constant exactly in the `true` rows).
+    #[rstest::rstest]
+    #[case("-k * x + 2 * y", true)]
+    #[case("k * (x - y) / 3 + sin(t) + k^2", true)]
+    #[case("-(x / k) - exp(k * t)", true)]
+    #[case("t", true)]
+    #[case("x * y", false)]
+    #[case("t * x", false)]
+    #[case("x / t", false)]
+    #[case("x^2", false)]
+    #[case("sin(x)", false)]
+    #[case("k / x", false)]
+    #[case("max(x, 0)", false)]
+    fn constant_state_jacobians_are_recognised(#[case] text: &str, #[case] constant: bool) {
+        let mut c = Compiler::new(2, 1, &[]);
+        c.output(&parse(text, &Names).unwrap());
+        c.output(&parse("x", &Names).unwrap());
+        assert_eq!(c.finish().state_jacobian_is_constant(), constant, "{text}");
+    }
+
     /// The reference: value and derivative along `x` of the tree by the
     /// rules of calculus, written directly on `f64` pairs (no dual-number
     /// library, no compiler).
@@ -780,6 +855,28 @@ mod tests {
             let dk = program.eval_one(Dual64::from_re(t), &xs, &kd).eps;
             if dk.is_finite() {
                 prop_assert!(close(p_bar[0] - 0.5, dk), "{}: adjoint d/dk {} vs dual {}", text, p_bar[0] - 0.5, dk);
+            }
+        }
+
+        /// A tree declared affine in the states with a constant Jacobian
+        /// ([`Program::state_jacobian_is_constant`]) has the same
+        /// derivatives along `x` and `y` (dual numbers) at two other
+        /// points, to rounding: the declaration is never wrong.
+        #[test]
+        fn declared_constant_jacobians_are_constant(e in tree()) {
+            let mut c = Compiler::new(2, 1, &[]);
+            c.output(&e);
+            let program = c.finish();
+            prop_assume!(program.state_jacobian_is_constant());
+            let p = [Dual64::from_re(POINT.2[0])];
+            let slope = |t: f64, x: [f64; 2], along: usize| {
+                let xd = [0, 1].map(|i| Dual64::new(x[i], if i == along { 1.0 } else { 0.0 }));
+                program.eval_one(Dual64::from_re(t), &xd, &p).eps
+            };
+            for along in 0..2 {
+                let (a, b) = (slope(POINT.0, POINT.1, along), slope(-2.3, [4.1, 0.2], along));
+                prop_assume!(a.is_finite() && b.is_finite());
+                prop_assert!((a - b).abs() <= 1e-12 * a.abs().max(1.0), "{:?}: {} vs {}", e, a, b);
             }
         }
 

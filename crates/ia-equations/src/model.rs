@@ -575,6 +575,10 @@ impl Flow for SensitiveFlow {
         self.sparse().map(SparseJacobian::pattern)
     }
 
+    fn state_jacobian_is_constant(&self) -> bool {
+        self.0 .0 .0.state_jacobian_is_constant()
+    }
+
     fn sparse_state_partials(&self, t: f64, x: &[f64], p: &[f64], values: &mut [f64]) -> bool {
         let Some(sparse) = self.sparse() else {
             return false;

@@ -66,6 +66,14 @@ pub trait OdeRhs {
         let _ = (t, y, values);
         false
     }
+    /// Whether [`OdeRhs::jacobian`] is the same at every `(t, y)` until the
+    /// stepper is started again (the flow's
+    /// [`ia_core::Flow::state_jacobian_is_constant`]); an implicit stepper
+    /// then evaluates and factorises it once per start and step size
+    /// instead of at every stage. The default claims nothing.
+    fn jacobian_is_constant(&mut self) -> bool {
+        false
+    }
 }
 
 /// Why a step could not be taken.

@@ -66,7 +66,10 @@ enum Attempt {
 /// iterated: at each converged state stage the Jacobian is evaluated
 /// ([`OdeRhs::jacobian`]), `I - h gamma J(Y_i)` factorised and
 /// `(I - h gamma J(Y_i)) K_i = G(Y_i, W_i)` solved once per block, which is
-/// the derivative of the stage by the implicit function theorem. For that
+/// the derivative of the stage by the implicit function theorem (a
+/// right-hand side that declares its Jacobian constant,
+/// [`OdeRhs::jacobian_is_constant`], has it evaluated once per start and
+/// `I - h gamma J` factorised once per step size instead). For that
 /// derivative to be the one of the stage actually taken, the state stages
 /// are then polished past the convergence test, to rounding (the increments
 /// stop shrinking or are within rounding; at most six more iterations of
@@ -117,6 +120,16 @@ pub struct ImplicitStepper {
     /// The Jacobian at the stage being solved and its iteration matrix, for
     /// the sensitivities carried after the state.
     sens: IterationMatrix,
+    /// The right-hand side declared its Jacobian constant until the next
+    /// start ([`OdeRhs::jacobian_is_constant`]): `sens` then holds the
+    /// segment's one Jacobian, refactorised only when `h gamma` changes.
+    constant_jacobian: bool,
+    /// `sens` holds the Jacobian of the current segment (constant
+    /// Jacobian only).
+    sens_valid: bool,
+    /// `h gamma` of `sens`'s factorisation when it is reused (constant
+    /// Jacobian only; 0: none).
+    sens_hg: f64,
     /// `h gamma` of the factorised matrix (0: none).
     lu_hg: f64,
     /// A Jacobian of the current segment is in `jacobian`.
@@ -179,6 +192,9 @@ impl ImplicitStepper {
             stages_to_rounding: false,
             matrix: IterationMatrix::default(),
             sens: IterationMatrix::default(),
+            constant_jacobian: false,
+            sens_valid: false,
+            sens_hg: 0.0,
             lu_hg: 0.0,
             jacobian_valid: false,
             jacobian_fresh: false,
@@ -315,13 +331,25 @@ impl ImplicitStepper {
                 // factorisation of their own: the state's Newton iterates
                 // are those of a run without them, to the bit (the same
                 // steps, as the adjoint transposes).
-                let (z, mut sens) = (std::mem::take(&mut self.z), std::mem::take(&mut self.sens));
-                self.closed_jacobian(rhs, ti, &z, &mut sens);
-                self.z = z;
-                self.sens = sens;
-                self.stats.factorisations += 1;
-                if !self.sens.factor(hg) {
-                    return Attempt::NewtonFailed(false);
+                // A Jacobian declared constant is evaluated once a segment
+                // and factorised once per `h gamma` (all the stages of a
+                // step share it): the same matrix as at each stage.
+                if !self.constant_jacobian || !self.sens_valid {
+                    let (z, mut sens) =
+                        (std::mem::take(&mut self.z), std::mem::take(&mut self.sens));
+                    self.closed_jacobian(rhs, ti, &z, &mut sens);
+                    self.z = z;
+                    self.sens = sens;
+                    self.sens_valid = true;
+                    self.sens_hg = 0.0;
+                }
+                if !self.constant_jacobian || self.sens_hg != hg {
+                    self.stats.factorisations += 1;
+                    self.sens_hg = 0.0;
+                    if !self.sens.factor(hg) {
+                        return Attempt::NewtonFailed(false);
+                    }
+                    self.sens_hg = hg;
                 }
                 self.z[c..].copy_from_slice(&self.w[c..]);
                 rhs.eval(ti, &self.z, &mut self.f);
@@ -526,6 +554,9 @@ impl Stepper for ImplicitStepper {
         // of the mode's layout (dense or its declared sparsity).
         self.matrix.configure(rhs, closed);
         self.sens.configure(rhs, closed);
+        self.constant_jacobian = rhs.jacobian_is_constant();
+        self.sens_valid = false;
+        self.sens_hg = 0.0;
         self.jacobian_valid = false;
         self.lu_hg = 0.0;
         let (first, _) = self.k.split_at_mut(n);
@@ -704,6 +735,8 @@ impl Stepper for ImplicitStepper {
         self.h_next = 0.0;
         self.h_taken = 0.0;
         self.jacobian_valid = false;
+        self.sens_valid = false;
+        self.sens_hg = 0.0;
         self.lu_hg = 0.0;
         self.counters = StepCounters::default();
         self.stats = NewtonStats::default();

@@ -251,3 +251,100 @@ fn a_declared_sparsity_gives_the_dense_run_to_rounding() {
         .fold(0.0, f64::max);
     assert!(gap < 1e-13, "{gap:e}");
 }
+
+/// [`StiffLinear`] with its sensitivities to the initial state carried
+/// after it (`Z' = A Z`, two blocks of two), declaring its Jacobian
+/// constant or not.
+struct Variational {
+    constant: bool,
+}
+impl Variational {
+    fn rate(y: &[f64], dydt: &mut [f64]) {
+        dydt[0] = -1000.0 * y[0] + 999.0 * y[1];
+        dydt[1] = -y[1];
+    }
+}
+impl OdeRhs for Variational {
+    fn dim(&self) -> usize {
+        6
+    }
+    fn closed_dim(&self) -> usize {
+        2
+    }
+    fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+        for (block, rate) in y.chunks_exact(2).zip(dydt.chunks_exact_mut(2)) {
+            Self::rate(block, rate);
+        }
+    }
+    fn eval_closed(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+        Self::rate(y, dydt);
+    }
+    fn jacobian(&mut self, _t: f64, _y: &[f64], jacobian: &mut [f64]) -> bool {
+        jacobian.copy_from_slice(&[-1000.0, 0.0, 999.0, -1.0]);
+        true
+    }
+    fn jacobian_is_constant(&mut self) -> bool {
+        self.constant
+    }
+}
+
+#[test]
+fn a_declared_constant_jacobian_gives_the_run_without_it() {
+    // Reference: the same run evaluating and factorising the Jacobian at
+    // every stage (no declaration): for a linear flow the matrices are the
+    // same, so the same steps and the same states and sensitivities to
+    // rounding, with one Jacobian a start and one factorisation a step
+    // size for the sensitivities instead of one of each a stage.
+    let mut ends = Vec::new();
+    for constant in [true, false] {
+        let mut stepper = ImplicitStepper::new(&KVAERNO5, 1e-8, 1e-8, f64::INFINITY).unwrap();
+        let mut rhs = Variational { constant };
+        stepper
+            .start(&mut rhs, 0.0, &[2.0, 1.0, 1.0, 0.0, 0.0, 1.0])
+            .unwrap();
+        let mut steps = 0;
+        while stepper.time() < 2.0 {
+            stepper.step(&mut rhs, 2.0).unwrap();
+            steps += 1;
+        }
+        ends.push((
+            stepper.counters(),
+            stepper.state().to_vec(),
+            stepper.newton_stats(),
+            steps,
+        ));
+    }
+    let (with, without) = (&ends[0], &ends[1]);
+    assert_eq!(with.0, without.0);
+    let gap = with
+        .1
+        .iter()
+        .zip(&without.1)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(gap < 1e-13, "{gap:e}");
+    // Without: a Jacobian and a factorisation per implicit stage (six a
+    // step) besides the Newton matrix's; with: one Jacobian in all and at
+    // most one factorisation a step.
+    let stages = (KVAERNO5.stages() - 1) * with.3;
+    assert!(without.2.jacobians >= stages, "{:?}", without.2);
+    assert!(
+        with.2.jacobians < without.2.jacobians - stages + 2,
+        "{:?}",
+        with.2
+    );
+    assert!(
+        with.2.factorisations <= without.2.factorisations - stages + with.3,
+        "{:?} vs {:?}",
+        with.2,
+        without.2
+    );
+    // The sensitivities against the matrix exponential: from (a, b),
+    // y = ((a - b) e^-1000t + b e^-t, b e^-t), so dy/da = (e^-1000t, 0)
+    // and dy/db = (e^-t - e^-1000t, e^-t) (to the run's tolerance).
+    let e = (-2.0f64).exp();
+    let want = [0.0, 0.0, e, e];
+    for (got, want) in with.1[2..].iter().zip(want) {
+        assert!((got - want).abs() < 1e-6, "{:?}", &with.1[2..]);
+    }
+}

@@ -130,6 +130,12 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
         true
     }
 
+    fn jacobian_is_constant(&mut self) -> bool {
+        self.system.modes()[self.mode]
+            .flow
+            .state_jacobian_is_constant()
+    }
+
     fn sparsity(&mut self) -> Option<&ia_core::Sparsity> {
         self.system.modes()[self.mode].flow.state_sparsity()
     }
