@@ -7,8 +7,8 @@
 //! small models allocate nothing per call.
 
 use crate::traits::{
-    Direction, Flow, FlowPartials, Guard, GuardPartials, Reset, ResetPartials, Support, Tangent,
-    Threshold,
+    Direction, Flow, FlowPartials, Guard, GuardPartials, Partials, Reset, ResetPartials, Support,
+    Tangent, Threshold,
 };
 use num_dual::{Dual64, DualNum};
 
@@ -174,6 +174,39 @@ fn for_each_direction(
     for_each_seed(t, xs, ps, seeds, eval, store);
 }
 
+/// The dense partials of a vector-valued piece (a flow's rate, a reset's
+/// state after), one dual evaluation of `eval` per input direction.
+fn vector_partials(
+    t: f64,
+    x: &[f64],
+    p: &[f64],
+    out: &mut Partials,
+    eval: impl Fn(Dual64, &[Dual64], &[Dual64], &mut [Dual64]),
+) {
+    let (n, np) = (x.len(), p.len());
+    with_scratch(2 * n + np, |buffer| {
+        let (xs, rest) = buffer.split_at_mut(n);
+        let (ps, value) = rest.split_at_mut(np);
+        load(x, p, xs, ps);
+        let value = std::cell::RefCell::new(value);
+        for_each_direction(
+            t,
+            xs,
+            ps,
+            |td, xs, ps| eval(td, xs, ps, &mut value.borrow_mut()),
+            |seed| {
+                for (i, r) in value.borrow().iter().enumerate() {
+                    match seed {
+                        Seed::State(j) => out.x[(i, j)] = r.eps,
+                        Seed::Param(j) => out.p[(i, j)] = r.eps,
+                        Seed::Time => out.t[i] = r.eps,
+                    }
+                }
+            },
+        );
+    });
+}
+
 /// [`for_each_direction`] over the given seeds only (a guard's support).
 fn for_each_seed(
     t: f64,
@@ -214,28 +247,8 @@ impl<T: FlowFn> Flow for Autodiff<T> {
     }
 
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
-        let (n, np) = (x.len(), p.len());
-        with_scratch(2 * n + np, |buffer| {
-            let (xs, rest) = buffer.split_at_mut(n);
-            let (ps, rate) = rest.split_at_mut(np);
-            load(x, p, xs, ps);
-            let rate_cell = std::cell::RefCell::new(rate);
-            for_each_direction(
-                t,
-                xs,
-                ps,
-                |td, xs, ps| self.0.rate(td, xs, ps, &mut rate_cell.borrow_mut()),
-                |seed| {
-                    let rate = rate_cell.borrow();
-                    for (i, r) in rate.iter().enumerate() {
-                        match seed {
-                            Seed::State(j) => out.x[(i, j)] = r.eps,
-                            Seed::Param(j) => out.p[(i, j)] = r.eps,
-                            Seed::Time => out.t[i] = r.eps,
-                        }
-                    }
-                },
-            );
+        vector_partials(t, x, p, out, |td, xs, ps, rate| {
+            self.0.rate(td, xs, ps, rate)
         });
     }
 
@@ -308,28 +321,8 @@ impl<T: ResetFn> Reset for Autodiff<T> {
     }
 
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials) {
-        let (n, np) = (x.len(), p.len());
-        with_scratch(2 * n + np, |buffer| {
-            let (xs, rest) = buffer.split_at_mut(n);
-            let (ps, after) = rest.split_at_mut(np);
-            load(x, p, xs, ps);
-            let after_cell = std::cell::RefCell::new(after);
-            for_each_direction(
-                t,
-                xs,
-                ps,
-                |td, xs, ps| self.0.apply(td, xs, ps, &mut after_cell.borrow_mut()),
-                |seed| {
-                    let after = after_cell.borrow();
-                    for (i, r) in after.iter().enumerate() {
-                        match seed {
-                            Seed::State(j) => out.x[(i, j)] = r.eps,
-                            Seed::Param(j) => out.p[(i, j)] = r.eps,
-                            Seed::Time => out.t[i] = r.eps,
-                        }
-                    }
-                },
-            );
+        vector_partials(t, x, p, out, |td, xs, ps, after| {
+            self.0.apply(td, xs, ps, after)
         });
     }
 

@@ -63,7 +63,7 @@
 //! ```
 
 use crate::system::HybridSystem;
-use crate::traits::{FlowPartials, GuardPartials, ResetPartials};
+use crate::traits::{FlowPartials, GuardPartials, Partials, ResetPartials};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -406,17 +406,7 @@ trait PartialsTable {
     fn entry(&self, i: usize, input: Input) -> f64;
 }
 
-impl PartialsTable for FlowPartials {
-    fn entry(&self, i: usize, input: Input) -> f64 {
-        match input {
-            Input::State(j) => self.x[(i, j)],
-            Input::Param(j) => self.p[(i, j)],
-            Input::Time => self.t[i],
-        }
-    }
-}
-
-impl PartialsTable for ResetPartials {
+impl PartialsTable for Partials {
     fn entry(&self, i: usize, input: Input) -> f64 {
         match input {
             Input::State(j) => self.x[(i, j)],

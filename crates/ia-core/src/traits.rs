@@ -91,19 +91,28 @@ pub struct Tangent<'a> {
     pub param: Option<usize>,
 }
 
-/// Partial derivatives of a flow `f(t, x, p)`: `x` is `f_x` (n x n), `p` is
-/// `f_p` (n x n_p), `t` is `f_t` (n).
+/// Partial derivatives of a vector-valued piece `v(t, x, p)` of `n` entries
+/// (a flow `f` or a reset `r`): `x` is `v_x` (n x n), `p` is `v_p`
+/// (n x n_p), `t` is `v_t` (n). [`FlowPartials`] and [`ResetPartials`] name
+/// it for each piece.
+///
+/// ```
+/// let mut d = ia_core::Partials::zeros(2, 1);
+/// d.x[(0, 1)] = 1.0; // dv_0 / dx_1
+/// d.clear();
+/// assert_eq!(d, ia_core::FlowPartials::zeros(2, 1));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct FlowPartials {
-    /// `df/dx`, n x n.
+pub struct Partials {
+    /// `dv/dx`, n x n.
     pub x: DMatrix<f64>,
-    /// `df/dp`, n x n_p.
+    /// `dv/dp`, n x n_p.
     pub p: DMatrix<f64>,
-    /// `df/dt`, n.
+    /// `dv/dt`, n.
     pub t: DVector<f64>,
 }
 
-impl FlowPartials {
+impl Partials {
     /// Zeroed partials for a state of dimension `n` and `n_params` parameters.
     pub fn zeros(n: usize, n_params: usize) -> Self {
         Self {
@@ -114,13 +123,17 @@ impl FlowPartials {
     }
 
     /// Sets every entry to zero (done by the library before each call of
-    /// [`Flow::partials`]).
+    /// [`Flow::partials`] and [`Reset::partials`]).
     pub fn clear(&mut self) {
         self.x.fill(0.0);
         self.p.fill(0.0);
         self.t.fill(0.0);
     }
 }
+
+/// Partial derivatives of a flow `f(t, x, p)`: `x` is `f_x` (n x n), `p` is
+/// `f_p` (n x n_p), `t` is `f_t` (n).
+pub type FlowPartials = Partials;
 
 /// Partial derivatives of a guard `g(t, x, p)`.
 #[derive(Clone, Debug, PartialEq)]
@@ -168,34 +181,9 @@ impl GuardPartials {
     }
 }
 
-/// Partial derivatives of a reset `r(t, x, p)`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ResetPartials {
-    /// `dr/dx`, n x n.
-    pub x: DMatrix<f64>,
-    /// `dr/dp`, n x n_p.
-    pub p: DMatrix<f64>,
-    /// `dr/dt`, n.
-    pub t: DVector<f64>,
-}
-
-impl ResetPartials {
-    /// Zeroed partials for a state of dimension `n` and `n_params` parameters.
-    pub fn zeros(n: usize, n_params: usize) -> Self {
-        Self {
-            x: DMatrix::zeros(n, n),
-            p: DMatrix::zeros(n, n_params),
-            t: DVector::zeros(n),
-        }
-    }
-
-    /// Sets every entry to zero.
-    pub fn clear(&mut self) {
-        self.x.fill(0.0);
-        self.p.fill(0.0);
-        self.t.fill(0.0);
-    }
-}
+/// Partial derivatives of a reset `r(t, x, p)`: `x` is `r_x` (n x n), `p`
+/// is `r_p` (n x n_p), `t` is `r_t` (n).
+pub type ResetPartials = Partials;
 
 /// The vector field of one mode: `x' = f(t, x, p)`.
 ///
