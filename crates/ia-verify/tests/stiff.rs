@@ -78,6 +78,26 @@ fn problem_files(name: &str) -> (EquationModel, Value) {
     (model, reference)
 }
 
+/// The run a reference describes: the model's default state and parameters
+/// from the reference's initial mode to its `t_end`, with `solver`.
+fn reference_problem<'a>(
+    system: &'a ia_core::HybridSystem,
+    model: &EquationModel,
+    reference: &Value,
+    solver: SolverChoice,
+) -> Problem<'a> {
+    let spec = model.spec();
+    Problem::new(
+        system,
+        spec.default_state(),
+        spec.default_params(),
+        reference["t_end"].as_f64().unwrap(),
+    )
+    .with_mode(reference["initial_mode"].as_str().unwrap())
+    .unwrap()
+    .with_solver(solver)
+}
+
 /// `max |a - b| / max |b|` over the entries.
 fn normwise(a: &[f64], b: &[f64]) -> f64 {
     let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -207,19 +227,10 @@ const STABILITY_HELD: &[&str] = &["heated_rod"];
 /// and 2.2e-10 (adjoint), measured.
 fn check_piecewise_linear(name: &str) {
     let (model, reference) = problem_files(name);
-    let spec = model.spec();
     let system = model.system();
     let mut failures = Vec::new();
     for &(method, solver) in METHODS {
-        let problem = Problem::new(
-            &system,
-            spec.default_state(),
-            spec.default_params(),
-            reference["t_end"].as_f64().unwrap(),
-        )
-        .with_mode(reference["initial_mode"].as_str().unwrap())
-        .unwrap()
-        .with_solver(solver(TOL));
+        let problem = reference_problem(&system, &model, &reference, solver(TOL));
         let mut adjoint = None;
         for sensitivity in [Method::Forward, Method::Adjoint] {
             let run = jacobian(&problem, sensitivity).unwrap();
@@ -527,19 +538,9 @@ fn the_derivative_probe_brings_dopri5s_adjoint_on_the_drug_model_to_the_forward_
     // and was 7.5e-5 from the reference (normwise; 9.6e-9 for the forward
     // pass); with the taped run's default derivative probe, 4.1e-9.
     let (model, reference) = problem_files("drug");
-    let spec = model.spec();
     let system = model.system();
     let problem = |probes| {
-        Problem::new(
-            &system,
-            spec.default_state(),
-            spec.default_params(),
-            reference["t_end"].as_f64().unwrap(),
-        )
-        .with_mode(reference["initial_mode"].as_str().unwrap())
-        .unwrap()
-        .with_solver(dopri5(1e-8))
-        .with_derivative_probes(probes)
+        reference_problem(&system, &model, &reference, dopri5(1e-8)).with_derivative_probes(probes)
     };
     let error = |problem: &Problem<'_>, method| {
         errors(&jacobian(problem, method).unwrap(), &model, &reference).jacobian
@@ -588,19 +589,10 @@ fn low_order_implicit_methods_adjoint_within_the_forward_passs_accuracy() {
     let mut failures = Vec::new();
     for &(name, method, solver) in cases {
         let (model, reference) = problem_files(name);
-        let spec = model.spec();
         let system = model.system();
         let problem = |probes| {
-            Problem::new(
-                &system,
-                spec.default_state(),
-                spec.default_params(),
-                reference["t_end"].as_f64().unwrap(),
-            )
-            .with_mode(reference["initial_mode"].as_str().unwrap())
-            .unwrap()
-            .with_solver(solver(1e-7))
-            .with_derivative_probes(probes)
+            reference_problem(&system, &model, &reference, solver(1e-7))
+                .with_derivative_probes(probes)
         };
         let error = |probes, sensitivity| {
             let run = jacobian(&problem(probes), sensitivity).unwrap();
