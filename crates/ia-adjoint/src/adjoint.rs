@@ -40,6 +40,8 @@
 //! replay nothing, while a run of millions of steps stays within tens of
 //! megabytes of kept states.
 
+mod lazy;
+
 use crate::implicit::ImplicitBuffers;
 pub use crate::loss::LossSeeds;
 use crate::saltation::SaltationWorkspace;
@@ -423,6 +425,9 @@ impl<'a> Backward<'a> {
         seeds: &LossSeeds,
         end: Cursor,
     ) -> Result<(Vec<f64>, Vec<f64>), HybridError> {
+        if tape.lazy {
+            return self.lazy_gradient_from(tape, trajectory, seeds, end);
+        }
         let (end, mut step) = (end.position.min(tape.entries.len()), end.steps);
         let mut mode = tape.mode_before(self.system, end);
         let first_recorded = trajectory.first_recorded_event();
@@ -569,6 +574,33 @@ impl<'a> Backward<'a> {
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
+        let coefficient = self.time_terms(event, time_seed, cascade_time_bar, lambda, param_bar);
+        self.saltation.reset_transpose(
+            self.system,
+            self.params,
+            event.at(),
+            lambda,
+            &mut self.vectors.scratch,
+            param_bar,
+        );
+        for &(i, gx) in &self.vectors.guard_terms {
+            self.vectors.scratch[i] += coefficient * gx;
+        }
+        lambda.copy_from_slice(&self.vectors.scratch);
+    }
+
+    /// The event-time part of an event's transpose: returns the
+    /// coefficient `c` of `g_x` in `lambda-` (with `(i, g_x[i])` over the
+    /// guard's support left in `self.vectors.guard_terms`, empty when `c`
+    /// is zero), having added `g_p c` to `param_bar`.
+    fn time_terms(
+        &mut self,
+        event: TapedEvent<'_>,
+        time_seed: f64,
+        cascade_time_bar: &mut f64,
+        lambda: &[f64],
+        param_bar: &mut [f64],
+    ) -> f64 {
         let w_lambda: f64 = if event.shift_entries.is_empty() {
             event
                 .shift_values
@@ -621,18 +653,7 @@ impl<'a> Backward<'a> {
                 }
             }
         }
-        self.saltation.reset_transpose(
-            self.system,
-            self.params,
-            event.at(),
-            lambda,
-            &mut self.vectors.scratch,
-            param_bar,
-        );
-        for &(i, gx) in &self.vectors.guard_terms {
-            self.vectors.scratch[i] += coefficient * gx;
-        }
-        lambda.copy_from_slice(&self.vectors.scratch);
+        coefficient
     }
 
     /// Transposes one Runge-Kutta step `y1 = y0 + h sum b_i K_i`.
