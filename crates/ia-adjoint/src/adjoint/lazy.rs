@@ -27,7 +27,7 @@
 use super::{flow_transpose, mode_linear, Backward, LossSeeds, PARAM_CHECK_EVERY};
 use crate::tape::{Cursor, Tape, TapeEntry, TapedEvent};
 use ia_core::{HybridError, Trajectory};
-use ia_events::exact::{chi, decay, phi, PairRates, PairStretch};
+use ia_events::exact::{chi, decay, phi, PairRates, PairStretch, PairTransposeBasis};
 
 /// No pair: a decoupled entry.
 const SINGLE: usize = usize::MAX;
@@ -46,7 +46,24 @@ struct Blocks {
     /// Per entry, the sums of the flow's parameter coefficients: `beta`
     /// (`db`), then `alpha` or `g0` (`da`, `dA_r0`), then `g1` (`dA_r1`).
     sums: Vec<f64>,
+    /// The last pair stretch transposed: pairs of one matrix and constant
+    /// brought back over the same length one after the other (a layer's
+    /// neurons between two inputs) share its factors, and from the eighth
+    /// on its Van Loan basis.
+    shared: Option<Shared>,
 }
+
+/// A pair stretch shared by the blocks transposed in a row ([`Blocks::shared`]).
+struct Shared {
+    stretch: PairStretch,
+    length: u64,
+    count: u32,
+    basis: Option<PairTransposeBasis>,
+}
+
+/// Pairs transposed over one stretch from which on the stretch's Van Loan
+/// basis is formed (six 5x5 exponentials, against one a pair without it).
+const BASIS_FROM: u32 = 8;
 
 impl Backward<'_> {
     /// [`Backward::gradient_from`] over the tape of a lazy run.
@@ -70,6 +87,7 @@ impl Backward<'_> {
             at: vec![trajectory.final_time; n],
             state: trajectory.final_state.clone(),
             sums: vec![0.0; 3 * n],
+            shared: None,
         };
         for (k, pair) in self.pairs[mode].iter().enumerate() {
             for &e in &pair.entries {
@@ -196,15 +214,34 @@ impl Backward<'_> {
         if l == [0.0, 0.0] {
             return;
         }
-        let rates = blocks.rates[pair];
-        let stretch = PairStretch {
-            entries: p.entries,
-            a: p.a,
-            b: p.b,
-            rates,
-            factors: rates.factors(s),
+        let same = blocks.shared.as_ref().is_some_and(|shared| {
+            shared.length == s.to_bits() && shared.stretch.a == p.a && shared.stretch.b == p.b
+        });
+        if !same {
+            let rates = blocks.rates[pair];
+            blocks.shared = Some(Shared {
+                stretch: PairStretch {
+                    entries: p.entries,
+                    a: p.a,
+                    b: p.b,
+                    rates,
+                    factors: rates.factors(s),
+                },
+                length: s.to_bits(),
+                count: 0,
+                basis: None,
+            });
+        }
+        let shared = blocks.shared.as_mut().expect("set above");
+        shared.count += 1;
+        if shared.basis.is_none() && shared.count >= BASIS_FROM {
+            shared.basis = Some(shared.stretch.transpose_basis(s));
+        }
+        let y0 = [blocks.state[e0], blocks.state[e1]];
+        let c = match &shared.basis {
+            Some(basis) => shared.stretch.transpose_tangent_with(basis, y0, l),
+            None => shared.stretch.transpose_tangent(s, y0, l),
         };
-        let c = stretch.transpose_tangent(s, [blocks.state[e0], blocks.state[e1]], l);
         (lambda[e0], lambda[e1]) = (c.lambda[0], c.lambda[1]);
         for (row, &e) in p.entries.iter().enumerate() {
             blocks.sums[e] += c.gamma[row];
@@ -264,15 +301,19 @@ impl Backward<'_> {
         param_bar: &mut [f64],
     ) {
         let coefficient = self.time_terms(event, time_seed, cascade_time_bar, lambda, param_bar);
-        self.saltation.reset_transpose(
-            self.system,
-            self.params,
-            event.at(),
-            lambda,
-            &mut self.vectors.scratch,
-            param_bar,
-        );
-        lambda.copy_from_slice(&self.vectors.scratch);
+        let reset = &self.system.transitions()[event.transition].reset;
+        let (t, x) = (event.time, event.state_before);
+        if !reset.vector_jacobian_product_in_place(t, x, self.params, lambda, param_bar) {
+            self.saltation.reset_transpose(
+                self.system,
+                self.params,
+                event.at(),
+                lambda,
+                &mut self.vectors.scratch,
+                param_bar,
+            );
+            lambda.copy_from_slice(&self.vectors.scratch);
+        }
         for &(i, gx) in &self.vectors.guard_terms {
             lambda[i] += coefficient * gx;
         }

@@ -103,6 +103,13 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
             taping.before.push(self.x[e]);
             taping.flow[e] = self.entry_rate(e);
         }
+        for &e in &taping.entries {
+            taping.along[e] = taping.flow[e];
+        }
+        if reset.jacobian_vector_product_in_place(self.t, &self.x, params, 1.0, &mut taping.along) {
+            self.taping = Some(taping);
+            return;
+        }
         let event = EventAt {
             transition: k,
             time: self.t,
