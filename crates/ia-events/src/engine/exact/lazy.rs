@@ -6,7 +6,10 @@
 //! records keep no event states ([`EventOptions::event_states`](crate::EventOptions::event_states)
 //! `false`), nothing is carried along ([`ExtraState`] of dimension 0, no
 //! event geometry), the observer reads no states
-//! ([`Observer::reads_states`]), and every reset declares the entries it
+//! ([`Observer::reads_states`]) or takes the lazy run's events
+//! ([`Observer::takes_lazy_events`]: then there are no mode switches and no
+//! terminal transitions, and each event's touched blocks are shown to it,
+//! [`LazyJump`]), and every reset declares the entries it
 //! reads and writes ([`Reset::reads`](ia_core::Reset::reads),
 //! [`Reset::writes`](ia_core::Reset::writes)). An event then brings to its
 //! time the block of its guard's entry and those of the entries its reset

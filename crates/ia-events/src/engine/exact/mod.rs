@@ -59,7 +59,11 @@
 //! a mode switch and the end bring every block up to date. A block carried
 //! over one long stretch rounds differently from one carried over the
 //! several stretches between the events it took no part in: such a run
-//! agrees with the eager one to rounding, not to the bit.
+//! agrees with the eager one to rounding, not to the bit. An observer that
+//! reads states may still take such a run's events
+//! ([`Observer::takes_lazy_events`], the adjoint's tape): it is shown each
+//! event's touched blocks ([`LazyJump`](crate::LazyJump)), when the run
+//! has no mode switches and no terminal transitions.
 //!
 //! A guard that declares a threshold on time
 //! ([`Guard::time_threshold`](ia_core::Guard::time_threshold),
