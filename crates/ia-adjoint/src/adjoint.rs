@@ -17,6 +17,13 @@
 //! in a checkpointed segment: the module `implicit` of this crate says
 //! what is exact).
 //!
+//! The exact solver's taped run is lazy when the problem keeps no event
+//! states and has no mode switches or terminal transitions (and no
+//! checkpoint bound is asked for): the tape then holds each event's
+//! touched blocks only, and the backward pass (the module `lazy` of this
+//! one) keeps each entry's cotangent at its own time, so that an event
+//! costs its fan-out backward as forward.
+//!
 //! Because it transposes the same linear maps the forward sensitivity
 //! applies, the adjoint agrees with forward sensitivities computed on the
 //! same steps to rounding.

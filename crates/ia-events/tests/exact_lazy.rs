@@ -106,14 +106,19 @@ proptest::proptest! {
     }
 }
 
+/// A lazy event as seen: the touched entries, their values before and
+/// after, the time shift there and the guard rate.
+type LazySeen = (Vec<usize>, Vec<f64>, Vec<f64>, Vec<f64>, f64);
+/// An eager event as seen: the state before, after, the time shift and the
+/// guard rate.
+type EagerSeen = (Vec<f64>, Vec<f64>, Vec<f64>, f64);
+
 /// Each lazy event's touched blocks as an observer that takes them sees
 /// them, and each eager event's state and geometry.
 #[derive(Default)]
 struct Seen {
-    /// Per event: the touched entries, before, after, time shift, guard rate.
-    lazy: Vec<(Vec<usize>, Vec<f64>, Vec<f64>, Vec<f64>, f64)>,
-    /// Per event: the state before, after and the time shift.
-    eager: Vec<(Vec<f64>, Vec<f64>, Vec<f64>, f64)>,
+    lazy: Vec<LazySeen>,
+    eager: Vec<EagerSeen>,
     started_lazily: bool,
 }
 
