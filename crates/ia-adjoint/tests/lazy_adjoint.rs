@@ -278,3 +278,51 @@ fn the_lazy_adjoint_jacobian_matches_forward_sensitivities(
         );
     }
 }
+
+/// Reference: the eager adjoint and forward sensitivities. A run ended by
+/// `stop_after` (the second output spike of a neuron, say) ends at that
+/// moving event time, its final state just after the reset: the lazy pass
+/// brings every block back from there.
+#[test]
+fn a_lazy_run_ended_by_stop_after_agrees_with_the_eager_one() {
+    let (system, x0, p) = cuba(8.0, 2.0, 6.0);
+    let probe = Problem::new(&system, x0.clone(), p.clone(), 40.0)
+        .with_solver(SolverChoice::Exact)
+        .with_event_options(events(true));
+    let run = ia_events::simulate(&probe).unwrap();
+    // The transition that fires most, stopped at its second firing.
+    let mut counts = vec![0; system.transitions().len()];
+    for e in &run.events {
+        counts[e.transition] += 1;
+    }
+    let busiest = (0..counts.len()).max_by_key(|&k| counts[k]).unwrap();
+    assert!(counts[busiest] >= 2, "{counts:?}");
+    let name = system.transitions()[busiest].name.clone();
+    let problem = |lazy: bool| {
+        Problem::new(&system, x0.clone(), p.clone(), 40.0)
+            .with_solver(SolverChoice::Exact)
+            .with_event_options(events(lazy))
+            .with_stop_after(&name, 2)
+            .unwrap()
+    };
+    let lazy = gradient(&problem(true), &loss).unwrap_or_else(|e| panic!("{e}"));
+    let eager = gradient(&problem(false), &loss).unwrap_or_else(|e| panic!("{e}"));
+    assert!(lazy.trajectory.final_time < 40.0);
+    assert!(lazy.tape_floats < eager.tape_floats);
+    close(
+        &lazy.concatenated(),
+        &eager.concatenated(),
+        1e-10,
+        "lazy vs eager adjoint",
+    );
+    let forward = jacobian(&problem(false), Method::Forward).unwrap_or_else(|e| panic!("{e}"));
+    let by_forward = forward
+        .loss_gradient(&loss)
+        .unwrap_or_else(|e| panic!("{e}"));
+    close(
+        &lazy.concatenated(),
+        &by_forward.concatenated(),
+        1e-10,
+        "lazy adjoint vs forward",
+    );
+}
