@@ -4,8 +4,8 @@
 //! see [`AdjointOptions::checkpoints`]) and every event's record.
 
 use crate::saltation::EventAt;
-use ia_core::{HybridError, HybridSystem};
-use ia_events::{EventJump, Observer, RunContext};
+use ia_core::{GuardPartials, HybridError, HybridSystem};
+use ia_events::{EventJump, LazyJump, Observer, RunContext};
 
 /// With [`AdjointOptions::checkpoints`] left `None`, the tape keeps
 /// `K = AUTOMATIC_CHECKPOINT_FLOATS / n` states of `n` floats (so between 16
@@ -111,6 +111,11 @@ pub(crate) struct TapeEvent {
 
 impl TapeEvent {
     const LOCATED: u32 = u32::MAX;
+
+    /// The located event that started its cascade, if it is of one.
+    pub(crate) fn cascade_of(&self) -> Option<usize> {
+        (self.cascade_of != Self::LOCATED).then_some(self.cascade_of as usize)
+    }
 }
 
 /// Where a backward pass starts: a tape position and the number of steps
@@ -185,6 +190,32 @@ pub(crate) struct Tape {
     /// Where each observation's entry is in `entries`, and the steps before
     /// it, by observation index.
     pub(crate) observation_cursors: Vec<Cursor>,
+    /// Whether the run was a lazy one of the exact solver
+    /// ([`Observer::lazy_event`]): no stretches, no event states, and per
+    /// event its touched blocks ([`Tape::touched`]).
+    pub(crate) lazy: bool,
+    /// The touched blocks of a lazy run's events: where each event's
+    /// entries start in the lists below, and per touched entry its index,
+    /// its values before and after the reset and the time shift there.
+    pub(crate) touched_starts: Vec<usize>,
+    pub(crate) touched_entries: Vec<u32>,
+    pub(crate) touched_before: Vec<f64>,
+    pub(crate) touched_after: Vec<f64>,
+    pub(crate) touched_shift: Vec<f64>,
+    /// A lazy run's state as its guards read it (the touched entries
+    /// written before each event's partials, the others stale) and the
+    /// guards' partials (cleared over their supports after each).
+    lazy_state: Vec<f64>,
+    lazy_guard: Option<GuardPartials>,
+}
+
+/// One lazy event's touched blocks on the tape ([`Tape::touched`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Touched<'t> {
+    pub(crate) entries: &'t [u32],
+    pub(crate) before: &'t [f64],
+    pub(crate) after: &'t [f64],
+    pub(crate) time_shift: &'t [f64],
 }
 
 impl Default for Tape {
@@ -307,6 +338,85 @@ impl Observer for Tape {
         Ok(())
     }
 
+    /// A lazy run of the exact solver tapes each event's touched blocks:
+    /// what the backward pass transposes event by event (at the cost of
+    /// its fan-out). Not with a bound on the kept states asked for
+    /// ([`AdjointOptions::checkpoints`] `Some`): the lazy tape has no
+    /// stretches to thin, so such a run keeps the stretch tape, which
+    /// honours it.
+    fn takes_lazy_events(&self) -> bool {
+        self.checkpoints.is_none()
+    }
+
+    fn starts_lazily(&mut self, run: RunContext<'_>) {
+        let (n, np) = (run.system.state_dim(), run.system.param_dim());
+        self.lazy = true;
+        self.lazy_state.clear();
+        self.lazy_state.resize(n, 0.0);
+        if self
+            .lazy_guard
+            .as_ref()
+            .is_none_or(|g| g.x.len() != n || g.p.len() != np)
+        {
+            self.lazy_guard = Some(GuardPartials::zeros(n, np));
+        }
+    }
+
+    fn lazy_event(
+        &mut self,
+        run: RunContext<'_>,
+        jump: &EventJump<'_>,
+        lazy: &LazyJump<'_>,
+    ) -> Result<(), HybridError> {
+        debug_assert_eq!(jump.index, self.events.len(), "events arrive in order");
+        self.event_positions.push(self.entries.len());
+        self.entries
+            .push(PackedEntry::pack(TapeEntry::Event { index: jump.index }));
+        self.events.push(TapeEvent {
+            time: jump.time,
+            guard_rate: lazy.guard_rate,
+            transition: narrow(jump.transition, "transition")?,
+            cascade_of: match jump.cascade_of {
+                Some(root) => narrow(root, "event")?,
+                None => TapeEvent::LOCATED,
+            },
+            steps_before: self.steps as u64,
+        });
+        narrow(self.lazy_state.len(), "state dimension")?;
+        self.touched_starts.push(self.touched_entries.len());
+        for (&i, &x) in lazy.entries.iter().zip(lazy.before) {
+            self.touched_entries.push(i as u32);
+            self.lazy_state[i] = x;
+        }
+        self.touched_before.extend_from_slice(lazy.before);
+        self.touched_after.extend_from_slice(lazy.after);
+        self.touched_shift.extend_from_slice(lazy.time_shift);
+        if jump.cascade_of.is_none() {
+            let guard = &run.system.transitions()[jump.transition].guard;
+            let partials = self
+                .lazy_guard
+                .as_mut()
+                .expect("formed when the run started lazily");
+            // A threshold reads its own entry, which the run brought up to
+            // date (the exact solver's guards are thresholds).
+            guard.partials(jump.time, &self.lazy_state, run.params, partials);
+            match guard.support() {
+                Some(read) => {
+                    self.guard_terms
+                        .extend(read.states.iter().map(|&i| partials.x[i]));
+                    self.guard_terms
+                        .extend(read.params.iter().map(|&j| partials.p[j]));
+                }
+                None => {
+                    self.guard_terms.extend_from_slice(partials.x.as_slice());
+                    self.guard_terms.extend_from_slice(partials.p.as_slice());
+                }
+            }
+            partials.clear_support(guard.support());
+        }
+        Ok(())
+    }
+
     fn observed(&mut self, _run: RunContext<'_>, index: usize, _time: f64, _y: &[f64]) {
         debug_assert_eq!(index, self.observation_cursors.len(), "in order");
         self.observation_cursors.push(Cursor {
@@ -328,6 +438,12 @@ impl Tape {
                 + self.shift_values.capacity()
                 + self.guard_terms.capacity())
                 * size_of::<f64>()
+            + (self.touched_before.capacity()
+                + self.touched_after.capacity()
+                + self.touched_shift.capacity())
+                * size_of::<f64>()
+            + self.touched_entries.capacity() * size_of::<u32>()
+            + self.touched_starts.capacity() * size_of::<usize>()
             + self.shift_entries.capacity() * size_of::<u32>()
             + self.shift_starts.capacity() * size_of::<usize>()
             + self.events.capacity() * size_of::<TapeEvent>()
@@ -353,6 +469,14 @@ impl Tape {
             guard_terms: Vec::new(),
             event_positions: Vec::new(),
             observation_cursors: Vec::new(),
+            lazy: false,
+            touched_starts: Vec::new(),
+            touched_entries: Vec::new(),
+            touched_before: Vec::new(),
+            touched_after: Vec::new(),
+            touched_shift: Vec::new(),
+            lazy_state: Vec::new(),
+            lazy_guard: None,
         }
     }
 
@@ -369,6 +493,11 @@ impl Tape {
         self.guard_terms.clear();
         self.event_positions.clear();
         self.observation_cursors.clear();
+        self.touched_starts.clear();
+        self.touched_entries.clear();
+        self.touched_before.clear();
+        self.touched_after.clear();
+        self.touched_shift.clear();
         Self {
             entries: self.entries,
             states: self.states,
@@ -380,6 +509,13 @@ impl Tape {
             guard_terms: self.guard_terms,
             event_positions: self.event_positions,
             observation_cursors: self.observation_cursors,
+            touched_starts: self.touched_starts,
+            touched_entries: self.touched_entries,
+            touched_before: self.touched_before,
+            touched_after: self.touched_after,
+            touched_shift: self.touched_shift,
+            lazy_state: self.lazy_state,
+            lazy_guard: self.lazy_guard,
             ..Self::new(options)
         }
     }
@@ -437,6 +573,26 @@ impl Tape {
             + self.shift_starts.len()
             + self.guard_terms.len()
             + 4 * self.events.len()
+            + self.touched_before.len()
+            + self.touched_after.len()
+            + self.touched_shift.len()
+            + self.touched_entries.len().div_ceil(2)
+            + self.touched_starts.len()
+    }
+
+    /// The touched blocks of event `index` of a lazy run.
+    pub(crate) fn touched(&self, index: usize) -> Touched<'_> {
+        let start = self.touched_starts[index];
+        let end = self
+            .touched_starts
+            .get(index + 1)
+            .map_or(self.touched_entries.len(), |&next| next);
+        Touched {
+            entries: &self.touched_entries[start..end],
+            before: &self.touched_before[start..end],
+            after: &self.touched_after[start..end],
+            time_shift: &self.touched_shift[start..end],
+        }
     }
 
     /// Event `index` of a system with `n` states, its guard partials at
@@ -456,7 +612,7 @@ impl Tape {
                 &self.shift_values[start..end],
             )
         };
-        let cascade_of = (e.cascade_of != TapeEvent::LOCATED).then_some(e.cascade_of as usize);
+        let cascade_of = e.cascade_of();
         TapedEvent {
             transition: e.transition as usize,
             time: e.time,

@@ -553,6 +553,77 @@ pub trait Reset: Send + Sync {
     fn apply_in_place(&self, _t: f64, _x: &mut [f64], _p: &[f64]) -> bool {
         false
     }
+
+    /// Optional fast path for a reset that declares [`Reset::reads`] and
+    /// [`Reset::writes`]: replaces the written entries of `v`, a tangent
+    /// of the state read on the entries of `reads` (the others may be
+    /// stale), by those of `r_x v + r_t dt`, leaving the others, and
+    /// returns `true`; `x` is read on `reads` only. The default returns
+    /// `false`, and the library calls [`Reset::jacobian_vector_product`]
+    /// into a copy (a copy of the whole state). The exact solver's lazy
+    /// taped run forms an event's time shift with it at the cost of the
+    /// entries the event touches.
+    fn jacobian_vector_product_in_place(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        _dt: f64,
+        _v: &mut [f64],
+    ) -> bool {
+        false
+    }
+
+    /// Optional fast path of the adjoint for a reset that declares
+    /// [`Reset::reads`] and [`Reset::writes`]: replaces `v` by `r_x^T v`
+    /// in place (its entries off `reads` and `writes` unchanged: those
+    /// rows of `r_x` are the identity's), adds `r_p^T v` to `p_bar` and
+    /// returns `true`, reading `v` on `writes` and `x` on `reads` only.
+    /// The default returns `false`, and the library calls
+    /// [`Reset::vector_jacobian_product`] into a copy. The adjoint of the
+    /// exact solver's lazy taped run transposes each event with it at the
+    /// cost of the entries the event touches.
+    ///
+    /// ```
+    /// use ia_core::{Reset, ResetPartials};
+    ///
+    /// /// Sets entry 0 to 0 and adds parameter 0 to entry 2.
+    /// struct Spike;
+    /// impl Reset for Spike {
+    ///     fn apply(&self, _t: f64, x: &[f64], p: &[f64], x_after: &mut [f64]) {
+    ///         x_after.copy_from_slice(x);
+    ///         x_after[0] = 0.0;
+    ///         x_after[2] += p[0];
+    ///     }
+    ///     fn writes(&self) -> Option<&[usize]> { Some(&[0, 2]) }
+    ///     fn reads(&self) -> Option<&[usize]> { Some(&[0, 2]) }
+    ///     fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut ResetPartials) {
+    ///         out.x.fill_with_identity();
+    ///         out.x[(0, 0)] = 0.0;
+    ///         out.p[(2, 0)] = 1.0;
+    ///     }
+    ///     fn vector_jacobian_product_in_place(
+    ///         &self, _t: f64, _x: &[f64], _p: &[f64], v: &mut [f64], p_bar: &mut [f64],
+    ///     ) -> bool {
+    ///         p_bar[0] += v[2];
+    ///         v[0] = 0.0;
+    ///         true
+    ///     }
+    /// }
+    /// let (mut v, mut p_bar) = ([1.0, 2.0, 3.0], [0.0]);
+    /// assert!(Spike.vector_jacobian_product_in_place(0.0, &[0.0; 3], &[0.5], &mut v, &mut p_bar));
+    /// assert_eq!((v, p_bar), ([0.0, 2.0, 3.0], [3.0]));
+    /// ```
+    fn vector_jacobian_product_in_place(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        _v: &mut [f64],
+        _p_bar: &mut [f64],
+    ) -> bool {
+        false
+    }
     /// Writes `r_x`, `r_p` and `r_t` into `out` (already zeroed).
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials);
 

@@ -60,5 +60,7 @@ pub use problem::{
 pub use solver::{SolverChoice, EXACT_HAS_NO_STEPS, MAX_FIXED_STEPS};
 pub use stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
 pub use tableau::{ButcherTableau, DenseOutput, ErrorEstimate, ExtraStages, DOP853, DOPRI5, RK4};
-pub use vocabulary::{EventJump, ExtraState, NoExtraState, NoObserver, Observer, RunContext};
+pub use vocabulary::{
+    EventJump, ExtraState, LazyJump, NoExtraState, NoObserver, Observer, RunContext,
+};
 pub use workspace::{SpareVecs, Workspace};

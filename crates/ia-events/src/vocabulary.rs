@@ -228,6 +228,29 @@ pub struct EventJump<'a> {
     pub geometry: Option<&'a EventGeometry>,
 }
 
+/// What a lazy run of the exact solver ([`crate::exact`]) tells an observer
+/// that takes its events ([`Observer::takes_lazy_events`]) about one event,
+/// besides its [`EventJump`] (whose states are empty and whose geometry is
+/// `None`): the entries of the blocks the event brought to its time (its
+/// guard's block and the blocks of the entries its reset reads and writes,
+/// both entries of a pair), their values before and after the reset, and
+/// the event's time shift `w = f+ - r_x f- - r_t` on them (zero elsewhere:
+/// the other blocks' states and flows did not change). The blocks not
+/// listed are at their own last update times.
+#[derive(Clone, Copy, Debug)]
+pub struct LazyJump<'a> {
+    /// The entries brought to the event's time, each once.
+    pub entries: &'a [usize],
+    /// Their values before the reset.
+    pub before: &'a [f64],
+    /// Their values after the reset.
+    pub after: &'a [f64],
+    /// The time shift on them.
+    pub time_shift: &'a [f64],
+    /// `gdot = g_x f- + g_t`, the guard's rate at the event.
+    pub guard_rate: f64,
+}
+
 /// What every callback of a run is told about it: the system being run and
 /// its parameters, so an [`ExtraState`] or an [`Observer`] need not keep
 /// copies of its own.
@@ -407,6 +430,29 @@ pub trait Observer {
     fn reads_states(&self) -> bool {
         true
     }
+    /// Whether the observer takes the events of a lazy run of the exact
+    /// solver ([`Observer::lazy_event`]): then that solver keeps each
+    /// linear block at its own last update time although the observer
+    /// reads states, when the run is otherwise lazy (see [`crate::exact`])
+    /// and has no mode switches and no terminal transitions. The default
+    /// is `false`.
+    fn takes_lazy_events(&self) -> bool {
+        false
+    }
+    /// Called once at the start of a run whose events come to
+    /// [`Observer::lazy_event`] (and whose stretches are not shown).
+    fn starts_lazily(&mut self, _run: RunContext<'_>) {}
+    /// Every event of a lazy run of the exact solver: `jump` with empty
+    /// states and no geometry, and the blocks it touched in `lazy`. The
+    /// default calls [`Observer::event`] with `jump`.
+    fn lazy_event(
+        &mut self,
+        run: RunContext<'_>,
+        jump: &EventJump<'_>,
+        _lazy: &LazyJump<'_>,
+    ) -> Result<(), HybridError> {
+        self.event(run, jump)
+    }
     /// The state at observation `index`.
     fn observed(&mut self, _run: RunContext<'_>, _index: usize, _time: f64, _y: &[f64]) {}
     /// The final state.
@@ -448,6 +494,26 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     }
     fn reads_states(&self) -> bool {
         self.0.reads_states() || self.1.reads_states()
+    }
+    fn takes_lazy_events(&self) -> bool {
+        (self.0.takes_lazy_events() || self.1.takes_lazy_events())
+            && (self.0.takes_lazy_events()
+                || !(self.0.reads_states() || self.0.wants_event_geometry()))
+            && (self.1.takes_lazy_events()
+                || !(self.1.reads_states() || self.1.wants_event_geometry()))
+    }
+    fn starts_lazily(&mut self, run: RunContext<'_>) {
+        self.0.starts_lazily(run);
+        self.1.starts_lazily(run);
+    }
+    fn lazy_event(
+        &mut self,
+        run: RunContext<'_>,
+        jump: &EventJump<'_>,
+        lazy: &LazyJump<'_>,
+    ) -> Result<(), HybridError> {
+        self.0.lazy_event(run, jump, lazy)?;
+        self.1.lazy_event(run, jump, lazy)
     }
     fn observed(&mut self, run: RunContext<'_>, index: usize, time: f64, y: &[f64]) {
         self.0.observed(run, index, time, y);

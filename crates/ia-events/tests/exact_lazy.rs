@@ -105,3 +105,108 @@ proptest::proptest! {
         }
     }
 }
+
+/// A lazy event as seen: the touched entries, their values before and
+/// after, the time shift there and the guard rate.
+type LazySeen = (Vec<usize>, Vec<f64>, Vec<f64>, Vec<f64>, f64);
+/// An eager event as seen: the state before, after, the time shift and the
+/// guard rate.
+type EagerSeen = (Vec<f64>, Vec<f64>, Vec<f64>, f64);
+
+/// Each lazy event's touched blocks as an observer that takes them sees
+/// them, and each eager event's state and geometry.
+#[derive(Default)]
+struct Seen {
+    lazy: Vec<LazySeen>,
+    eager: Vec<EagerSeen>,
+    started_lazily: bool,
+}
+
+impl ia_events::Observer for Seen {
+    fn takes_lazy_events(&self) -> bool {
+        true
+    }
+    fn starts_lazily(&mut self, _run: ia_events::RunContext<'_>) {
+        self.started_lazily = true;
+    }
+    fn lazy_event(
+        &mut self,
+        _run: ia_events::RunContext<'_>,
+        jump: &ia_events::EventJump<'_>,
+        lazy: &ia_events::LazyJump<'_>,
+    ) -> Result<(), ia_core::HybridError> {
+        assert!(jump.state_before.is_empty() && jump.geometry.is_none());
+        self.lazy.push((
+            lazy.entries.to_vec(),
+            lazy.before.to_vec(),
+            lazy.after.to_vec(),
+            lazy.time_shift.to_vec(),
+            lazy.guard_rate,
+        ));
+        Ok(())
+    }
+    fn wants_event_geometry(&self) -> bool {
+        true
+    }
+    fn event(
+        &mut self,
+        _run: ia_events::RunContext<'_>,
+        jump: &ia_events::EventJump<'_>,
+    ) -> Result<(), ia_core::HybridError> {
+        let geometry = jump.geometry.expect("asked for");
+        self.eager.push((
+            jump.state_before.to_vec(),
+            jump.state_after.to_vec(),
+            geometry.time_shift.as_slice().to_vec(),
+            geometry.guard_rate,
+        ));
+        Ok(())
+    }
+}
+
+/// Reference: the eager run's states and geometry (the time shift formed
+/// over the whole state by `GeometryWorkspace`). A lazy event shows the
+/// entries of the blocks it touched, with the eager run's values before
+/// and after its reset there, and the time shift there; the eager time
+/// shift is zero everywhere else.
+#[rstest]
+#[case::strong(NET, 4.0)]
+#[case::wider(Net { inputs: 3, hidden: 30, outputs: 3 }, 4.0)]
+fn a_lazy_event_shows_its_touched_blocks_and_time_shift(#[case] net: Net, #[case] scale: f64) {
+    let system = system_with(net, true);
+    let n = system.state_dim();
+    let p = params(net, 20.0, 5.0, scale);
+    let problem = |event_states| {
+        Problem::new(&system, vec![0.0; n], p.clone(), 40.0).with_event_options(EventOptions {
+            event_states,
+            ..EventOptions::default()
+        })
+    };
+    let (mut lazy, mut eager) = (Seen::default(), Seen::default());
+    exact::run(&problem(false), &mut ia_events::NoExtraState, &mut lazy).unwrap();
+    exact::run(&problem(true), &mut ia_events::NoExtraState, &mut eager).unwrap();
+    assert!(lazy.started_lazily && !eager.started_lazily);
+    assert!(eager.lazy.is_empty() && lazy.eager.is_empty());
+    assert_eq!(lazy.lazy.len(), eager.eager.len());
+    assert!(lazy.lazy.len() > 12);
+    // The states along the way, not only at the end, differ by the
+    // rounding of a block carried over one stretch instead of several: up
+    // to about 1e-12 here, over the wider network's many events.
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-11 * y.abs().max(1.0);
+    for ((entries, before, after, shift, rate), (x, y, w, gdot)) in
+        lazy.lazy.iter().zip(&eager.eager)
+    {
+        assert!(close(*rate, *gdot), "{rate} vs {gdot}");
+        assert!(entries.len() < n);
+        for (k, &i) in entries.iter().enumerate() {
+            assert!(close(before[k], x[i]), "{} vs {}", before[k], x[i]);
+            assert!(close(after[k], y[i]), "{} vs {}", after[k], y[i]);
+            assert!(close(shift[k], w[i]), "{} vs {}", shift[k], w[i]);
+        }
+        for (i, &wi) in w.iter().enumerate() {
+            if !entries.contains(&i) {
+                assert_eq!(wi, 0.0, "entry {i} not touched");
+            }
+        }
+    }
+}

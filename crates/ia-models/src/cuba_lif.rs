@@ -533,6 +533,38 @@ impl Reset for Kick {
         true
     }
 
+    /// `v[r] = 0` (no target moves along the state or time).
+    fn jacobian_vector_product_in_place(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        _dt: f64,
+        v: &mut [f64],
+    ) -> bool {
+        if let Some(r) = self.reset {
+            v[r] = 0.0;
+        }
+        true
+    }
+
+    fn vector_jacobian_product_in_place(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        v: &mut [f64],
+        p_bar: &mut [f64],
+    ) -> bool {
+        for &(s, w) in &self.targets {
+            p_bar[w] += v[s];
+        }
+        if let Some(r) = self.reset {
+            v[r] = 0.0;
+        }
+        true
+    }
+
     fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut ResetPartials) {
         out.x.fill_with_identity();
         if let Some(r) = self.reset {
@@ -673,6 +705,24 @@ mod tests {
             assert!(tr
                 .reset
                 .vector_jacobian_product(0.0, &x, &p, &v, &mut x_bar, &mut p_bar));
+            // In place: the same products (the written entries of r_x v,
+            // the whole of r_x^T v).
+            let mut in_place = v.clone();
+            assert!(tr
+                .reset
+                .jacobian_vector_product_in_place(0.0, &x, &p, 0.0, &mut in_place));
+            let dense = &d.x * nalgebra::DVector::from_column_slice(&v);
+            assert_eq!(in_place.as_slice(), dense.as_slice(), "{}", tr.name);
+            let (mut in_place, mut p_in_place) = (v.clone(), vec![0.5; np]);
+            assert!(tr.reset.vector_jacobian_product_in_place(
+                0.0,
+                &x,
+                &p,
+                &mut in_place,
+                &mut p_in_place
+            ));
+            assert_eq!(in_place, x_bar, "{}", tr.name);
+            assert_eq!(p_in_place, p_bar, "{}", tr.name);
             let v = nalgebra::DVector::from_column_slice(&v);
             assert_eq!(x_bar.as_slice(), (d.x.transpose() * &v).as_slice());
             let p_expected = d.p.transpose() * &v;

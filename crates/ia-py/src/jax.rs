@@ -677,6 +677,10 @@ impl JaxSolver {
             ..RunOptions::default()
         })?;
         scenario.solver = ia_scenario::adjoint_solver(&scenario.solver);
+        // The solver's outputs (final states, observations, event times)
+        // read no event states: without them the exact solver runs lazily,
+        // and its taped runs and gradients cost each event's fan-out.
+        scenario.events.event_states = false;
         let first: Vec<String> = match first.filter(|v| !v.is_none()) {
             None => Vec::new(),
             Some(v) if v.is_instance_of::<pyo3::types::PyString>() => {

@@ -6,7 +6,10 @@
 //! records keep no event states ([`EventOptions::event_states`](crate::EventOptions::event_states)
 //! `false`), nothing is carried along ([`ExtraState`] of dimension 0, no
 //! event geometry), the observer reads no states
-//! ([`Observer::reads_states`]), and every reset declares the entries it
+//! ([`Observer::reads_states`]) or takes the lazy run's events
+//! ([`Observer::takes_lazy_events`]: then there are no mode switches and no
+//! terminal transitions, and each event's touched blocks are shown to it,
+//! [`LazyJump`]), and every reset declares the entries it
 //! reads and writes ([`Reset::reads`](ia_core::Reset::reads),
 //! [`Reset::writes`](ia_core::Reset::writes)). An event then brings to its
 //! time the block of its guard's entry and those of the entries its reset
@@ -27,10 +30,13 @@ use super::structure::{Level, NO_PAIR};
 use super::Run;
 use crate::closed_form::advance_component;
 use crate::factor::phi;
+use crate::geometry::{EventAt, GeometryWorkspace};
 use crate::pair_form::{advance_pair, crossing_near};
 use crate::rough_crossing::{rough_crossing, Rough, MARGIN};
+use crate::vocabulary::LazyJump;
 use crate::vocabulary::{ExtraState, Observer};
 use ia_core::HybridError;
+use ia_core::Tangent;
 use ia_core::{Direction, Threshold};
 
 impl<E: ExtraState, O: Observer> Run<'_, E, O> {
@@ -38,15 +44,109 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
     /// [module documentation](self)).
     pub(super) fn can_be_lazy(&self) -> bool {
         let problem = self.problem;
+        let transitions = problem.system.transitions();
+        // An observer that reads states takes the events of a lazy run
+        // ([`LazyJump`]) when no event brings the whole state up to date
+        // (a mode switch, a terminal event).
+        let observer = if self.observer.reads_states() || self.observer.wants_event_geometry() {
+            self.observer.takes_lazy_events()
+                && transitions
+                    .iter()
+                    .all(|tr| tr.from == tr.to && !tr.terminal)
+        } else {
+            true
+        };
         !problem.events.event_states
             && self.carried.is_empty()
-            && self.geometry.is_none()
-            && !self.observer.reads_states()
-            && problem
-                .system
-                .transitions()
+            && !self.extra.wants_event_geometry()
+            && observer
+            && transitions
                 .iter()
                 .all(|tr| tr.reset.reads().is_some() && tr.reset.writes().is_some())
+    }
+
+    /// Collects for the observer what transition `k`'s event touches (its
+    /// blocks brought to the run's time, before its reset): the entries of
+    /// its guard's block and of the blocks its reset reads and writes,
+    /// their values, their rates `f-` and `r_x f- + r_t` (through the
+    /// reset's Jacobian-vector product, reading the touched entries only).
+    pub(super) fn touch_before(&mut self, k: usize, cascade_of: Option<usize>, guard_rate: f64) {
+        let Some(mut taping) = self.taping.take() else {
+            return;
+        };
+        taping.guard_rate = guard_rate;
+        for &e in &taping.entries {
+            taping.mark[e] = false;
+        }
+        taping.entries.clear();
+        let (system, params) = (self.problem.system, &self.problem.params);
+        let reset = &system.transitions()[k].reset;
+        let guard = match self.structure.thresholds[k] {
+            Level::State(threshold) => Some(threshold.state),
+            Level::Time(_) => None,
+        };
+        let read = reset.reads().unwrap_or(&[]);
+        let written = reset.writes().unwrap_or(&[]);
+        for &i in guard.iter().chain(read).chain(written) {
+            let (pair, _) = self.structure.pair_of[self.mode][i];
+            let block = if pair == NO_PAIR {
+                [i, i]
+            } else {
+                self.structure.pairs[self.mode][pair].entries
+            };
+            for e in block {
+                if !taping.mark[e] {
+                    taping.mark[e] = true;
+                    taping.entries.push(e);
+                }
+            }
+        }
+        taping.before.clear();
+        for &e in &taping.entries {
+            taping.before.push(self.x[e]);
+            taping.flow[e] = self.entry_rate(e);
+        }
+        for &e in &taping.entries {
+            taping.along[e] = taping.flow[e];
+        }
+        if reset.jacobian_vector_product_in_place(self.t, &self.x, params, 1.0, &mut taping.along) {
+            self.taping = Some(taping);
+            return;
+        }
+        let event = EventAt {
+            transition: k,
+            time: self.t,
+            state_before: &self.x,
+            state_after: &[],
+            cascade_of,
+        };
+        let along_flow = Tangent {
+            t: 1.0,
+            x: &taping.flow,
+            param: None,
+        };
+        let (n, np) = (self.x.len(), system.param_dim());
+        taping
+            .products
+            .get_or_insert_with(|| GeometryWorkspace::new(n, np))
+            .reset_jacobian_vector_product(system, params, event, along_flow, &mut taping.along);
+        self.taping = Some(taping);
+    }
+
+    /// Completes what [`Run::touch_before`] collected once the reset is
+    /// applied: the touched entries' values after it and the time shift
+    /// `w = f+ - r_x f- - r_t` on them.
+    pub(super) fn touch_after(&mut self) {
+        let Some(mut taping) = self.taping.take() else {
+            return;
+        };
+        taping.after.clear();
+        taping.shift.clear();
+        for &e in &taping.entries {
+            taping.after.push(self.x[e]);
+            taping.shift.push(self.entry_rate(e) - taping.along[e]);
+        }
+        self.taping = Some(taping);
     }
 
     /// Brings the block of entry `i` from its own time to `t`.
@@ -230,6 +330,54 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
                 }
             }
             error => error,
+        }
+    }
+}
+
+/// What a lazy run shows an observer that takes its events, per event
+/// ([`LazyJump`]), and the buffers it is formed in.
+pub(super) struct LazyTaping {
+    /// The touched entries, each once, and a mark per entry.
+    entries: Vec<usize>,
+    mark: Vec<bool>,
+    before: Vec<f64>,
+    after: Vec<f64>,
+    shift: Vec<f64>,
+    /// `f-` on the touched entries (stale elsewhere: the reset reads only
+    /// those), the tangent of the reset's product.
+    flow: Vec<f64>,
+    /// `r_x f- + r_t`, read on the touched entries.
+    along: Vec<f64>,
+    /// The reset's products where it has none of its own (formed from its
+    /// partials), made on first use.
+    products: Option<GeometryWorkspace>,
+    guard_rate: f64,
+}
+
+impl LazyTaping {
+    /// Buffers for a state of `n` entries.
+    pub(super) fn new(n: usize) -> Self {
+        Self {
+            entries: Vec::new(),
+            mark: vec![false; n],
+            before: Vec::new(),
+            after: Vec::new(),
+            shift: Vec::new(),
+            flow: vec![0.0; n],
+            along: vec![0.0; n],
+            products: None,
+            guard_rate: 0.0,
+        }
+    }
+
+    /// The last event's touched blocks, as the observer reads them.
+    pub(super) fn jump(&self) -> LazyJump<'_> {
+        LazyJump {
+            entries: &self.entries,
+            before: &self.before,
+            after: &self.after,
+            time_shift: &self.shift,
+            guard_rate: self.guard_rate,
         }
     }
 }

@@ -59,7 +59,11 @@
 //! a mode switch and the end bring every block up to date. A block carried
 //! over one long stretch rounds differently from one carried over the
 //! several stretches between the events it took no part in: such a run
-//! agrees with the eager one to rounding, not to the bit.
+//! agrees with the eager one to rounding, not to the bit. An observer that
+//! reads states may still take such a run's events
+//! ([`Observer::takes_lazy_events`], the adjoint's tape): it is shown each
+//! event's touched blocks ([`LazyJump`](crate::LazyJump)), when the run
+//! has no mode switches and no terminal transitions.
 //!
 //! A guard that declares a threshold on time
 //! ([`Guard::time_threshold`](ia_core::Guard::time_threshold),
@@ -198,6 +202,9 @@ struct Run<'p, E, O> {
     /// bound ([`crate::rough_crossing`]), to be found exactly when it comes
     /// first.
     rough: Vec<bool>,
+    /// In a lazy run whose observer takes its events
+    /// ([`Observer::takes_lazy_events`]), what it is shown of each.
+    taping: Option<lazy::LazyTaping>,
     /// The records, observations, Zeno watch, `stop_after` and progress.
     recorder: Recorder<'p>,
     /// Each event's geometry, formed when the carried components or the
@@ -303,15 +310,21 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             phi_lengths: Vec::new(),
             factor_lengths: Vec::new(),
             rough: vec![false; transitions],
+            taping: None,
             recorder: Recorder::new(problem, records),
             geometry: None,
         };
-        if run.extra.wants_event_geometry() || run.observer.wants_event_geometry() {
+        run.lazy = run.can_be_lazy();
+        if !run.lazy && (run.extra.wants_event_geometry() || run.observer.wants_event_geometry()) {
             run.geometry = Some(GeometryWorkspace::reuse(geometry, n, system.param_dim()));
         }
-        run.lazy = run.can_be_lazy();
         if run.lazy {
             run.entry_time = vec![problem.t0; n];
+            if run.observer.takes_lazy_events() {
+                run.taping = Some(lazy::LazyTaping::new(n));
+                let context = run.context();
+                run.observer.starts_lazily(context);
+            }
         }
         run
     }
@@ -362,10 +375,15 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     /// threshold's entry, `a x + b` (`g_x` is 1 there), or 1 for a
     /// threshold on time.
     fn guard_rate(&self, k: usize) -> f64 {
-        let i = match self.structure.thresholds[k] {
-            Level::State(threshold) => threshold.state,
-            Level::Time(_) => return 1.0,
-        };
+        match self.structure.thresholds[k] {
+            Level::State(threshold) => self.entry_rate(threshold.state),
+            Level::Time(_) => 1.0,
+        }
+    }
+
+    /// The rate of entry `i` from its block's state (the block at the
+    /// run's time).
+    fn entry_rate(&self, i: usize) -> f64 {
         let (pair, slot) = self.structure.pair_of[self.mode][i];
         if pair != NO_PAIR {
             let pair = &self.structure.pairs[self.mode][pair];
@@ -676,6 +694,9 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             self.bring_touched(k, tr.to != from);
         }
         let guard_rate = self.guard_rate(k);
+        if self.taping.is_some() {
+            self.touch_before(k, cascade_of, guard_rate);
+        }
         self.changed.clear();
         self.changed_before.clear();
         if self.lazy {
@@ -712,6 +733,9 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
                 time: t,
                 trajectory: Some(Box::new(self.snapshot())),
             });
+        }
+        if self.taping.is_some() {
+            self.touch_after();
         }
         // Recorded first, then shown to the carried components and the
         // observer, then the Zeno rule and `stop_after` (the recorder's
@@ -767,7 +791,10 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
                 .jump(run, &jump, &self.carried, &mut self.carried_after)?;
             std::mem::swap(&mut self.carried, &mut self.carried_after);
         }
-        self.observer.event(run, &jump)?;
+        match &self.taping {
+            Some(taping) => self.observer.lazy_event(run, &jump, &taping.jump())?,
+            None => self.observer.event(run, &jump)?,
+        }
         if !self.lazy {
             std::mem::swap(&mut self.x, &mut self.x_after);
         }
