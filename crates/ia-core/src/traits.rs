@@ -116,9 +116,9 @@ impl FlowPartials {
     /// Sets every entry to zero (done by the library before each call of
     /// [`Flow::partials`]).
     pub fn clear(&mut self) {
-        self.x.fill(0.0);
-        self.p.fill(0.0);
-        self.t.fill(0.0);
+        self.x.as_mut_slice().fill(0.0);
+        self.p.as_mut_slice().fill(0.0);
+        self.t.as_mut_slice().fill(0.0);
     }
 }
 
@@ -145,8 +145,8 @@ impl GuardPartials {
 
     /// Sets every entry to zero.
     pub fn clear(&mut self) {
-        self.x.fill(0.0);
-        self.p.fill(0.0);
+        self.x.as_mut_slice().fill(0.0);
+        self.p.as_mut_slice().fill(0.0);
         self.t = 0.0;
     }
 
@@ -191,9 +191,9 @@ impl ResetPartials {
 
     /// Sets every entry to zero.
     pub fn clear(&mut self) {
-        self.x.fill(0.0);
-        self.p.fill(0.0);
-        self.t.fill(0.0);
+        self.x.as_mut_slice().fill(0.0);
+        self.p.as_mut_slice().fill(0.0);
+        self.t.as_mut_slice().fill(0.0);
     }
 }
 
