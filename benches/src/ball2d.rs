@@ -42,3 +42,19 @@ pub fn problem(system: &HybridSystem) -> Problem<'_> {
     Problem::new(system, INITIAL_STATE.to_vec(), PARAMS.to_vec(), T_END)
         .with_solver(SolverChoice::dopri5(TOL))
 }
+
+/// `count` parameter sets `(g, e, mu)`: [`PARAMS`] each scaled by a
+/// factor within 2 % of 1 (a fixed sequence), as `benches/jax/bench_jax.py`
+/// varies them for its batch of 1,000.
+pub fn varied_params(count: usize) -> Vec<[f64; 3]> {
+    let mut state = 15_u64;
+    let mut uniform = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1_u64 << 53) as f64 * 2.0 - 1.0
+    };
+    (0..count)
+        .map(|_| PARAMS.map(|p| p * (1.0 + 0.02 * uniform())))
+        .collect()
+}

@@ -553,7 +553,11 @@ def _function(model, t_end, core, made_inside, default_t_end):
         (plain runs), ``taped_runs`` (runs recording a tape: differentiated
         forward calls, and backward passes that found no kept tape),
         ``backward_passes`` (adjoint passes), ``replays`` (backward passes
-        that ran the model again), ``tangent_passes``
+        that ran the model again at inputs a forward call had run, its
+        tape used already or evicted; under ``jax.jit`` XLA drops the
+        forward call of a ``jax.grad`` or ``jax.jacrev``, whose backward
+        pass then runs the model once, taped: a taped run, not a replay),
+        ``tangent_passes``
         (forward-sensitivity passes, one per point) and ``tangent_columns``
         (the sensitivity columns they carried: the tangent columns, one
         per column of a ``jax.jacfwd``)."""

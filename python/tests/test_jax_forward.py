@@ -175,6 +175,56 @@ def test_value_and_grad_is_one_taped_run(jit):
 
 
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_grad_is_one_taped_run_and_a_replay_is_a_second_run(jit):
+    """Before: a jitted jax.grad counted a replay, though the model ran
+    once (XLA drops the forward call whose outputs a grad does not use, and
+    the backward call records the run). Now `replays` counts only a
+    backward pass that runs the model again at inputs a forward call ran:
+    a jax.vjp whose backward function is called twice (the tape serves its
+    first call), or one called after the tape was evicted by later forward
+    calls (more than tapes.rs's MIN_KEPT = 16 runs since). The gradients
+    are the library's to the last bit every time."""
+    ball = ia.Model.ready("ball2d-flat")
+    run = iajax.solver(ball, 2.0, max_events=4)
+    x0, params = jnp.asarray(ball.default_state), jnp.asarray(ball.default_params)
+    x_t = lambda x, p: run(x, p).final_state[0]
+    lib = ball.gradient(x0, params, 2.0, loss=[{"of": "final.x", "weight": 1.0}]).gradient
+    grad = jax.grad(x_t, argnums=(0, 1))
+    if jit:
+        grad = jax.jit(grad)
+    gx, gp = grad(x0, params)
+    np.testing.assert_array_equal(np.concatenate([gx, gp]), lib)
+    stats = run.statistics()
+    assert (stats["runs"], stats["taped_runs"], stats["backward_passes"], stats["replays"]) == (
+        0, 1, 1, 0
+    ), stats
+    # Called again at the same point: one more run (a new tape eagerly,
+    # or the backward call's own under jit), still no replay.
+    grad(x0, params)
+    stats = run.statistics()
+    assert (stats["taped_runs"], stats["backward_passes"], stats["replays"]) == (2, 2, 0), stats
+    # A vjp's backward function called twice: the second call runs the
+    # model again at the forward call's inputs, a replay.
+    value, backward = jax.vjp(x_t, x0, params)
+    for replays in (0, 1):
+        gx, gp = backward(jnp.float64(1.0))
+        np.testing.assert_array_equal(np.concatenate([gx, gp]), lib)
+        stats = run.statistics()
+        assert (stats["taped_runs"], stats["replays"]) == (3 + replays, replays), stats
+    # A tape evicted by 17 later forward calls (16 runs are kept at least):
+    # its backward pass replays the run.
+    value, backward = jax.vjp(x_t, x0, params)
+    for k in range(17):
+        jax.vjp(x_t, x0.at[1].set(1.0 + 0.01 * (k + 1)), params)
+    before = run.statistics()
+    gx, gp = backward(jnp.float64(1.0))
+    np.testing.assert_array_equal(np.concatenate([gx, gp]), lib)
+    after = run.statistics()
+    assert after["replays"] - before["replays"] == 1, (before, after)
+    assert after["taped_runs"] - before["taped_runs"] == 1, (before, after)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
 def test_jacfwd_carries_only_its_tangent_columns(jit):
     """Before: the tangent pass formed the full forward Jacobian (n + n_params
     = 7 columns on ball2d-flat) per point and contracted it. Now a jacfwd
@@ -227,9 +277,10 @@ def test_jacrev_of_m_outputs_is_one_taped_run(jit):
     stats = run.statistics()
     # One taped run in all: eagerly the forward call's; under jit XLA drops
     # the forward call (its outputs unused by a jacrev), and the backward
-    # call records the run once for its 4 passes.
+    # call records the run once for its 4 passes (not a replay: the model
+    # ran once).
     assert (stats["runs"], stats["taped_runs"], stats["backward_passes"], stats["replays"]) == (
-        0, 1, 4, 1 if jit else 0
+        0, 1, 4, 0
     ), stats
     for i, state in enumerate(ball.state_names):
         lib = ball.gradient(x0, params, 2.0, loss=[{"of": f"final.{state}", "weight": 1.0}])

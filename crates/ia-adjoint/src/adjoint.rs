@@ -149,6 +149,8 @@ pub(crate) struct BackwardBuffers {
     vectors: BackwardVectors,
     linear: Vec<f64>,
     implicit: ImplicitBuffers,
+    /// The loss seeds of the last pass, for the next one's.
+    seeds: Option<LossSeeds>,
 }
 
 /// The vectors of a backward pass.
@@ -181,6 +183,20 @@ impl BackwardBuffers {
     /// Keeps `v`, a returned gradient's vector, for the next gradients.
     pub(crate) fn give_result(&mut self, v: Vec<f64>) {
         self.vectors.results.give(v);
+    }
+
+    /// Zero loss seeds shaped for `trajectory` ([`LossSeeds::zeros`]), in
+    /// the vectors of the last seeds kept.
+    pub(crate) fn seeds_for(&mut self, trajectory: &Trajectory) -> LossSeeds {
+        match self.seeds.take() {
+            Some(kept) => kept.zeroed_for(trajectory),
+            None => LossSeeds::zeros(trajectory),
+        }
+    }
+
+    /// Keeps `seeds`' vectors for the next pass.
+    pub(crate) fn keep_seeds(&mut self, seeds: LossSeeds) {
+        self.seeds = Some(seeds);
     }
 }
 
@@ -294,6 +310,7 @@ impl<'a> Backward<'a> {
             vectors: self.vectors,
             linear: self.linear,
             implicit: self.implicit,
+            seeds: kept.seeds.take(),
         };
     }
 

@@ -5,9 +5,11 @@
 //! [`jacobian`](crate::jacobian), [`gradient`](crate::gradient)) over a slice of problems on a [`Batch`]'s
 //! worker threads (a local rayon thread pool, never the global one). The
 //! results come back in input order, one per problem: a failed problem gives
-//! its own error and the others run on. Each worker runs its items in one
-//! [`Workspace`] (the `*_in` form of the single call), so a batch result
-//! equals the single call to the last bit.
+//! its own error and the others run on. Each worker runs its items in its
+//! own [`Workspace`] (the `*_in` form of the single call), kept by the
+//! [`Batch`] from one call to the next, so a batch result equals the single
+//! call to the last bit and a repeated batch (a fit, a training loop)
+//! allocates only its results.
 //!
 //! ```
 //! use ia_adjoint::batch::Batch;
@@ -38,10 +40,24 @@ use ia_events::Problem;
 use rayon::prelude::*;
 use std::sync::{Mutex, TryLockError};
 
-/// A pool of worker threads for batch runs.
-#[derive(Debug)]
+/// A pool of worker threads for batch runs, each with a [`Workspace`]
+/// kept from one call to the next.
 pub struct Batch {
     pool: rayon::ThreadPool,
+    /// One workspace per worker (by rayon's thread index), kept between
+    /// calls: a call's items reuse the buffers of the previous call's,
+    /// with the numbers of fresh ones (`Workspace`'s contract). The tape's
+    /// and the replay's buffers past `KEPT_RUN_BYTES` are dropped at the
+    /// end of each call, as a thread's one-shot calls do.
+    workspaces: Vec<Mutex<Workspace>>,
+}
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch")
+            .field("threads", &self.threads())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The most items of a batch one worker takes at a time
@@ -77,7 +93,12 @@ impl Batch {
             .num_threads(threads)
             .thread_name(|i| format!("ia-batch-{i}"))
             .build()
-            .map(|pool| Batch { pool })
+            .map(|pool| Batch {
+                workspaces: (0..pool.current_num_threads())
+                    .map(|_| Mutex::new(Workspace::new()))
+                    .collect(),
+                pool,
+            })
             .map_err(|e| {
                 HybridError::Unsupported(format!("cannot start {threads} worker threads: {e}"))
             })
@@ -104,40 +125,80 @@ impl Batch {
         })
     }
 
-    /// `run` over every item in a [`Workspace`] kept by the worker for the
-    /// items it takes, in parallel, results in input order.
+    /// `run` over every item in the [`Workspace`] of the worker that
+    /// takes it, in parallel, results in input order.
     ///
-    /// Each worker has one workspace for the whole call, dropped at its
-    /// end, and the items are handed out at most [`ITEMS_PER_JOB`] at a
-    /// time: a worker that the operating system stops for a while holds
-    /// back only those, the others take the rest.
+    /// Each worker runs its items in its own workspace, kept by the batch
+    /// from one call to the next, and the items are handed out at most
+    /// [`ITEMS_PER_JOB`] at a time: a worker that the operating system
+    /// stops for a while holds back only those, the others take the rest.
     pub fn map_in<T: Sync, R: Send>(
         &self,
         items: &[T],
         run: impl Fn(&T, &mut Workspace) -> R + Sync + Send,
     ) -> Vec<R> {
-        let workspaces: Vec<Mutex<Workspace>> = (0..self.threads())
-            .map(|_| Mutex::new(Workspace::new()))
-            .collect();
-        self.pool.install(|| {
+        let results = self.pool.install(|| {
             items
                 .par_iter()
                 .with_max_len(ITEMS_PER_JOB)
-                .map(|item| {
-                    let worker = rayon::current_thread_index().unwrap_or(0);
-                    // Only this worker takes its workspace. It is held
-                    // already when `run` itself waits on parallel work and
-                    // the worker takes another item meanwhile: that item
-                    // gets a fresh one. A run that panicked left nothing
-                    // the next one reads before overwriting it.
-                    match workspaces[worker % workspaces.len()].try_lock() {
-                        Ok(mut workspace) => run(item, &mut workspace),
-                        Err(TryLockError::Poisoned(held)) => run(item, &mut held.into_inner()),
-                        Err(TryLockError::WouldBlock) => run(item, &mut Workspace::new()),
-                    }
-                })
+                .map(|item| self.in_worker_workspace(|workspace| run(item, workspace)))
                 .collect()
-        })
+        });
+        self.trim_workspaces();
+        results
+    }
+
+    /// [`Batch::map_in`] with a place for each item's output: `run` gets
+    /// `outs[i]` with `items[i]` (the slices have the same length; the
+    /// extra entries of the longer are left out). The worker writes its
+    /// output in place and can give the vectors of what it computed back
+    /// to its workspace ([`Workspace::recycle_gradient`]), so that the
+    /// next item reuses them instead of allocating its own.
+    pub fn map_into<T: Sync, O: Send, R: Send>(
+        &self,
+        items: &[T],
+        outs: &mut [O],
+        run: impl Fn(&T, &mut O, &mut Workspace) -> R + Sync + Send,
+    ) -> Vec<R> {
+        let results = self.pool.install(|| {
+            items
+                .par_iter()
+                .zip(outs.par_iter_mut())
+                .with_max_len(ITEMS_PER_JOB)
+                .map(|(item, out)| self.in_worker_workspace(|workspace| run(item, out, workspace)))
+                .collect()
+        });
+        self.trim_workspaces();
+        results
+    }
+
+    /// `f` in the calling worker's kept workspace.
+    fn in_worker_workspace<R>(&self, f: impl FnOnce(&mut Workspace) -> R) -> R {
+        let worker = rayon::current_thread_index().unwrap_or(0);
+        // Only this worker takes its workspace. It is held already when a
+        // run itself waits on parallel work and the worker takes another
+        // item meanwhile: that item gets a fresh one. A run that panicked
+        // left nothing the next one reads before overwriting it.
+        match self.workspaces[worker % self.workspaces.len()].try_lock() {
+            Ok(mut workspace) => f(&mut workspace),
+            Err(TryLockError::Poisoned(held)) => f(&mut held.into_inner()),
+            Err(TryLockError::WouldBlock) => f(&mut Workspace::new()),
+        }
+    }
+
+    /// Drops the kept workspaces' run buffers past `KEPT_RUN_BYTES` (a
+    /// long run's tape), as a thread's one-shot calls do: a batch kept
+    /// for the next call holds at most a small run's buffers of that kind.
+    /// A workspace in use (another call of this batch, from another
+    /// thread, still running) is left as it is.
+    fn trim_workspaces(&self) {
+        for kept in &self.workspaces {
+            match kept.try_lock() {
+                Ok(mut workspace) => workspace.trim_run_buffers(),
+                Err(TryLockError::Poisoned(held)) => held.into_inner().trim_run_buffers(),
+                Err(TryLockError::WouldBlock) => {}
+            }
+        }
     }
 
     /// [`ia_events::simulate`] of every problem.
@@ -358,6 +419,62 @@ mod tests {
             .expect("the batch finished: no worker waited on its own workspace");
         for (p, r) in problems.iter().zip(nested) {
             assert_eq!(r, ia_events::simulate(p).unwrap());
+        }
+    }
+
+    /// The workspaces a batch keeps between calls carry nothing from one
+    /// item to the next: items of no event up to several, a third of them
+    /// with an observation, in one batch, then again in reverse order
+    /// (each worker's buffers now sized by other runs), then through
+    /// [`Batch::map_into`] with each result given back to the worker's
+    /// workspace, equal the single calls bit for bit (the reference: each
+    /// problem's own `gradient`, in a fresh thread-kept workspace).
+    #[test]
+    fn kept_workspaces_leak_nothing_between_items_or_calls() {
+        let system = ball();
+        let problems: Vec<Problem<'_>> = (0..24)
+            .map(|i| {
+                let mut p = problem(&system);
+                p.t_end = 0.1 + 0.15 * i as f64;
+                p.params[1] = 0.6 + 0.01 * i as f64;
+                if i % 3 == 0 {
+                    let half = 0.5 * p.t_end;
+                    p = p.with_observations(vec![half]);
+                }
+                p
+            })
+            .collect();
+        let single: Vec<Gradient> = problems
+            .iter()
+            .map(|p| gradient(p, &FinalComponent(0)).unwrap())
+            .collect();
+        let events: std::collections::BTreeSet<usize> =
+            single.iter().map(|g| g.trajectory.events.len()).collect();
+        assert!(events.len() >= 4 && events.contains(&0), "{events:?}");
+        let batch = Batch::with_threads(2).unwrap();
+        for (g, r) in single
+            .iter()
+            .zip(batch.gradient(&problems, &FinalComponent(0)))
+        {
+            assert_eq!(&r.unwrap(), g);
+        }
+        let reversed: Vec<Problem<'_>> = problems.iter().rev().cloned().collect();
+        let again = batch.gradient(&reversed, &FinalComponent(0));
+        for (g, r) in single.iter().rev().zip(again) {
+            assert_eq!(&r.unwrap(), g);
+        }
+        let mut outs = vec![[0.0; 4]; problems.len()];
+        let options = AdjointOptions::default();
+        let values = batch.map_into(&problems, &mut outs, |p, out, w| {
+            let grad = gradient_in(p, &FinalComponent(0), &options, w).unwrap();
+            out.copy_from_slice(&grad.concatenated());
+            let value = grad.value;
+            w.recycle_gradient(grad);
+            value
+        });
+        for ((g, out), value) in single.iter().zip(&outs).zip(values) {
+            assert_eq!(&out[..], &g.concatenated()[..]);
+            assert_eq!(value, g.value);
         }
     }
 

@@ -5,7 +5,7 @@
 use crate::adjoint::{adjoint_stepping, Backward};
 #[cfg(any(test, feature = "testing"))]
 use crate::jacobian::jacobian;
-use crate::loss::{check_seeds, Loss, LossSeeds};
+use crate::loss::{check_seeds, Loss};
 use crate::results::Gradient;
 #[cfg(any(test, feature = "testing"))]
 use crate::results::Method;
@@ -167,12 +167,13 @@ fn backward_pass(
     let stepping = adjoint_stepping(problem)?;
     loss.check(sys.state_dim())?;
     loss.check_run(trajectory)?;
-    let mut seeds = LossSeeds::zeros(trajectory);
+    let mut seeds = workspace.backward.seeds_for(trajectory);
     let value = loss.evaluate(trajectory, &mut seeds);
     check_seeds(&seeds, trajectory)?;
     let mut backward = Backward::new_in(sys, &problem.params, stepping, &mut workspace.backward);
     let pass = backward.gradient(tape, trajectory, &seeds);
     backward.release(&mut workspace.backward);
+    workspace.backward.keep_seeds(seeds);
     let (initial_state, params) = pass?;
     Ok((value, initial_state, params))
 }

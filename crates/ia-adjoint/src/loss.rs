@@ -123,6 +123,25 @@ impl LossSeeds {
             event_times: vec![0.0; trajectory.events.len()],
         }
     }
+
+    /// [`LossSeeds::zeros`] in the vectors of `self` (an earlier pass's):
+    /// the same zero seeds, without allocating the room `self` has.
+    pub(crate) fn zeroed_for(mut self, trajectory: &Trajectory) -> Self {
+        let n = trajectory.final_state.len();
+        let zero = |v: &mut Vec<f64>, len: usize| {
+            v.clear();
+            v.resize(len, 0.0);
+        };
+        zero(&mut self.final_state, n);
+        zero(&mut self.event_times, trajectory.events.len());
+        let observed = trajectory.observations.len();
+        self.observations.truncate(observed);
+        for v in &mut self.observations {
+            zero(v, n);
+        }
+        self.observations.resize_with(observed, || vec![0.0; n]);
+        self
+    }
 }
 
 pub(crate) fn check_seeds(seeds: &LossSeeds, trajectory: &Trajectory) -> Result<(), HybridError> {

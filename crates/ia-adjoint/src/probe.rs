@@ -95,6 +95,24 @@ fn gaussians(count: usize, out: &mut Vec<f64>) {
     out.truncate(count);
 }
 
+/// `out = a w` for the column-major matrix `a` of `out.len()` rows and
+/// `w.len()` columns (at least one), each row's sum taken left to right
+/// from its first term: the bits of `(0..w.len()).map(|k| a[(i, k)] *
+/// w[k]).sum()` (whose start, `-0.0`, leaves the first term as it is).
+fn column_sums(a: &[f64], w: &[f64], out: &mut [f64]) {
+    let mut columns = a.chunks_exact(out.len()).zip(w);
+    if let Some((first, &w0)) = columns.next() {
+        for (o, &x) in out.iter_mut().zip(first) {
+            *o = x * w0;
+        }
+    }
+    for (column, &wk) in columns {
+        for (o, &x) in out.iter_mut().zip(column) {
+            *o += x * wk;
+        }
+    }
+}
+
 /// The probes carried by the taped run (an [`ExtraState`], controlled).
 pub(crate) struct Probes {
     n: usize,
@@ -107,6 +125,8 @@ pub(crate) struct Probes {
     partials: Option<FlowPartials>,
     /// Zeros (`n`), then a product's output (`n`).
     scratch: Vec<f64>,
+    /// The `f_p d_p` part of a dense rate (`n`).
+    row_sums: Vec<f64>,
     /// `dt*` of each probe at the last located event (a cascade's time).
     root_times: Vec<f64>,
     saltation: SaltationWorkspace,
@@ -125,6 +145,7 @@ impl Probes {
             directions,
             partials: None,
             scratch: vec![0.0; 2 * n],
+            row_sums: vec![0.0; n],
             root_times: vec![0.0; count],
             saltation: SaltationWorkspace::new(n, n_params),
         }
@@ -176,13 +197,22 @@ impl Probes {
             .flow
             .partials(t, x, run.params, partials);
         let m = n + np;
+        // `rate = f_x v + f_p d_p`, each row's two sums taken over the
+        // columns in order (`f_x`'s row `i` is `sum_k f_x[i, k] v[k]`,
+        // left to right from its first term, as `Iterator::sum` adds; then
+        // `f_p`'s likewise, then the two added), by whole columns of the
+        // column-major slices: this runs at every stage of the taped run.
+        let (fx_all, fp_all) = (partials.x.as_slice(), partials.p.as_slice());
+        let fp_sums = &mut self.row_sums;
         for c in 0..self.count {
             let (v, out) = (&extra[c * n..(c + 1) * n], &mut rate[c * n..(c + 1) * n]);
             let dp = &self.directions[c * m + n..(c + 1) * m];
-            for (i, o) in out.iter_mut().enumerate() {
-                let fx: f64 = (0..n).map(|k| partials.x[(i, k)] * v[k]).sum();
-                let fp: f64 = (0..np).map(|j| partials.p[(i, j)] * dp[j]).sum();
-                *o = fx + fp;
+            column_sums(fx_all, v, out);
+            if np > 0 {
+                column_sums(fp_all, dp, fp_sums);
+                for (o, fp) in out.iter_mut().zip(fp_sums.iter()) {
+                    *o += fp;
+                }
             }
         }
     }
@@ -378,6 +408,38 @@ impl<E: ExtraState> ExtraState for Probed<'_, E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reference: the row sums as the dense rate formed them before
+    /// (`(0..k).map(|j| a[(i, j)] * w[j]).sum()`, nalgebra's indexing),
+    /// bit for bit, on matrices with signed zeros, a NaN-free spread of
+    /// magnitudes, and 1 to 9 columns.
+    #[test]
+    fn column_sums_are_the_row_sums_bit_for_bit() {
+        use ia_core::nalgebra::DMatrix;
+        let mut values = Vec::new();
+        gaussians(400, &mut values);
+        for (k, v) in values.iter_mut().enumerate() {
+            match k % 7 {
+                0 => *v = -0.0,
+                1 => *v = 0.0,
+                2 => *v *= 1e12,
+                3 => *v *= 1e-9,
+                _ => {}
+            }
+        }
+        for rows in 1..6 {
+            for cols in 1..10 {
+                let a = DMatrix::from_column_slice(rows, cols, &values[..rows * cols]);
+                let w = &values[100..100 + cols];
+                let mut out = vec![1.0; rows];
+                column_sums(a.as_slice(), w, &mut out);
+                for (i, o) in out.iter().enumerate() {
+                    let row: f64 = (0..cols).map(|j| a[(i, j)] * w[j]).sum();
+                    assert_eq!(o.to_bits(), row.to_bits(), "{rows} x {cols}, row {i}");
+                }
+            }
+        }
+    }
     use crate::fixtures::{ball, problem};
     use crate::forward::ForwardSensitivity;
     use ia_events::{Observer, SpareVecs};

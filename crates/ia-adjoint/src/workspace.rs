@@ -47,7 +47,12 @@ pub struct Workspace {
     /// Storage of `n x m` matrices.
     pub(crate) matrices: SpareVecs,
     observation_jacobians: Vec<DMatrix<f64>>,
-    pub(crate) tape: Option<Tape>,
+    /// Spare tapes, the latest kept last: one per taped run whose tape
+    /// came back (a batch records many runs before their backward passes
+    /// give the tapes back), at most [`SPARE_TAPE_BYTES`] in all.
+    tapes: Vec<Tape>,
+    /// The heap bytes of `tapes`.
+    tape_bytes: usize,
     pub(crate) backward: BackwardBuffers,
     probes: Option<Probes>,
 }
@@ -108,17 +113,34 @@ impl Workspace {
         self.backward.give_result(params);
     }
 
-    /// An empty tape set to `options`, in kept buffers.
+    /// An empty tape set to `options`, in kept buffers (those of the tape
+    /// kept last) when there are any.
     pub(crate) fn tape(&mut self, options: &AdjointOptions) -> Tape {
-        match self.tape.take() {
-            Some(kept) => kept.renew(options),
+        match self.tapes.pop() {
+            Some(kept) => {
+                self.tape_bytes -= kept.heap_bytes();
+                kept.renew(options)
+            }
             None => Tape::new(options),
         }
     }
 
-    /// Keeps `tape`'s buffers for the next call.
+    /// Keeps `tape`'s buffers for the next calls: always when no tape is
+    /// kept, otherwise while the kept tapes hold at most
+    /// [`SPARE_TAPE_BYTES`] (a batch's runs recorded before their backward
+    /// passes each take one).
     pub(crate) fn keep_tape(&mut self, tape: Tape) {
-        self.tape = Some(tape);
+        let bytes = tape.heap_bytes();
+        if self.tapes.is_empty() || self.tape_bytes + bytes <= SPARE_TAPE_BYTES {
+            self.tape_bytes += bytes;
+            self.tapes.push(tape);
+        }
+    }
+
+    /// The heap bytes of the kept tapes.
+    #[cfg(test)]
+    pub(crate) fn kept_tape_bytes(&self) -> usize {
+        self.tape_bytes
     }
 
     /// The carried forward sensitivities for `system`, in kept buffers.
@@ -165,6 +187,23 @@ impl Workspace {
         run
     }
 
+    /// Drops the tape's and the backward replay's buffers when either
+    /// holds more than [`KEPT_RUN_BYTES`] (they grow with a run's steps):
+    /// what a workspace kept between calls (a thread's one-shot calls, a
+    /// [`Batch`](crate::Batch)'s workers) keeps at most of a long run.
+    pub(crate) fn trim_run_buffers(&mut self) {
+        // The oldest kept first: the latest are taken first.
+        let mut drop = 0;
+        while self.tape_bytes > KEPT_RUN_BYTES {
+            self.tape_bytes -= self.tapes[drop].heap_bytes();
+            drop += 1;
+        }
+        self.tapes.drain(..drop);
+        if self.backward.replay_bytes() > KEPT_RUN_BYTES {
+            self.backward = BackwardBuffers::default();
+        }
+    }
+
     /// The emptied list of observation Jacobians of the last results given
     /// back.
     pub(crate) fn observation_list(&mut self) -> Vec<DMatrix<f64>> {
@@ -179,8 +218,15 @@ impl Workspace {
 pub(crate) const KEPT_BLOCK: usize = 1 << 14;
 
 /// The most a thread keeps of a one-shot call's tape and replay buffer
-/// (they grow with the run's steps): 1 MiB each.
+/// (they grow with the run's steps), and a [`Batch`](crate::Batch)'s
+/// worker of its tapes and replay buffer between calls: 1 MiB each.
 pub(crate) const KEPT_RUN_BYTES: usize = 1 << 20;
+
+/// The most bytes of spare tapes a workspace keeps during a call
+/// (a batch's backward passes give back the tapes of runs recorded
+/// earlier, each the next run's buffers): 16 MiB, trimmed to
+/// [`KEPT_RUN_BYTES`] between a batch's calls.
+pub(crate) const SPARE_TAPE_BYTES: usize = 16 << 20;
 
 thread_local! {
     /// The buffers of this thread's one-shot calls ([`crate::jacobian`],
@@ -205,16 +251,7 @@ pub(crate) fn in_thread_workspace<T>(
     }
     let mut workspace = KEPT.try_with(Cell::take).ok().flatten().unwrap_or_default();
     let out = f(&mut workspace);
-    if workspace
-        .tape
-        .as_ref()
-        .is_some_and(|t| t.heap_bytes() > KEPT_RUN_BYTES)
-    {
-        workspace.tape = None;
-    }
-    if workspace.backward.replay_bytes() > KEPT_RUN_BYTES {
-        workspace.backward = BackwardBuffers::default();
-    }
+    workspace.trim_run_buffers();
     // A thread being torn down keeps nothing.
     let _ = KEPT.try_with(|kept| kept.set(Some(workspace)));
     out

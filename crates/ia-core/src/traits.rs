@@ -125,9 +125,9 @@ impl Partials {
     /// Sets every entry to zero (done by the library before each call of
     /// [`Flow::partials`] and [`Reset::partials`]).
     pub fn clear(&mut self) {
-        self.x.fill(0.0);
-        self.p.fill(0.0);
-        self.t.fill(0.0);
+        self.x.as_mut_slice().fill(0.0);
+        self.p.as_mut_slice().fill(0.0);
+        self.t.as_mut_slice().fill(0.0);
     }
 }
 
@@ -158,8 +158,8 @@ impl GuardPartials {
 
     /// Sets every entry to zero.
     pub fn clear(&mut self) {
-        self.x.fill(0.0);
-        self.p.fill(0.0);
+        self.x.as_mut_slice().fill(0.0);
+        self.p.as_mut_slice().fill(0.0);
         self.t = 0.0;
     }
 

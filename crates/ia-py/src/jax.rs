@@ -31,6 +31,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+#[cfg(test)]
+mod probe;
 mod tangents;
 pub(crate) use tangents::{TangentsIn, TangentsOut};
 
@@ -226,7 +228,8 @@ struct Counts {
     taped_runs: AtomicU64,
     /// Adjoint passes.
     backward_passes: AtomicU64,
-    /// Backward passes that found no kept tape and ran the model again.
+    /// Backward passes that found no kept tape of a run a forward call
+    /// made (used already, or evicted) and ran the model again.
     replays: AtomicU64,
     /// Forward-sensitivity passes (forward mode).
     tangent_passes: AtomicU64,
@@ -278,6 +281,18 @@ fn check_len(what: &str, slice_len: usize, expected: usize) -> Result<(), Scenar
 }
 
 impl SolverCore {
+    /// The core of runs of `scenario` (its solver the adjoint's) with the
+    /// time outputs `times`.
+    pub(crate) fn new(scenario: Scenario, times: TimeOutputs) -> Self {
+        SolverCore {
+            workspace: Mutex::new(ia_adjoint::Workspace::new()),
+            tapes: Mutex::new(TapeStore::default()),
+            counts: Counts::default(),
+            scenario,
+            times,
+        }
+    }
+
     pub(crate) fn sizes(&self) -> Sizes {
         Sizes {
             n: self.scenario.spec.states.len(),
@@ -532,13 +547,21 @@ impl SolverCore {
                 })
             })
             .collect();
-        let found: Vec<Option<TapedRun>> = {
+        let (found, replayed) = {
             let mut store = self.tape_store();
-            points.iter().map(|&b| store.take(&keys[b])).collect()
+            let found: Vec<Option<TapedRun>> =
+                points.iter().map(|&b| store.take(&keys[b])).collect();
+            // A point without a tape whose forward call ran is run again;
+            // one whose forward call XLA dropped runs here for the first
+            // time.
+            let replayed = (0..points.len())
+                .filter(|&q| found[q].is_none() && store.was_recorded(&keys[points[q]]))
+                .count();
+            (found, replayed)
         };
         let missing: Vec<usize> = (0..points.len()).filter(|&q| found[q].is_none()).collect();
         count(&self.counts.backward_passes, batch);
-        count(&self.counts.replays, missing.len());
+        count(&self.counts.replays, replayed);
         count(&self.counts.taped_runs, missing.len());
         let mut items_at = vec![0_usize; points.len()];
         for &q in &point_of {
@@ -591,24 +614,44 @@ impl SolverCore {
                 PointRun::Fresh => ia_adjoint::gradient_in(problem, loss, &options, workspace),
             }
         };
+        // Each item's gradient is written where it goes by the worker that
+        // computed it, and its vectors (the trajectory's, the gradient's)
+        // go back to that worker's workspace for its next item.
+        let write = |&b: &usize,
+                     (gx, gp): &mut (&mut [f64], &mut [f64]),
+                     workspace: &mut ia_adjoint::Workspace| {
+            let grad = pass(&b, workspace).map_err(|e| self.explain(&problems[b], e))?;
+            let checked = self.check_observed(&grad.trajectory);
+            gx.copy_from_slice(&grad.initial_state);
+            gp.copy_from_slice(&grad.params);
+            workspace.recycle_gradient(grad);
+            checked
+        };
+        let mut outs: Vec<(&mut [f64], &mut [f64])> = rows_of(gx, n, batch)
+            .zip(rows_of(gp, n_params, batch))
+            .collect();
         let runs = match kept.as_deref_mut() {
-            Some(workspace) => vec![pass(&0, workspace)],
+            Some(workspace) => vec![write(&0, &mut outs[0], workspace)],
             None => {
                 let indices: Vec<usize> = (0..batch).collect();
-                pool()?.map_in(&indices, pass)
+                pool()?.map_into(&indices, &mut outs, write)
             }
         };
-        for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
-            let grad = run.map_err(|e| self.explain(problem, e))?;
-            self.check_observed(&grad.trajectory)?;
-            gx[b * n..(b + 1) * n].copy_from_slice(&grad.initial_state);
-            gp[b * n_params..(b + 1) * n_params].copy_from_slice(&grad.params);
-            if let Some(workspace) = kept.as_deref_mut() {
-                workspace.recycle_gradient(grad);
-            }
-        }
-        Ok(())
+        // The first failing item's error, in input order.
+        runs.into_iter().collect()
     }
+}
+
+/// The first `rows` consecutive rows of `width` entries of `data`, which
+/// holds at least `rows x width` (`width` may be 0: `rows` empty rows,
+/// where `chunks_mut` would refuse).
+fn rows_of(data: &mut [f64], width: usize, rows: usize) -> impl Iterator<Item = &mut [f64]> {
+    let mut rest = data;
+    (0..rows).map(move |_| {
+        let (row, tail) = std::mem::take(&mut rest).split_at_mut(width);
+        rest = tail;
+        row
+    })
 }
 
 /// The error of a `first` that is not a list of transition names.
@@ -689,13 +732,7 @@ impl JaxSolver {
             Some(v) => v.extract().map_err(|_| first_refused(v))?,
         };
         let times = TimeOutputs::new(max_events, &first, &scenario.system).map_err(library)?;
-        let core = Arc::new(SolverCore {
-            workspace: Mutex::new(ia_adjoint::Workspace::new()),
-            tapes: Mutex::new(TapeStore::default()),
-            counts: Counts::default(),
-            scenario,
-            times,
-        });
+        let core = Arc::new(SolverCore::new(scenario, times));
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         REGISTRY
             .lock()
@@ -733,7 +770,9 @@ impl JaxSolver {
     /// runs), `taped_runs` (runs recording a tape: differentiated forward
     /// calls, and backward passes that found no kept tape), `backward_passes`
     /// (adjoint passes), `replays` (backward passes that ran the model
-    /// again), `tangent_passes` (forward-sensitivity passes) and
+    /// again at inputs a forward call had run: its tape used already or
+    /// evicted; not a backward pass whose forward call `jax.jit` dropped,
+    /// which runs the model once), `tangent_passes` (forward-sensitivity passes) and
     /// `tangent_columns` (the sensitivity columns they carried).
     fn statistics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         let dict = pyo3::types::PyDict::new(py);

@@ -10,9 +10,15 @@
 //! about the last two forward calls (at least [`MIN_KEPT`]), so that
 //! forward calls never followed by a backward pass (`jax.jvp`, a
 //! discarded `jax.linearize`) cannot pile up tapes.
+//!
+//! It also remembers the inputs of about as many runs whose tapes are gone
+//! (used by a backward pass, or evicted): a backward pass that records a
+//! run at those inputs runs the model a second time (a replay), while one
+//! that records a run no forward call made (under `jax.jit`, XLA drops a
+//! forward call whose outputs a `jax.grad` does not use) runs it once.
 
 use ia_adjoint::{Problem, TapedRun};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 /// The fewest runs kept whatever the batch sizes.
 pub(crate) const MIN_KEPT: usize = 16;
@@ -40,6 +46,12 @@ pub(crate) struct TapeStore {
     runs: BTreeMap<u64, (Vec<u64>, TapedRun)>,
     /// The serial number of the next run kept.
     next: u64,
+    /// The keys of runs recorded by forward calls whose tapes are gone.
+    spent: HashSet<Vec<u64>>,
+    /// Those keys, oldest first (each once).
+    spent_order: VecDeque<Vec<u64>>,
+    /// The most keys `spent` remembers: that of runs at the last keep.
+    spent_limit: usize,
 }
 
 impl TapeStore {
@@ -48,6 +60,7 @@ impl TapeStore {
     /// [`MIN_KEPT`]).
     pub(crate) fn keep(&mut self, runs: Vec<(Vec<u64>, TapedRun)>) {
         let limit = (2 * runs.len()).max(MIN_KEPT);
+        self.spent_limit = limit;
         for (key, run) in runs {
             let serial = self.next;
             self.next += 1;
@@ -69,7 +82,33 @@ impl TapeStore {
                     self.serials.remove(&key);
                 }
             }
+            self.spend(key);
         }
+        self.forget_spent();
+    }
+
+    /// Remembers that the run of `key` was recorded and its tape is gone.
+    fn spend(&mut self, key: Vec<u64>) {
+        if !self.spent.contains(&key) {
+            self.spent.insert(key.clone());
+            self.spent_order.push_back(key);
+        }
+    }
+
+    /// Forgets the oldest spent keys past the limit.
+    fn forget_spent(&mut self) {
+        while self.spent_order.len() > self.spent_limit.max(MIN_KEPT) {
+            if let Some(key) = self.spent_order.pop_front() {
+                self.spent.remove(&key);
+            }
+        }
+    }
+
+    /// Whether a forward call recorded a run from `key`'s inputs whose
+    /// tape is gone (used or evicted) lately: recording it again is a
+    /// replay.
+    pub(crate) fn was_recorded(&self, key: &[u64]) -> bool {
+        self.spent.contains(key)
     }
 
     /// The run recorded from `key`'s inputs (the latest kept), taken out
@@ -80,9 +119,10 @@ impl TapeStore {
         if list.is_empty() {
             self.serials.remove(key);
         }
-        serial
-            .and_then(|s| self.runs.remove(&s))
-            .map(|(_, run)| run)
+        let (key, run) = serial.and_then(|s| self.runs.remove(&s))?;
+        self.spend(key);
+        self.forget_spent();
+        Some(run)
     }
 
     /// How many runs are kept.
@@ -125,8 +165,14 @@ mod tests {
             store.take(&key(&later)).is_none(),
             "another final time: no tape"
         );
+        assert!(!store.was_recorded(&k(0.0)), "kept, not spent");
         assert!(store.take(&k(0.0)).is_some());
         assert!(store.take(&k(0.0)).is_none(), "a tape is used once");
+        assert!(
+            store.was_recorded(&k(0.0)),
+            "used: recording it again is a replay"
+        );
+        assert!(!store.was_recorded(&k(0.1)), "never recorded: not a replay");
         // A forward call of MIN_KEPT + 1 runs keeps them all (twice the
         // call's size); the next small calls evict the oldest first.
         let many: Vec<_> = (0..=MIN_KEPT).map(|i| (k(i as f64), taped(0.0))).collect();
@@ -135,7 +181,21 @@ mod tests {
         store.keep(vec![(k(-1.0), taped(0.0))]);
         assert_eq!(store.len(), MIN_KEPT);
         assert!(store.take(&k(0.0)).is_none() && store.take(&k(1.0)).is_none());
+        assert!(
+            store.was_recorded(&k(1.0)),
+            "evicted: recording it again is a replay"
+        );
         assert!(store.take(&k(2.0)).is_some() && store.take(&k(-1.0)).is_some());
+        // The spent keys are forgotten past the limit, oldest first: after
+        // MIN_KEPT more runs used, 0.0 (spent first) is forgotten.
+        for i in 0..MIN_KEPT {
+            let key = k(100.0 + i as f64);
+            store.keep(vec![(key.clone(), taped(0.0))]);
+            assert!(store.take(&key).is_some());
+        }
+        assert!(!store.was_recorded(&k(0.0)));
+        assert!(store.was_recorded(&k(100.0)));
+        assert!(store.spent.len() <= MIN_KEPT && store.spent.len() == store.spent_order.len());
     }
 
     #[test]

@@ -2,7 +2,6 @@ use crate::gradient::gradient_in;
 use crate::jacobian::{jacobian, jacobian_in, jacobian_wrt, jacobian_wrt_in};
 use crate::results::Method;
 use crate::tape::AdjointOptions;
-use crate::tape::Tape;
 use crate::workspace::*;
 use ia_events::{EventOptions, EventRecording, Problem, SolverChoice};
 use rstest::rstest;
@@ -182,9 +181,7 @@ fn a_thread_keeps_bounded_buffers_between_one_shot_calls() {
     use crate::loss::FinalComponent;
     let kept_tape = || {
         let kept = KEPT.with(Cell::take);
-        let bytes = kept
-            .as_ref()
-            .map(|w| w.tape.as_ref().map_or(0, Tape::heap_bytes));
+        let bytes = kept.as_ref().map(Workspace::kept_tape_bytes);
         KEPT.with(|k| k.set(kept));
         bytes
     };
