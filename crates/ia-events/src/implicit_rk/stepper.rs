@@ -354,7 +354,10 @@ impl ImplicitStepper {
                     }
                 }
                 self.z[c..].copy_from_slice(&self.w[c..]);
-                rhs.eval(ti, &self.z, &mut self.f);
+                // The rates after the state (the state's are known).
+                if !rhs.eval_after_closed(ti, &self.z, &mut self.f[c..]) {
+                    rhs.eval(ti, &self.z, &mut self.f);
+                }
                 self.counters.rhs_evaluations += 1;
                 let matrix = if constant {
                     &mut self.matrix
