@@ -49,9 +49,15 @@ Diffrax's at 1e-8).
 Writes ``stiff_drug_results.json`` and ``stiff_drug_results.md`` into
 ``--out-dir`` (default: beside this script).
 
+Ours runs at ``--ours-tols`` too (between the peers' decades), so that
+"at equal or better error" is a work-precision comparison: for every peer
+run that finished, ours at the loosest tolerance whose error is at most
+the peer's, the time ratio there and at the same rtol (the work-precision
+table; the target rows time that match paired).
+
 Usage (from the repository root, in the peers' venv; see README.md):
 
-    python benches/peers/stiff_drug.py [--tols 1e-6,1e-8,1e-10] [--out-dir DIR]
+    python benches/peers/stiff_drug.py [--tols 1e-6,1e-8,1e-10] [--ours-tols 5e-8,2e-8] [--out-dir DIR]
 """
 
 import argparse
@@ -326,13 +332,17 @@ def versions():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tols", default="1e-6,1e-7,1e-8,1e-9,1e-10",
-                        help="comma-separated rtol = atol list (ours and pydiffsol)")
+                        help="comma-separated rtol = atol list (pydiffsol; ours too)")
+    parser.add_argument("--ours-tols", default="5e-7,2e-7,5e-8,2e-8,5e-9,2e-9,5e-10,2e-10",
+                        help="further rtol = atol values for ours only, between the peers' (the work-precision "
+                             "comparison: ours at the loosest tolerance whose error is at most the peer's)")
     parser.add_argument("--diffrax-tols", default="1e-6,1e-8,1e-10,1e-12",
                         help="comma-separated rtol = atol list for Diffrax (each one compiles for 30 s or more)")
     parser.add_argument("--out-dir", default=str(HERE))
     parser.add_argument("--no-diffrax", action="store_true", help="skip the Diffrax rows")
     args = parser.parse_args()
     tols = [float(s) for s in args.tols.split(",") if s]
+    ours_tols = sorted(set(tols) | {float(s) for s in args.ours_tols.split(",") if s}, reverse=True)
     diffrax_tols = [] if args.no_diffrax else [float(s) for s in args.diffrax_tols.split(",") if s]
     assert TARGET_TOL in tols, f"--tols must include {TARGET_TOL:g} (the targets' tolerance)"
     assert not diffrax_tols or TARGET_TOL in diffrax_tols, f"--diffrax-tols must include {TARGET_TOL:g}"
@@ -346,17 +356,19 @@ def main():
     assert model.wrt_names == problem.wrt, model.wrt_names
 
     forward, adjoint = [], []
-    for tol in sorted(set(tols) | set(diffrax_tols), reverse=True):
+    for tol in sorted(set(ours_tols) | set(diffrax_tols), reverse=True):
         if tol in diffrax_tols:
             adjoint.append({"who": "Diffrax Kvaerno5", "tol": tol, **diffrax_adjoint(problem, tol)})
-        if tol not in tols:
+        if tol not in ours_tols:
             continue
         forward.append({"who": "impact-adjoint kvaerno5", "tol": tol, **ours_forward(model, problem, tol)})
+        adjoint.append({"who": "impact-adjoint kvaerno5", "tol": tol, **ours_adjoint(model, problem, tol)})
+        if tol not in tols:
+            continue
         for name, method in [("ESDIRK34", ds.esdirk34), ("BDF", ds.bdf)]:
             for sens, sens_tol in [("sens_tol = tol", tol), ("sens_tol default", None)]:
                 forward.append({"who": f"pydiffsol {name}", "sens": sens, "tol": tol,
                                 **pydiffsol_forward(problem, method, tol, sens_tol)})
-        adjoint.append({"who": "impact-adjoint kvaerno5", "tol": tol, **ours_adjoint(model, problem, tol)})
         print(f"tol {tol:g} done ({time.perf_counter() - wall:.0f} s)", file=sys.stderr, flush=True)
 
     def pick(rows, who, tol):
@@ -431,6 +443,26 @@ def main():
                              "target": f">= {TARGETS['adjoint_speedup']:g}", "met": False,
                              "detail": "no tolerance of ours reached Diffrax's error"})
 
+    # Work-precision: every peer run that finished, against ours at the
+    # loosest tolerance whose error is at most the peer's (separate medians),
+    # and against ours at the same rtol.
+    precision = []
+    for r in forward:
+        if r["who"] == "impact-adjoint kvaerno5" or r["error"] is None:
+            continue
+        match = loosest(forward, "error", r["error"])
+        same = next((o for o in forward if o["who"] == "impact-adjoint kvaerno5" and o["tol"] == r["tol"]), None)
+        precision.append({
+            "peer": r["who"], "sens": r.get("sens"), "peer_tol": r["tol"], "peer_error": r["error"],
+            "peer_seconds": r["seconds"],
+            "ours_tol": None if match is None else match["tol"],
+            "ours_error": None if match is None else match["error"],
+            "ours_seconds": None if match is None else match["seconds"],
+            "ratio_at_matched_error": None if match is None else match["seconds"] / r["seconds"],
+            "ratio_at_same_rtol": None if same is None else same["seconds"] / r["seconds"],
+            "same_rtol_error": None if same is None else same["error"],
+        })
+
     load_after = os.getloadavg()
     total = time.perf_counter() - wall
     v = versions()
@@ -472,6 +504,24 @@ def main():
         else:
             md.append(f"| {r['who']} `jax.grad` (jit), {r['events']} redoses | {r['tol']:g} | {r['error']:.1e} | "
                       f"{fmt(r['seconds'])} | {fmt(r['first_call_seconds'])} |")
+    md += [
+        "",
+        "Work-precision, forward Jacobian: each peer run that finished, against ours at the loosest tolerance "
+        "whose error is at most the peer's (ratio of separate medians, ours / peer), and ours at the same rtol:",
+        "",
+        "| peer | rtol | peer's error, time | ours matched: rtol, error, time | ours / peer at matched error "
+        "| ours / peer at the same rtol (ours' error) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for w in precision:
+        who = w["peer"] + (f" ({w['sens']})" if w["sens"] else "")
+        matched = ("none reaches it" if w["ours_tol"] is None else
+                   f"{w['ours_tol']:g}, {w['ours_error']:.1e}, {fmt(w['ours_seconds'])}")
+        ratio = "-" if w["ratio_at_matched_error"] is None else f"{w['ratio_at_matched_error']:.2f}"
+        same = ("-" if w["ratio_at_same_rtol"] is None else
+                f"{w['ratio_at_same_rtol']:.2f} ({w['same_rtol_error']:.1e})")
+        md.append(f"| {who} | {w['peer_tol']:g} | {w['peer_error']:.1e}, {fmt(w['peer_seconds'])} | {matched} "
+                  f"| {ratio} | {same} |")
     md += ["", "| target | measured | met? | detail |", "|---|---|---|---|"]
     for t in verdicts:
         measured = "-" if t["measured"] is None else f"{t['measured']:.3g}"
@@ -487,7 +537,7 @@ def main():
         "problem": "crates/ia-verify/references/stiff/drug.json", "reference": "drug.reference.json",
         "command": command, "generated_utc": generated, "total_wall_s": total,
         "load_average_before": load_before, "load_average_after": load_after, "versions": v,
-        "nproc": os.cpu_count(), "verdicts": verdicts,
+        "nproc": os.cpu_count(), "verdicts": verdicts, "work_precision": precision,
         "forward": [{k: v for k, v in r.items() if not k.startswith("_")} for r in forward],
         "adjoint": [{k: v for k, v in r.items() if not k.startswith("_")} for r in adjoint],
         "diffsl": problem.diffsl(),

@@ -298,7 +298,11 @@ impl<'a> Backward<'a> {
             saltation,
             vectors: take(&mut kept.vectors).prepare(s, n),
             replay_from: 0,
-            implicit: take(&mut kept.implicit),
+            implicit: {
+                let mut implicit = take(&mut kept.implicit);
+                implicit.begin();
+                implicit
+            },
         }
     }
 
@@ -805,7 +809,7 @@ impl Backward<'_> {
             // implicit stage (K_1 = f(y_0) for the first).
             let formed = if i > 0 {
                 self.implicit.transposed_solve(
-                    flow,
+                    (flow, mode),
                     (stage_time, stage_state, self.params),
                     hg,
                     k_bar,

@@ -34,7 +34,11 @@
 //!
 //! Each implicit stage's transposed solve forms the flow's Jacobian at the
 //! stage; when that formed the flow's dense partials, the stage's
-//! `J_i^T u` and `f_p^T u` are read from them, not formed again.
+//! `J_i^T u` and `f_p^T u` are read from them, not formed again. A flow
+//! that declares its state Jacobian constant
+//! ([`Flow::state_jacobian_is_constant`]) has it formed once per mode met
+//! in a row and `(I - h gamma J)^T` factorised once per step size (all the
+//! stages of a step share `h gamma`): the same matrix at every stage.
 
 use ia_core::{Flow, FlowPartials, HybridError, Sparsity};
 use ia_events::implicit_rk::{solve_stages_exactly, IterationMatrix, StageWorkspace};
@@ -113,6 +117,11 @@ pub(crate) struct ImplicitBuffers {
     /// A stage solve or a transposed solve failed since the last
     /// [`ImplicitBuffers::check`].
     failed: bool,
+    /// `matrix` holds the constant Jacobian of this mode of the current
+    /// backward pass ([`Flow::state_jacobian_is_constant`]), factorised at
+    /// `constant_hg` (0: not factorised).
+    constant_mode: Option<usize>,
+    constant_hg: f64,
 }
 
 impl ImplicitBuffers {
@@ -139,18 +148,42 @@ impl ImplicitBuffers {
         }
     }
 
-    /// Overwrites `v` with `(I - hg f_x(t, x, p))^{-T} v`. Returns the
-    /// flow's dense partials at `(t, x, p)` when forming the Jacobian formed
-    /// them (a dense iteration matrix, or a sparse one of a flow without
-    /// sparse partials of its own): the step's transpose then reads
-    /// `f_x^T v` and `f_p^T v` from them rather than forming them again.
+    /// Starts a backward pass: no Jacobian kept from another.
+    pub(crate) fn begin(&mut self) {
+        self.constant_mode = None;
+        self.constant_hg = 0.0;
+    }
+
+    /// Overwrites `v` with `(I - hg f_x(t, x, p))^{-T} v` for the flow of
+    /// mode `mode`. Returns the flow's dense partials at `(t, x, p)` when
+    /// forming the Jacobian formed them (a dense iteration matrix, or a
+    /// sparse one of a flow without sparse partials of its own): the step's
+    /// transpose then reads `f_x^T v` and `f_p^T v` from them rather than
+    /// forming them again. A constant Jacobian (see the module's
+    /// documentation) kept from an earlier stage is used as it is (and
+    /// refactorised when `hg` changed): nothing formed, `None` returned.
     pub(crate) fn transposed_solve(
         &mut self,
-        flow: &dyn Flow,
+        (flow, mode): (&dyn Flow, usize),
         at: (f64, &[f64], &[f64]),
         hg: f64,
         v: &mut [f64],
     ) -> Option<&FlowPartials> {
+        let constant = flow.state_jacobian_is_constant();
+        if constant && self.constant_mode == Some(mode) {
+            if self.constant_hg != hg {
+                self.constant_hg = 0.0;
+                if !self.matrix.factor(hg) {
+                    self.failed = true;
+                    return None;
+                }
+                self.constant_hg = hg;
+            }
+            self.matrix.solve_transpose(v);
+            return None;
+        }
+        self.constant_mode = None;
+        self.constant_hg = 0.0;
         let (t, x, params) = at;
         let mut formed = false;
         let mut rhs = FlowRhs {
@@ -164,6 +197,10 @@ impl ImplicitBuffers {
         if !self.matrix.evaluate(&mut rhs, t, x) || !self.matrix.factor(hg) {
             self.failed = true;
             return None;
+        }
+        if constant {
+            self.constant_mode = Some(mode);
+            self.constant_hg = hg;
         }
         self.matrix.solve_transpose(v);
         if formed {

@@ -39,7 +39,14 @@ pub struct Program {
     constants: Vec<f64>,
     code: Vec<Op>,
     outputs: Vec<u32>,
+    /// Every instruction is `+ - * /` or a negation: the forward-sensitivity
+    /// rate then takes all its columns in one pass ([`Program::sensitivity_rate`]).
+    arithmetic: bool,
 }
+
+/// The most floats (registers times one plus the columns) of one pass of
+/// [`Program::sensitivity_rate`] over all its columns, on the stack.
+const PASS_FLOATS: usize = 1024;
 
 /// Builds a [`Program`] from expressions, one output each.
 pub struct Compiler<'a> {
@@ -61,6 +68,7 @@ impl<'a> Compiler<'a> {
                 constants: Vec::new(),
                 code: Vec::new(),
                 outputs: Vec::new(),
+                arithmetic: false,
             },
             lets,
             let_registers: vec![None; lets.len()],
@@ -104,6 +112,12 @@ impl<'a> Compiler<'a> {
         for r in &mut program.outputs {
             *r = relocate(*r);
         }
+        program.arithmetic = program.code.iter().all(|op| {
+            matches!(
+                op,
+                Op::Add(..) | Op::Sub(..) | Op::Mul(..) | Op::Div(..) | Op::Neg(..)
+            )
+        });
         program
     }
 
@@ -334,7 +348,30 @@ impl Program {
     /// then parameter columns): one dual-number evaluation per column,
     /// seeded with the column (and the column's parameter), without forming
     /// the partials.
+    ///
+    /// A program of `+ - * /` and negations only takes every column in one
+    /// pass instead (the values once, each instruction's slopes for all the
+    /// columns together, by the dual numbers' rules in the same order: the
+    /// same numbers to the bit).
     pub fn sensitivity_rate(&self, t: f64, x: &[f64], p: &[f64], s: &[f64], ds: &mut [f64]) {
+        let n = self.n_states;
+        let floats = self.registers() * (s.len() / n.max(1) + 1);
+        if self.arithmetic && floats <= PASS_FLOATS {
+            if floats <= PASS_FLOATS / 4 {
+                let mut buffer = [0.0; PASS_FLOATS / 4];
+                self.columns_in_one_pass(t, x, p, s, ds, &mut buffer[..floats]);
+            } else {
+                let mut buffer = [0.0; PASS_FLOATS];
+                self.columns_in_one_pass(t, x, p, s, ds, &mut buffer[..floats]);
+            }
+            return;
+        }
+        self.columns_one_by_one(t, x, p, s, ds);
+    }
+
+    /// [`Program::sensitivity_rate`] column by column: one dual-number
+    /// evaluation each.
+    fn columns_one_by_one(&self, t: f64, x: &[f64], p: &[f64], s: &[f64], ds: &mut [f64]) {
         let (n, np) = (self.n_states, self.n_params);
         for (c, (column, rate)) in s.chunks_exact(n).zip(ds.chunks_exact_mut(n)).enumerate() {
             let seeded_param = c.checked_sub(n);
@@ -350,6 +387,119 @@ impl Program {
                 },
                 |k, v| rate[k] = v.eps,
             );
+        }
+    }
+
+    /// The directional rate `f_x e` of a flow program for the state
+    /// direction `e` that is 1 at the states `seeded` and 0 elsewhere (no
+    /// parameter seeded): one dual-number evaluation, output `k`'s slope
+    /// handed to `store(k, slope)`. Allocates nothing (for programs of up to
+    /// [`STACK_REGISTERS`] registers).
+    pub(crate) fn seeded_state_rate(
+        &self,
+        t: f64,
+        x: &[f64],
+        p: &[f64],
+        seeded: &[usize],
+        mut store: impl FnMut(usize, f64),
+    ) {
+        let (n, np) = (self.n_states, self.n_params);
+        self.eval_loaded(
+            |r: &mut [Dual64]| {
+                r[0] = Dual64::from_re(t);
+                for (slot, &v) in r[1..1 + n].iter_mut().zip(x) {
+                    *slot = Dual64::from_re(v);
+                }
+                for &c in seeded {
+                    r[1 + c].eps = 1.0;
+                }
+                for (slot, &v) in r[1 + n..1 + n + np].iter_mut().zip(p) {
+                    *slot = Dual64::from_re(v);
+                }
+            },
+            |k, v| store(k, v.eps),
+        );
+    }
+
+    /// [`Program::sensitivity_rate`] of an arithmetic program in one pass:
+    /// `buffer` (zeroed, `registers (m + 1)` floats for `m` columns) holds
+    /// the registers' values, then their slopes, `m` a register.
+    fn columns_in_one_pass(
+        &self,
+        t: f64,
+        x: &[f64],
+        p: &[f64],
+        s: &[f64],
+        ds: &mut [f64],
+        buffer: &mut [f64],
+    ) {
+        let (n, np) = (self.n_states, self.n_params);
+        let m = s.len() / n;
+        let (re, eps) = buffer.split_at_mut(self.registers());
+        re[0] = t;
+        for (i, &v) in x[..n].iter().enumerate() {
+            re[1 + i] = v;
+            for (slope, column) in eps[(1 + i) * m..(2 + i) * m]
+                .iter_mut()
+                .zip(s.chunks_exact(n))
+            {
+                *slope = column[i];
+            }
+        }
+        re[1 + n..1 + n + np].copy_from_slice(&p[..np]);
+        // Column n + j is seeded with parameter j.
+        for c in n..m.min(n + np) {
+            eps[(1 + c) * m + c] = 1.0;
+        }
+        let base = self.input_len();
+        re[base..base + self.constants.len()].copy_from_slice(&self.constants);
+        let first = base + self.constants.len();
+        for (out, op) in (first..).zip(&self.code) {
+            let (done, rest) = eps.split_at_mut(out * m);
+            let target = &mut rest[..m];
+            let slopes = |r: u32| &done[r as usize * m..(r as usize + 1) * m];
+            // The rules of `num_dual`'s `Dual64` operations, term by term.
+            re[out] = match *op {
+                Op::Add(a, b) => {
+                    for ((o, &da), &db) in target.iter_mut().zip(slopes(a)).zip(slopes(b)) {
+                        *o = da + db;
+                    }
+                    re[a as usize] + re[b as usize]
+                }
+                Op::Sub(a, b) => {
+                    for ((o, &da), &db) in target.iter_mut().zip(slopes(a)).zip(slopes(b)) {
+                        *o = da - db;
+                    }
+                    re[a as usize] - re[b as usize]
+                }
+                Op::Mul(a, b) => {
+                    let (ra, rb) = (re[a as usize], re[b as usize]);
+                    for ((o, &da), &db) in target.iter_mut().zip(slopes(a)).zip(slopes(b)) {
+                        *o = da * rb + db * ra;
+                    }
+                    ra * rb
+                }
+                Op::Div(a, b) => {
+                    let (ra, rb) = (re[a as usize], re[b as usize]);
+                    let inv = rb.recip();
+                    for ((o, &da), &db) in target.iter_mut().zip(slopes(a)).zip(slopes(b)) {
+                        *o = (da * rb - db * ra) * inv * inv;
+                    }
+                    ra * inv
+                }
+                Op::Neg(a) => {
+                    for (o, &da) in target.iter_mut().zip(slopes(a)) {
+                        *o = -da;
+                    }
+                    -re[a as usize]
+                }
+                _ => unreachable!("an arithmetic program"),
+            };
+        }
+        for (k, &o) in self.outputs.iter().enumerate() {
+            for (c, &slope) in eps[o as usize * m..(o as usize + 1) * m].iter().enumerate() {
+                ds[c * n + k] = slope;
+            }
         }
     }
 
@@ -489,6 +639,14 @@ impl Program {
         // more than evaluating a few instructions.
         if len <= 16 {
             let mut registers = [zero; 16];
+            load(&mut registers[..len]);
+            self.run(&mut registers[..len], &mut store);
+        } else if len <= 32 {
+            let mut registers = [zero; 32];
+            load(&mut registers[..len]);
+            self.run(&mut registers[..len], &mut store);
+        } else if len <= 64 {
+            let mut registers = [zero; 64];
             load(&mut registers[..len]);
             self.run(&mut registers[..len], &mut store);
         } else if len <= STACK_REGISTERS {
@@ -818,6 +976,38 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-10 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    /// An arithmetic program (`+ - * /`, negation, time, constants, both
+    /// states and the parameter), or one that is not, with `columns`
+    /// sensitivity columns: the rate in one pass is the column-by-column
+    /// one (its reference: one dual-number evaluation per column) to the
+    /// bit.
+    #[rstest::rstest]
+    #[case(&["-k * x + 2 * y / (x - 3)", "x * y - t / k - -(y)"], 3, true)]
+    #[case(&["k / x - (y * y) / (1 + k * t)", "x"], 3, true)]
+    #[case(&["-k * x + 2 * y / (x - 3)", "x * y - t / k"], 1, true)]
+    #[case(&["sin(x) * k", "y^2"], 3, false)]
+    fn the_rate_in_one_pass_is_the_rate_column_by_column(
+        #[case] rates: &[&str],
+        #[case] columns: usize,
+        #[case] arithmetic: bool,
+    ) {
+        let mut c = Compiler::new(2, 1, &[]);
+        for text in rates {
+            c.output(&parse(text, &Names).unwrap());
+        }
+        let program = c.finish();
+        assert_eq!(program.arithmetic, arithmetic);
+        let (t, x, p) = POINT;
+        let s: Vec<f64> = (0..2 * columns).map(|k| 0.37 * k as f64 - 0.9).collect();
+        let (mut one_pass, mut by_column) = (vec![0.0; 2 * columns], vec![0.0; 2 * columns]);
+        program.sensitivity_rate(t, &x, &p, &s, &mut one_pass);
+        program.columns_one_by_one(t, &x, &p, &s, &mut by_column);
+        for (a, b) in one_pass.iter().zip(&by_column) {
+            assert_eq!(a.to_bits(), b.to_bits(), "{one_pass:?} vs {by_column:?}");
+        }
+        assert!(by_column.iter().any(|&v| v != 0.0));
     }
 
     proptest! {

@@ -15,14 +15,38 @@ pub(crate) struct SparseJacobian {
     pattern: Sparsity,
     /// The columns of each colour.
     colours: Vec<Vec<usize>>,
+    /// For each colour, row by row, where the row's entry in the colour's
+    /// columns lies among the pattern's entries ([`NO_ENTRY`]: none; the
+    /// columns of a colour share no row, so there is at most one).
+    entries: Vec<Vec<usize>>,
 }
+
+/// No entry of a colour's columns in a row.
+const NO_ENTRY: usize = usize::MAX;
 
 impl SparseJacobian {
     /// The structure of `program`'s state Jacobian (`n` states).
     pub(crate) fn of(program: &Program, n: usize) -> Option<Self> {
         let pattern = Sparsity::from_entries(n, program.state_dependencies()).ok()?;
         let colours = colour_columns(&pattern);
-        Some(Self { pattern, colours })
+        let col_ptr = pattern.col_ptr();
+        let entries = colours
+            .iter()
+            .map(|columns| {
+                let mut at = vec![NO_ENTRY; n];
+                for &c in columns {
+                    for (k, &row) in (col_ptr[c]..).zip(pattern.column(c)) {
+                        at[row] = k;
+                    }
+                }
+                at
+            })
+            .collect();
+        Some(Self {
+            pattern,
+            colours,
+            entries,
+        })
     }
 
     /// The pattern.
@@ -31,30 +55,21 @@ impl SparseJacobian {
     }
 
     /// Writes the Jacobian's entries at `(t, x, p)` in the pattern's order
-    /// into `values`: one dual-number evaluation per colour.
+    /// into `values`: one dual-number evaluation per colour, seeded with
+    /// the colour's columns, each output's slope stored at its entry
+    /// (nothing allocated).
     pub(crate) fn values(
         &self,
         program: &Program,
         (t, x, p): (f64, &[f64], &[f64]),
         values: &mut [f64],
     ) {
-        let n = self.pattern.dim();
-        let (mut seed, mut rate) = (vec![0.0; n], vec![0.0; n]);
-        let col_ptr = self.pattern.col_ptr();
-        for columns in &self.colours {
-            for &c in columns {
-                seed[c] = 1.0;
-            }
-            program.sensitivity_rate(t, x, p, &seed, &mut rate);
-            for &c in columns {
-                seed[c] = 0.0;
-                for (v, &row) in values[col_ptr[c]..col_ptr[c + 1]]
-                    .iter_mut()
-                    .zip(self.pattern.column(c))
-                {
-                    *v = rate[row];
+        for (columns, at) in self.colours.iter().zip(&self.entries) {
+            program.seeded_state_rate(t, x, p, columns, |row, slope| {
+                if let Some(&k) = at.get(row).filter(|&&k| k != NO_ENTRY) {
+                    values[k] = slope;
                 }
-            }
+            });
         }
     }
 }

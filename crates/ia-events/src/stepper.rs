@@ -39,6 +39,15 @@ pub trait OdeRhs {
     fn eval_closed(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) {
         self.eval(t, y, dydt);
     }
+    /// Writes the rates of the components after the leading
+    /// [`OdeRhs::closed_dim`] ones at `(t, y)` into `after` (`y` whole,
+    /// `after` of the length `dim - closed_dim`) and returns true; false,
+    /// writing nothing, when the right-hand side cannot give them apart
+    /// (the caller then uses [`OdeRhs::eval`]). The default cannot.
+    fn eval_after_closed(&mut self, t: f64, y: &[f64], after: &mut [f64]) -> bool {
+        let _ = (t, y, after);
+        false
+    }
     /// Writes the Jacobian of the rates of the leading
     /// [`OdeRhs::closed_dim`] components with respect to them at `(t, y)`
     /// (`y` that long), column-major into `jacobian` (`closed_dim^2`

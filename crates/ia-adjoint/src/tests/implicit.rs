@@ -331,3 +331,109 @@ fn without_derivative_probes_the_tape_still_keeps_the_stages() {
         assert!((f - a).abs() <= 1e-10 * scale, "forward {f} vs adjoint {a}");
     }
 }
+
+/// A relay's plant in mode `on` (`input = true`: `x' = a (z - x)`,
+/// `z' = lam (u - z)`) or `off` (`z' = -lam z / 2`): linear, a different
+/// matrix in each mode.
+struct Plant {
+    input: bool,
+}
+impl FlowFn for Plant {
+    fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
+        d[0] = p[0] * (x[1] - x[0]);
+        d[1] = if self.input {
+            p[1] * (p[2] - x[1])
+        } else {
+            -p[1] * x[1] * 0.5
+        };
+    }
+}
+/// [`Plant`] declaring its state Jacobian constant
+/// ([`ia_core::Flow::state_jacobian_is_constant`]).
+struct DeclaredPlant(Autodiff<Plant>);
+impl ia_core::Flow for DeclaredPlant {
+    fn rate(&self, t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
+        self.0.rate(t, x, p, dxdt);
+    }
+    fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ia_core::FlowPartials) {
+        self.0.partials(t, x, p, out);
+    }
+    fn state_jacobian_is_constant(&self) -> bool {
+        true
+    }
+}
+/// `x` crosses the threshold `p[k]` (rising for `k = 3`, falling for 4).
+struct Crosses(usize);
+impl GuardFn for Crosses {
+    fn direction(&self) -> Direction {
+        if self.0 == 3 {
+            Direction::Rising
+        } else {
+            Direction::Falling
+        }
+    }
+    fn value<S: Scalar>(&self, _t: S, x: &[S], p: &[S]) -> S {
+        x[0] - p[self.0]
+    }
+}
+/// No jump.
+struct Keep;
+impl ResetFn for Keep {
+    fn apply<S: Scalar>(&self, _t: S, x: &[S], _p: &[S], a: &mut [S]) {
+        a.copy_from_slice(x);
+    }
+}
+
+#[rstest]
+fn declared_constant_jacobians_keep_forward_and_adjoint_together_across_modes(
+    #[values("trbdf2", "kvaerno3", "kvaerno5")] name: &str,
+) {
+    // Reference: forward sensitivities carried through the same steps
+    // (ForwardOnStateSteps), which form the Jacobian their own way (the
+    // stepper's Newton matrix at each step's `h gamma`), against the
+    // adjoint, whose backward pass keeps each mode's constant Jacobian and
+    // refactorises it per step size: a Jacobian kept across a switch to
+    // the other mode's matrix would break the agreement.
+    let system = HybridSystem::builder(&["x", "z"], &["a", "lam", "u", "hi", "lo"])
+        .mode("on", DeclaredPlant(Autodiff(Plant { input: true })))
+        .mode("off", DeclaredPlant(Autodiff(Plant { input: false })))
+        .transition(
+            "switch_off",
+            FromMode("on"),
+            ToMode("off"),
+            Autodiff(Crosses(3)),
+            Autodiff(Keep),
+        )
+        .transition(
+            "switch_on",
+            FromMode("off"),
+            ToMode("on"),
+            Autodiff(Crosses(4)),
+            Autodiff(Keep),
+        )
+        .build()
+        .unwrap();
+    assert!(system.modes()[0].flow.state_jacobian_is_constant());
+    let run = Problem::new(&system, vec![0.0, 0.0], vec![1.0, 1e3, 1.0, 0.6, 0.4], 4.8)
+        .with_mode("on")
+        .unwrap()
+        .with_solver(implicit(name, 1e-8));
+    let forward = jacobian(&run, Method::ForwardOnStateSteps).unwrap();
+    let adjoint = jacobian(&run, Method::Adjoint).unwrap();
+    assert!(
+        forward.trajectory.events.len() >= 6,
+        "{} events",
+        forward.trajectory.events.len()
+    );
+    let scale = forward.final_jacobian.amax();
+    for (f, a) in forward
+        .final_jacobian
+        .iter()
+        .zip(adjoint.final_jacobian.iter())
+    {
+        assert!(
+            (f - a).abs() <= 1e-10 * scale,
+            "{name}: forward {f} vs adjoint {a}"
+        );
+    }
+}

@@ -83,46 +83,81 @@ impl DenseLu {
 
     /// Overwrites `b` with `A^{-1} b`.
     pub fn solve(&self, b: &mut [f64]) {
-        let n = self.n;
-        let a = &self.lu;
-        for k in 0..n {
-            b.swap(k, self.pivots[k]);
-        }
-        for c in 0..n {
-            let bc = b[c];
-            if bc != 0.0 {
-                for r in c + 1..n {
-                    b[r] -= a[c * n + r] * bc;
-                }
-            }
-        }
-        for c in (0..n).rev() {
-            b[c] /= a[c * n + c];
-            let bc = b[c];
-            if bc != 0.0 {
-                for r in 0..c {
-                    b[r] -= a[c * n + r] * bc;
-                }
-            }
+        let (a, pivots) = (&self.lu[..], &self.pivots[..]);
+        // Small orders by their own unrolled copies of the loops (the
+        // same operations in the same order: the same numbers).
+        match self.n {
+            1 => solve_lu(1, a, pivots, b),
+            2 => solve_lu(2, a, pivots, b),
+            3 => solve_lu(3, a, pivots, b),
+            4 => solve_lu(4, a, pivots, b),
+            5 => solve_lu(5, a, pivots, b),
+            6 => solve_lu(6, a, pivots, b),
+            n => solve_lu(n, a, pivots, b),
         }
     }
 
     /// Overwrites `b` with `A^{-T} b`.
     pub fn solve_transpose(&self, b: &mut [f64]) {
-        let n = self.n;
-        let a = &self.lu;
-        // U^T z = b (lower triangular), then L^T w = z, then x = P^T w.
-        for r in 0..n {
-            let dot: f64 = (0..r).map(|k| a[r * n + k] * b[k]).sum();
-            b[r] = (b[r] - dot) / a[r * n + r];
+        let (a, pivots) = (&self.lu[..], &self.pivots[..]);
+        match self.n {
+            1 => solve_lu_transpose(1, a, pivots, b),
+            2 => solve_lu_transpose(2, a, pivots, b),
+            3 => solve_lu_transpose(3, a, pivots, b),
+            4 => solve_lu_transpose(4, a, pivots, b),
+            5 => solve_lu_transpose(5, a, pivots, b),
+            6 => solve_lu_transpose(6, a, pivots, b),
+            n => solve_lu_transpose(n, a, pivots, b),
         }
-        for r in (0..n).rev() {
-            let dot: f64 = (r + 1..n).map(|k| a[r * n + k] * b[k]).sum();
-            b[r] -= dot;
+    }
+}
+
+/// `b <- A^{-1} b` from `P A = L U` of order `n` (`a` column-major, `L`
+/// unit lower below the diagonal, `U` on and above it).
+#[inline(always)]
+fn solve_lu(n: usize, a: &[f64], pivots: &[usize], b: &mut [f64]) {
+    let (a, pivots, b) = (&a[..n * n], &pivots[..n], &mut b[..n]);
+    for (k, &p) in pivots.iter().enumerate() {
+        b.swap(k, p);
+    }
+    for (c, column) in a.chunks_exact(n).enumerate() {
+        let bc = b[c];
+        if bc != 0.0 {
+            for (br, &l) in b[c + 1..].iter_mut().zip(&column[c + 1..]) {
+                *br -= l * bc;
+            }
         }
-        for k in (0..n).rev() {
-            b.swap(k, self.pivots[k]);
+    }
+    for (c, column) in a.chunks_exact(n).enumerate().rev() {
+        b[c] /= column[c];
+        let bc = b[c];
+        if bc != 0.0 {
+            for (br, &u) in b[..c].iter_mut().zip(&column[..c]) {
+                *br -= u * bc;
+            }
         }
+    }
+}
+
+/// `b <- A^{-T} b` from the factorisation of [`solve_lu`]: `U^T z = b`
+/// (lower triangular), then `L^T w = z`, then `x = P^T w`.
+#[inline(always)]
+fn solve_lu_transpose(n: usize, a: &[f64], pivots: &[usize], b: &mut [f64]) {
+    let (a, pivots, b) = (&a[..n * n], &pivots[..n], &mut b[..n]);
+    for (r, column) in a.chunks_exact(n).enumerate() {
+        let dot: f64 = column[..r].iter().zip(&b[..r]).map(|(&u, &z)| u * z).sum();
+        b[r] = (b[r] - dot) / column[r];
+    }
+    for (r, column) in a.chunks_exact(n).enumerate().rev() {
+        let dot: f64 = column[r + 1..]
+            .iter()
+            .zip(&b[r + 1..])
+            .map(|(&l, &w)| l * w)
+            .sum();
+        b[r] -= dot;
+    }
+    for (k, &p) in pivots.iter().enumerate().rev() {
+        b.swap(k, p);
     }
 }
 

@@ -54,8 +54,11 @@ enum Attempt {
 /// changes by more than a fifth, the Jacobian `J` re-evaluated at a step's
 /// start after a segment starts, after convergence slowed
 /// (contraction above 0.3) or when a stage failed to converge (the step is
-/// then retried, with a quarter of the step if the Jacobian was fresh). A
-/// stage is converged when `theta/(1-theta) ||dY|| <= 1e-3` (at least two
+/// then retried, with a quarter of the step if the Jacobian was fresh); a
+/// Jacobian declared constant ([`OdeRhs::jacobian_is_constant`]) is
+/// evaluated once a segment and the matrix factorised at every new `h
+/// gamma` (Newton's own iteration: one increment solves an affine flow's
+/// stage). A stage is converged when `theta/(1-theta) ||dY|| <= 1e-3` (at least two
 /// iterations, `theta` the contraction of the last two increments) in the
 /// tolerance-scaled norm ([`NEWTON_KAPPA`]): a thousandth of the tolerance.
 ///
@@ -68,8 +71,9 @@ enum Attempt {
 /// `(I - h gamma J(Y_i)) K_i = G(Y_i, W_i)` solved once per block, which is
 /// the derivative of the stage by the implicit function theorem (a
 /// right-hand side that declares its Jacobian constant,
-/// [`OdeRhs::jacobian_is_constant`], has it evaluated once per start and
-/// `I - h gamma J` factorised once per step size instead). For that
+/// [`OdeRhs::jacobian_is_constant`], has it evaluated once per start, and
+/// the Newton matrix `I - h gamma J`, factorised then at every new step
+/// size, serves the sensitivities as well). For that
 /// derivative to be the one of the stage actually taken, the state stages
 /// are then polished past the convergence test, to rounding (the increments
 /// stop shrinking or are within rounding; at most six more iterations of
@@ -121,15 +125,10 @@ pub struct ImplicitStepper {
     /// the sensitivities carried after the state.
     sens: IterationMatrix,
     /// The right-hand side declared its Jacobian constant until the next
-    /// start ([`OdeRhs::jacobian_is_constant`]): `sens` then holds the
-    /// segment's one Jacobian, refactorised only when `h gamma` changes.
+    /// start ([`OdeRhs::jacobian_is_constant`]): `matrix` then holds the
+    /// segment's one Jacobian, factorised at every new `h gamma`, and
+    /// serves the sensitivities too (`sens` unused).
     constant_jacobian: bool,
-    /// `sens` holds the Jacobian of the current segment (constant
-    /// Jacobian only).
-    sens_valid: bool,
-    /// `h gamma` of `sens`'s factorisation when it is reused (constant
-    /// Jacobian only; 0: none).
-    sens_hg: f64,
     /// `h gamma` of the factorised matrix (0: none).
     lu_hg: f64,
     /// A Jacobian of the current segment is in `jacobian`.
@@ -193,8 +192,6 @@ impl ImplicitStepper {
             matrix: IterationMatrix::default(),
             sens: IterationMatrix::default(),
             constant_jacobian: false,
-            sens_valid: false,
-            sens_hg: 0.0,
             lu_hg: 0.0,
             jacobian_valid: false,
             jacobian_fresh: false,
@@ -293,14 +290,25 @@ impl ImplicitStepper {
         let (n, c) = (self.dim, self.closed);
         let tab = self.tableau;
         let hg = h * tab.gamma;
-        if !self.jacobian_valid || self.jacobian_stale {
+        // A Jacobian declared constant is evaluated once a segment (a
+        // stale one is the same matrix) and `I - h gamma J` factorised at
+        // every new `h gamma`: the simplified Newton iteration is then
+        // Newton's, exact in one iteration on an affine flow, and the
+        // sensitivity stages and the error estimate use the same
+        // factorisation.
+        let constant = self.constant_jacobian;
+        if !self.jacobian_valid || (self.jacobian_stale && !constant) {
             let (t, y) = (self.t, std::mem::take(&mut self.y));
             self.evaluate_jacobian(rhs, t, &y);
             self.y = y;
         }
-        if (self.lu_hg == 0.0 || (hg / self.lu_hg - 1.0).abs() > REFACTOR_CHANGE)
-            && !self.factorise(hg)
-        {
+        let refactor = self.lu_hg == 0.0
+            || if constant {
+                hg != self.lu_hg
+            } else {
+                (hg / self.lu_hg - 1.0).abs() > REFACTOR_CHANGE
+            };
+        if refactor && !self.factorise(hg) {
             return Attempt::NewtonFailed(false);
         }
         let s = tab.stages();
@@ -331,30 +339,32 @@ impl ImplicitStepper {
                 // factorisation of their own: the state's Newton iterates
                 // are those of a run without them, to the bit (the same
                 // steps, as the adjoint transposes).
-                // A Jacobian declared constant is evaluated once a segment
-                // and factorised once per `h gamma` (all the stages of a
-                // step share it): the same matrix as at each stage.
-                if !self.constant_jacobian || !self.sens_valid {
+                // A Jacobian declared constant is the Newton matrix's,
+                // factorised at this step's `h gamma` (see above): the
+                // same matrix as at each stage, nothing formed again.
+                if !constant {
                     let (z, mut sens) =
                         (std::mem::take(&mut self.z), std::mem::take(&mut self.sens));
                     self.closed_jacobian(rhs, ti, &z, &mut sens);
                     self.z = z;
                     self.sens = sens;
-                    self.sens_valid = true;
-                    self.sens_hg = 0.0;
-                }
-                if !self.constant_jacobian || self.sens_hg != hg {
                     self.stats.factorisations += 1;
-                    self.sens_hg = 0.0;
                     if !self.sens.factor(hg) {
                         return Attempt::NewtonFailed(false);
                     }
-                    self.sens_hg = hg;
                 }
                 self.z[c..].copy_from_slice(&self.w[c..]);
-                rhs.eval(ti, &self.z, &mut self.f);
+                // The rates after the state (the state's are known).
+                if !rhs.eval_after_closed(ti, &self.z, &mut self.f[c..]) {
+                    rhs.eval(ti, &self.z, &mut self.f);
+                }
                 self.counters.rhs_evaluations += 1;
-                Self::solve_blocks(&mut self.sens, c, &mut self.f[c..]);
+                let matrix = if constant {
+                    &mut self.matrix
+                } else {
+                    &mut self.sens
+                };
+                Self::solve_blocks(matrix, c, &mut self.f[c..]);
                 self.k[i * n + c..(i + 1) * n].copy_from_slice(&self.f[c..]);
             }
         }
@@ -504,7 +514,9 @@ impl ImplicitStepper {
                 Attempt::Done => return None,
                 Attempt::NewtonFailed(non_finite) => {
                     self.stats.failures += 1;
-                    if self.jacobian_fresh || non_finite {
+                    // A constant Jacobian evaluated again is the same: no
+                    // retry with it.
+                    if self.jacobian_fresh || non_finite || self.constant_jacobian {
                         self.jacobian_stale = true;
                         return Some(non_finite);
                     }
@@ -555,8 +567,6 @@ impl Stepper for ImplicitStepper {
         self.matrix.configure(rhs, closed);
         self.sens.configure(rhs, closed);
         self.constant_jacobian = rhs.jacobian_is_constant();
-        self.sens_valid = false;
-        self.sens_hg = 0.0;
         self.jacobian_valid = false;
         self.lu_hg = 0.0;
         let (first, _) = self.k.split_at_mut(n);
@@ -735,8 +745,6 @@ impl Stepper for ImplicitStepper {
         self.h_next = 0.0;
         self.h_taken = 0.0;
         self.jacobian_valid = false;
-        self.sens_valid = false;
-        self.sens_hg = 0.0;
         self.lu_hg = 0.0;
         self.counters = StepCounters::default();
         self.stats = NewtonStats::default();

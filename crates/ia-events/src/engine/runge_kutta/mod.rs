@@ -159,6 +159,18 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
         true
     }
 
+    fn eval_after_closed(&mut self, t: f64, y: &[f64], after: &mut [f64]) -> bool {
+        let (x, extra) = y.split_at(self.n);
+        if !extra.is_empty() {
+            let run = RunContext {
+                system: self.system,
+                params: self.params,
+            };
+            self.extra.rate(run, self.mode, t, x, extra, after);
+        }
+        true
+    }
+
     fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]) {
         let (x, extra) = y.split_at(self.n);
         let (dx, dextra) = dydt.split_at_mut(self.n);
