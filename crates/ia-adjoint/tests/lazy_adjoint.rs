@@ -150,14 +150,15 @@ fn the_lazy_adjoint_agrees_with_the_eager_one_and_the_forward_pass(
 /// product (formed from their dense partials), and guards that declare no
 /// support.
 #[rstest]
-#[case::ratio_four(20.0, 5.0, 4.0)]
-#[case::equal(10.0, 10.0, 1.0)]
+#[case::ratio_four(pair_net::NET, 20.0, 5.0, 4.0)]
+#[case::equal(pair_net::NET, 10.0, 10.0, 1.0)]
+#[case::wider(pair_net::Net { inputs: 3, hidden: 30, outputs: 3 }, 20.0, 5.0, 4.0)]
 fn the_lazy_adjoint_of_the_declared_test_network_agrees_with_the_eager_one(
+    #[case] net: pair_net::Net,
     #[case] tau_mem: f64,
     #[case] tau_syn: f64,
     #[case] scale: f64,
 ) {
-    let net = pair_net::NET;
     let system = pair_net::system_with(net, true);
     let n = system.state_dim();
     let problem = |lazy: bool| {
