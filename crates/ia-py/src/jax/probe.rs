@@ -13,7 +13,14 @@
 //! ```
 //!
 //! Under `valgrind --tool=callgrind` its instruction counts (which the
-//! machine's load does not move) split the same calls by function.
+//! machine's load does not move) split the same calls by function. The
+//! environment steers it: `PROBE_SECONDS` (the time of each phase, 2 s),
+//! `PROBE_CALLS=k` (exactly `k` calls of each phase instead, after one
+//! more), `PROBE_SKIP=primal,floor,grad,value_and_grad` (phases left
+//! out) and `PROBE_DERIVATIVE_PROBES=k` (the taped runs' derivative
+//! probes). The instructions of one phase per item are then the
+//! difference of two callgrind totals, with `PROBE_CALLS=3` and `=1`,
+//! divided by 2,000 (docs/performance.md, section "Python and JAX").
 
 use super::*;
 use std::time::Instant;
@@ -27,6 +34,14 @@ pub(super) fn ball_core() -> SolverCore {
         .set_solver(ia_events::SolverChoice::dopri5(1e-10))
         .unwrap();
     scenario.solver = ia_scenario::adjoint_solver(&scenario.solver);
+    // `PROBE_DERIVATIVE_PROBES=0`: the taped runs without the derivative
+    // probe (what the probe costs).
+    if let Some(k) = std::env::var("PROBE_DERIVATIVE_PROBES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        scenario.set_derivative_probes(k).unwrap();
+    }
     let times = TimeOutputs::new(0, &[], &scenario.system).unwrap();
     SolverCore::new(scenario, times)
 }
