@@ -77,6 +77,11 @@ struct DividedDifferences {
 
 impl DividedDifferences {
     fn of(x: [f64; 3]) -> Self {
+        let lo = x.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if hi - lo <= 1.0 {
+            return Self::clustered(x, 0.5 * (lo + hi));
+        }
         let mut at = [[[0.0; 2]; 3]; 3];
         // In order of the number of points, so the recurrence finds the
         // smaller sets filled.
@@ -110,17 +115,74 @@ impl DividedDifferences {
         }
         Self { at }
     }
+
+    /// Every divided difference from the Taylor series about `c`, all the
+    /// points within `1/2` of it: each set's `h_j` from a smaller set's by
+    /// one more point (`h_j += t h_{j-1}`).
+    fn clustered(x: [f64; 3], c: f64) -> Self {
+        let t = x.map(|x| x - c);
+        let terms = terms_for(t.iter().fold(0.0, |m: f64, t| m.max(t.abs())));
+        let ec = c.exp();
+        let mut h = [[[[0.0; TERMS]; 2]; 3]; 3];
+        h[0][0][0][0] = 1.0;
+        let mut at = [[[0.0; 2]; 3]; 3];
+        for total in 1..=5usize {
+            for n1 in 0..=2usize {
+                for n2 in 0..=2usize {
+                    let Some(n0) = total.checked_sub(n1 + n2) else {
+                        continue;
+                    };
+                    if n0 > 1 {
+                        continue;
+                    }
+                    let counts = [n1, n2, n0];
+                    let i = (0..3).find(|&i| counts[i] > 0).expect("a point");
+                    let mut less = counts;
+                    less[i] -= 1;
+                    let mut v = h[less[0]][less[1]][less[2]];
+                    for j in 1..terms {
+                        v[j] += t[i] * v[j - 1];
+                    }
+                    let n = total - 1;
+                    let sum: f64 = v[..terms]
+                        .iter()
+                        .zip(&INV_FACTORIAL[n..])
+                        .map(|(h, f)| h * f)
+                        .sum();
+                    at[n1][n2][n0] = ec * sum;
+                    h[n1][n2][n0] = v;
+                }
+            }
+        }
+        Self { at }
+    }
+}
+
+/// The number of Taylor terms for points within `r <= 1/2` of the centre:
+/// the `j`-th term is at most `r^j / j!` of the first, below `1e-17` at the
+/// last.
+fn terms_for(r: f64) -> usize {
+    let (mut term, mut j) = (1.0, 0);
+    while term > 1e-17 && j + 1 < TERMS {
+        j += 1;
+        term *= r / j as f64;
+    }
+    j + 1
 }
 
 /// `exp[...]` at the points `x[i]` repeated `counts[i]` times, all within
 /// `1/2` of `c`: `e^c sum_j h_j(x - c) / (j + n)!`.
 fn taylor(x: [f64; 3], counts: [usize; 3], c: f64) -> f64 {
+    let r = (0..3)
+        .filter(|&i| counts[i] > 0)
+        .fold(0.0, |m: f64, i| m.max((x[i] - c).abs()));
+    let terms = terms_for(r);
     let mut h = [0.0; TERMS];
     h[0] = 1.0;
     for (i, &count) in counts.iter().enumerate() {
         let t = x[i] - c;
         for _ in 0..count {
-            for j in 1..TERMS {
+            for j in 1..terms {
                 h[j] += t * h[j - 1];
             }
         }
