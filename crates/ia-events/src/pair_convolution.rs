@@ -118,39 +118,41 @@ impl DividedDifferences {
 
     /// Every divided difference from the Taylor series about `c`, all the
     /// points within `1/2` of it: each set's `h_j` from a smaller set's by
-    /// one more point (`h_j += t h_{j-1}`).
+    /// one more point `t` (`h_j += t h_{j-1}`), `x[0]` added last.
     fn clustered(x: [f64; 3], c: f64) -> Self {
         let t = x.map(|x| x - c);
         let terms = terms_for(t.iter().fold(0.0, |m: f64, t| m.max(t.abs())));
+        let add = |h: &mut [f64; TERMS], t: f64| {
+            for j in 1..terms {
+                h[j] += t * h[j - 1];
+            }
+        };
         let ec = c.exp();
-        let mut h = [[[[0.0; TERMS]; 2]; 3]; 3];
-        h[0][0][0][0] = 1.0;
         let mut at = [[[0.0; 2]; 3]; 3];
-        for total in 1..=5usize {
-            for n1 in 0..=2usize {
-                for n2 in 0..=2usize {
-                    let Some(n0) = total.checked_sub(n1 + n2) else {
+        for n0 in 0..=1usize {
+            let mut head = [0.0; TERMS];
+            head[0] = 1.0;
+            if n0 == 1 {
+                add(&mut head, t[2]);
+            }
+            for n2 in 0..=2 {
+                if n2 > 0 {
+                    add(&mut head, t[1]);
+                }
+                let mut h = head;
+                for n1 in 0..=2 {
+                    if n1 > 0 {
+                        add(&mut h, t[0]);
+                    }
+                    let Some(n) = (n1 + n2 + n0).checked_sub(1) else {
                         continue;
                     };
-                    if n0 > 1 {
-                        continue;
-                    }
-                    let counts = [n1, n2, n0];
-                    let i = (0..3).find(|&i| counts[i] > 0).expect("a point");
-                    let mut less = counts;
-                    less[i] -= 1;
-                    let mut v = h[less[0]][less[1]][less[2]];
-                    for j in 1..terms {
-                        v[j] += t[i] * v[j - 1];
-                    }
-                    let n = total - 1;
-                    let sum: f64 = v[..terms]
+                    let sum: f64 = h[..terms]
                         .iter()
                         .zip(&INV_FACTORIAL[n..])
                         .map(|(h, f)| h * f)
                         .sum();
                     at[n1][n2][n0] = ec * sum;
-                    h[n1][n2][n0] = v;
                 }
             }
         }
