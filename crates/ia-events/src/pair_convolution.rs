@@ -119,6 +119,8 @@ impl DividedDifferences {
     /// Every divided difference from the Taylor series about `c`, all the
     /// points within `1/2` of it: each set's `h_j` from a smaller set's by
     /// one more point `t` (`h_j += t h_{j-1}`), `x[0]` added last.
+    // The loop variables are the points' multiplicities, `at`'s indices.
+    #[allow(clippy::needless_range_loop)]
     fn clustered(x: [f64; 3], c: f64) -> Self {
         let t = x.map(|x| x - c);
         let terms = terms_for(t.iter().fold(0.0, |m: f64, t| m.max(t.abs())));
