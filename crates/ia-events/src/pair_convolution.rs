@@ -227,6 +227,40 @@ mod tests {
         [[-1.0 / tau_mem, 1.0 / tau_mem], [0.0, -1.0 / tau_syn]]
     }
 
+    /// Reference: [`PairStretch::carry_tangent`] (the 5x5 augmented
+    /// exponential of the tangent, not Van Loan's of the transpose), along a
+    /// tangent moving `A`, `b` and `y0`: `lambda . v(s)` both ways, for real
+    /// rates (the closed form) and complex ones (Van Loan's fallback).
+    #[test]
+    fn the_transpose_is_the_transpose_of_carry_tangent() {
+        for a in [lif(10.0, 2.5), lif(5.0, 5.0), [[-0.2, 1.0], [-1.0, -0.3]]] {
+            let rates = PairRates::of(&a);
+            let (s, y0, b) = (2.0, [0.4, -1.1], [0.1, 0.2]);
+            let factors = rates.factors(s);
+            let pair = PairStretch {
+                entries: [0, 1],
+                a,
+                b,
+                rates,
+                factors,
+            };
+            let (v0, e, beta) = ([0.3, -1.0], [[0.01, -0.02], [0.03, 0.04]], [0.5, 0.1]);
+            let mut v = v0;
+            pair.carry_tangent(s, y0, e, beta, &mut v);
+            let lambda = [1.5, -0.7];
+            let c = pair.transpose_tangent(s, y0, lambda);
+            let mut dot = c.lambda[0] * v0[0] + c.lambda[1] * v0[1];
+            dot += c.gamma[0] * beta[0] + c.gamma[1] * beta[1];
+            let ge = c.g.iter().flatten().zip(e.iter().flatten());
+            dot += ge.map(|(g, e)| g * e).sum::<f64>();
+            let want = lambda[0] * v[0] + lambda[1] * v[1];
+            assert!(
+                (dot - want).abs() <= 1e-14 * (1.0 + want.abs()),
+                "a = {a:?}: {dot} vs {want}"
+            );
+        }
+    }
+
     /// Reference: mpmath's quadrature of `mu_k y_l` at 40 digits (rounded to 17), where the
     /// rates are `+- 1/2` and the stretch long (`e^{12.5}`).
     #[test]

@@ -789,11 +789,7 @@ impl PairStretch {
         let n = &self.rates.n;
         let nt = [[n[0][0], n[1][0]], [n[0][1], n[1][1]]];
         let nl = apply(&nt, &lambda);
-        let start = [
-            f.e0 * lambda[0] + f.e1 * nl[0],
-            f.e0 * lambda[1] + f.e1 * nl[1],
-        ];
-        let (g, gamma) = match &basis.0 {
+        let (start, g, gamma) = match &basis.0 {
             Basis::Closed(conv) => {
                 // g = sum_a alpha_a w_a^T, alpha = [lambda, N^T lambda],
                 // w_a = sum_b c[a][b] N^b y0 + d[a][b] N^b b.
@@ -803,13 +799,19 @@ impl PairStretch {
                     [0, 1].map(|l| c[0] * y0[l] + c[1] * ny[l] + d[0] * self.b[l] + d[1] * nb[l])
                 });
                 let g = [0, 1].map(|k| [0, 1].map(|l| lambda[k] * w[0][l] + nl[k] * w[1][l]));
-                (g, [0, 1].map(|k| conv.p[0] * lambda[k] + conv.p[1] * nl[k]))
+                let start = [0, 1].map(|k| f.e0 * lambda[k] + f.e1 * nl[k]);
+                let gamma = [0, 1].map(|k| conv.p[0] * lambda[k] + conv.p[1] * nl[k]);
+                (start, g, gamma)
             }
             &Basis::VanLoan(s) => {
                 let z0 = [y0[0], y0[1], 1.0];
                 let c = lambda.map(|l| z0.map(|z| l * z));
                 let exp = expm5(van_loan(&self.a, &self.b, s, c));
+                // The factors assume real rates: e^{A^T s} is the
+                // exponential's top-left block.
+                let start = [0, 1].map(|k| exp[k][0] * lambda[0] + exp[k][1] * lambda[1]);
                 (
+                    start,
                     [[exp[0][2], exp[0][3]], [exp[1][2], exp[1][3]]],
                     [exp[0][4], exp[1][4]],
                 )
