@@ -34,6 +34,7 @@ mod factor;
 pub mod geometry;
 pub mod implicit_rk;
 pub mod ode_solvers_adapter;
+mod pair_convolution;
 mod pair_form;
 mod problem;
 mod recorder;

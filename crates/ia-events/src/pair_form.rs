@@ -9,6 +9,8 @@
 
 use ia_core::Direction;
 
+use crate::pair_convolution::PairConvolutions;
+
 /// The factors of a pair's stretch of length `s`: `e^{A s} = E0 I + E1 N`
 /// and `Phi(s) = P0 I + P1 N` (see [`PairRates`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -645,7 +647,7 @@ impl PairStretch {
     }
 }
 
-type Mat5 = [[f64; 5]; 5];
+pub(crate) type Mat5 = [[f64; 5]; 5];
 
 fn mul5(a: &Mat5, b: &Mat5) -> Mat5 {
     let mut c = [[0.0; 5]; 5];
@@ -664,7 +666,7 @@ fn mul5(a: &Mat5, b: &Mat5) -> Mat5 {
 
 /// `e^m` of a 5x5 matrix: its Taylor series (to order 18) of `m / 2^k`,
 /// `|m| / 2^k <= 1/4`, squared `k` times.
-fn expm5(mut m: Mat5) -> Mat5 {
+pub(crate) fn expm5(mut m: Mat5) -> Mat5 {
     let norm = m
         .iter()
         .map(|row| row.iter().map(|x| x.abs()).sum::<f64>())
@@ -715,10 +717,15 @@ pub struct PairCotangent {
 
 impl PairStretch {
     /// The transpose of [`PairStretch::carry_tangent`] from the pair's state
-    /// `y0` at the stretch's start: `g` and `gamma` together are the
-    /// top-right block of the exponential of
-    /// `[[A^T, lambda z0^T], [0, A3^T]] s` (Van Loan's integral), with
-    /// `A3 = [[A, b], [0, 0]]` and `z0 = [y0, 1]`; `lambda` in closed form.
+    /// `y0` at the stretch's start, in closed form: with
+    /// `mu(u) = E0(s - u) lambda + E1(s - u) N^T lambda` and
+    /// `y(u) = E0(u) y0 + E1(u) N y0 + P0(u) b + P1(u) N b`, `g` is a sum of
+    /// the convolutions `(E_a * E_b)(s)` and `(E_a * E_b * 1)(s)` times
+    /// outer products of those vectors, and `gamma = P0 lambda + P1 N^T lambda`
+    /// (the convolutions: `crate::pair_convolution`). For complex rates,
+    /// which the exact solver refuses, the top-right block of the
+    /// exponential of `[[A^T, lambda z0^T], [0, A3^T]] s` (Van Loan's
+    /// integral), `A3 = [[A, b], [0, 0]]`, `z0 = [y0, 1]`.
     ///
     /// ```
     /// use ia_events::exact::{PairRates, PairStretch};
@@ -742,64 +749,24 @@ impl PairStretch {
     /// assert!((dot - (lambda[0] * v[0] + lambda[1] * v[1])).abs() < 1e-13);
     /// ```
     pub fn transpose_tangent(&self, s: f64, y0: [f64; 2], lambda: [f64; 2]) -> PairCotangent {
-        let f = &self.factors;
-        let n = &self.rates.n;
-        let nt = [[n[0][0], n[1][0]], [n[0][1], n[1][1]]];
-        let nl = apply(&nt, &lambda);
-        let start = [
-            f.e0 * lambda[0] + f.e1 * nl[0],
-            f.e0 * lambda[1] + f.e1 * nl[1],
-        ];
-        let z0 = [y0[0], y0[1], 1.0];
-        let c = lambda.map(|l| z0.map(|z| l * z));
-        let exp = expm5(self.van_loan(s, c));
-        PairCotangent {
-            lambda: start,
-            g: [[exp[0][2], exp[0][3]], [exp[1][2], exp[1][3]]],
-            gamma: [exp[0][4], exp[1][4]],
-        }
+        self.transpose_tangent_with(&self.transpose_basis(s), y0, lambda)
     }
 
-    /// `[[A^T, C], [0, A3^T]] s`, whose exponential's top-right block is
-    /// Van Loan's integral of `C` ([`PairStretch::transpose_tangent`]).
-    fn van_loan(&self, s: f64, c: [[f64; 3]; 2]) -> Mat5 {
-        let mut m = [[0.0; 5]; 5];
-        for i in 0..2 {
-            for j in 0..2 {
-                m[i][j] = self.a[j][i] * s;
-                m[i + 2][j + 2] = self.a[j][i] * s;
-            }
-            for (j, c) in c[i].iter().enumerate() {
-                m[i][j + 2] = c * s;
-            }
-            m[4][i + 2] = self.b[i] * s;
-        }
-        m
-    }
-
-    /// Van Loan's integral of [`PairStretch::transpose_tangent`] for each
-    /// unit `C = e_i e_j^T`: it is linear in `C = lambda z0^T`, so one
-    /// basis serves every pair of the same matrix, constant and stretch
-    /// length ([`PairStretch::transpose_tangent_with`]), six 5x5
-    /// exponentials a stretch instead of one a pair.
+    /// What [`PairStretch::transpose_tangent`] needs of the stretch of
+    /// length `s` alone (not of the state or the cotangent): the
+    /// convolutions of its factors. One basis serves every pair of the same
+    /// matrix, constant and stretch length
+    /// ([`PairStretch::transpose_tangent_with`]).
     pub fn transpose_basis(&self, s: f64) -> PairTransposeBasis {
-        let mut basis = [[[[0.0; 3]; 2]; 3]; 2];
-        for (i, row) in basis.iter_mut().enumerate() {
-            for (j, block) in row.iter_mut().enumerate() {
-                let mut c = [[0.0; 3]; 2];
-                c[i][j] = 1.0;
-                let exp = expm5(self.van_loan(s, c));
-                for (r, out) in block.iter_mut().enumerate() {
-                    *out = [exp[r][2], exp[r][3], exp[r][4]];
-                }
-            }
+        match self.rates.rates() {
+            Some((l1, l2)) => PairTransposeBasis(Basis::Closed(PairConvolutions::of(l1, l2, s))),
+            None => PairTransposeBasis(Basis::VanLoan(s)),
         }
-        PairTransposeBasis { blocks: basis }
     }
 
     /// [`PairStretch::transpose_tangent`] from the pair's
     /// [`PairStretch::transpose_basis`] for the same stretch: the same
-    /// integral, to rounding.
+    /// result, bit for bit.
     ///
     /// ```
     /// use ia_events::exact::{PairRates, PairStretch};
@@ -810,14 +777,7 @@ impl PairStretch {
     /// let basis = pair.transpose_basis(s);
     /// let (y0, lambda) = ([0.4, 2.0], [1.5, -0.7]);
     /// let (one, many) = (pair.transpose_tangent(s, y0, lambda), pair.transpose_tangent_with(&basis, y0, lambda));
-    /// assert_eq!(one.lambda, many.lambda);
-    /// let close = |x: f64, y: f64| (x - y).abs() <= 1e-13 * (1.0 + y.abs());
-    /// for k in 0..2 {
-    ///     assert!(close(many.gamma[k], one.gamma[k]), "{} vs {}", many.gamma[k], one.gamma[k]);
-    ///     for l in 0..2 {
-    ///         assert!(close(many.g[k][l], one.g[k][l]), "{} vs {}", many.g[k][l], one.g[k][l]);
-    ///     }
-    /// }
+    /// assert_eq!(one, many);
     /// ```
     pub fn transpose_tangent_with(
         &self,
@@ -829,39 +789,73 @@ impl PairStretch {
         let n = &self.rates.n;
         let nt = [[n[0][0], n[1][0]], [n[0][1], n[1][1]]];
         let nl = apply(&nt, &lambda);
-        let start = [
-            f.e0 * lambda[0] + f.e1 * nl[0],
-            f.e0 * lambda[1] + f.e1 * nl[1],
-        ];
-        let z0 = [y0[0], y0[1], 1.0];
-        let mut top = [[0.0; 3]; 2];
-        for (i, row) in basis.blocks.iter().enumerate() {
-            for (j, block) in row.iter().enumerate() {
-                let c = lambda[i] * z0[j];
-                if c == 0.0 {
-                    continue;
-                }
-                for (out, k) in top.iter_mut().zip(block) {
-                    for (o, k) in out.iter_mut().zip(k) {
-                        *o += c * k;
-                    }
-                }
+        let (start, g, gamma) = match &basis.0 {
+            Basis::Closed(conv) => {
+                // g = sum_a alpha_a w_a^T, alpha = [lambda, N^T lambda],
+                // w_a = sum_b c[a][b] N^b y0 + d[a][b] N^b b.
+                let (ny, nb) = (apply(n, &y0), apply(n, &self.b));
+                let w = [0, 1].map(|a| {
+                    let (c, d) = (conv.c[a], conv.d[a]);
+                    [0, 1].map(|l| c[0] * y0[l] + c[1] * ny[l] + d[0] * self.b[l] + d[1] * nb[l])
+                });
+                let g = [0, 1].map(|k| [0, 1].map(|l| lambda[k] * w[0][l] + nl[k] * w[1][l]));
+                let start = [0, 1].map(|k| f.e0 * lambda[k] + f.e1 * nl[k]);
+                let gamma = [0, 1].map(|k| conv.p[0] * lambda[k] + conv.p[1] * nl[k]);
+                (start, g, gamma)
             }
-        }
+            &Basis::VanLoan(s) => {
+                let z0 = [y0[0], y0[1], 1.0];
+                let c = lambda.map(|l| z0.map(|z| l * z));
+                let exp = expm5(van_loan(&self.a, &self.b, s, c));
+                // The factors assume real rates: e^{A^T s} is the
+                // exponential's top-left block.
+                let start = [0, 1].map(|k| exp[k][0] * lambda[0] + exp[k][1] * lambda[1]);
+                (
+                    start,
+                    [[exp[0][2], exp[0][3]], [exp[1][2], exp[1][3]]],
+                    [exp[0][4], exp[1][4]],
+                )
+            }
+        };
         PairCotangent {
             lambda: start,
-            g: [[top[0][0], top[0][1]], [top[1][0], top[1][1]]],
-            gamma: [top[0][2], top[1][2]],
+            g,
+            gamma,
         }
     }
 }
 
-/// Van Loan's integral of a pair's stretch for each unit cotangent-state
-/// product ([`PairStretch::transpose_basis`]).
+/// `[[A^T, C], [0, A3^T]] s` (`A3 = [[A, b], [0, 0]]`), whose exponential's
+/// top-right block is Van Loan's integral of `C`: the transpose of a pair's
+/// tangent for complex rates ([`PairStretch::transpose_basis`]) and the
+/// tests' reference for the closed form.
+pub(crate) fn van_loan(a: &[[f64; 2]; 2], b: &[f64; 2], s: f64, c: [[f64; 3]; 2]) -> Mat5 {
+    let mut m = [[0.0; 5]; 5];
+    for i in 0..2 {
+        for j in 0..2 {
+            m[i][j] = a[j][i] * s;
+            m[i + 2][j + 2] = a[j][i] * s;
+        }
+        for (j, c) in c[i].iter().enumerate() {
+            m[i][j + 2] = c * s;
+        }
+        m[4][i + 2] = b[i] * s;
+    }
+    m
+}
+
+/// What the transpose of a pair's stretch needs of the stretch alone
+/// ([`PairStretch::transpose_basis`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PairTransposeBasis {
-    /// `blocks[i][j]`: the 2x3 top-right block for `C = e_i e_j^T`.
-    blocks: [[[[f64; 3]; 2]; 3]; 2],
+pub struct PairTransposeBasis(Basis);
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Basis {
+    /// Real rates: the convolutions of the factors.
+    Closed(PairConvolutions),
+    /// Complex rates (refused by the exact solver, so rare): the stretch's
+    /// length, for Van Loan's integral of each cotangent and state.
+    VanLoan(f64),
 }
 
 #[cfg(test)]
