@@ -595,6 +595,10 @@ impl<'a> Backward<'a> {
     /// (`S+ = r_x S- + r_p - w dt*/dtheta`, sharing the time of the event
     /// that started it) passes `time_seed - w . lambda+` on through
     /// `cascade_time_bar`; the located event adds it to its own time seed.
+    /// A reset with the in-place product
+    /// ([`ia_core::Reset::vector_jacobian_product_in_place`]) touches only
+    /// the entries it reads and writes (its transpose is the identity off
+    /// them), which is all a lazy pass holds up to date.
     fn event(
         &mut self,
         event: TapedEvent<'_>,
@@ -604,18 +608,22 @@ impl<'a> Backward<'a> {
         param_bar: &mut [f64],
     ) {
         let coefficient = self.time_terms(event, time_seed, cascade_time_bar, lambda, param_bar);
-        self.saltation.reset_transpose(
-            self.system,
-            self.params,
-            event.at(),
-            lambda,
-            &mut self.vectors.scratch,
-            param_bar,
-        );
-        for &(i, gx) in &self.vectors.guard_terms {
-            self.vectors.scratch[i] += coefficient * gx;
+        let reset = &self.system.transitions()[event.transition].reset;
+        let (t, x) = (event.time, event.state_before);
+        if !reset.vector_jacobian_product_in_place(t, x, self.params, lambda, param_bar) {
+            self.saltation.reset_transpose(
+                self.system,
+                self.params,
+                event.at(),
+                lambda,
+                &mut self.vectors.scratch,
+                param_bar,
+            );
+            lambda.copy_from_slice(&self.vectors.scratch);
         }
-        lambda.copy_from_slice(&self.vectors.scratch);
+        for &(i, gx) in &self.vectors.guard_terms {
+            lambda[i] += coefficient * gx;
+        }
     }
 
     /// The event-time part of an event's transpose: returns the

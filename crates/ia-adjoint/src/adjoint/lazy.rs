@@ -144,7 +144,7 @@ impl Backward<'_> {
                         guard_terms: &tape.guard_terms[guard_end..],
                         cascade_of: e.cascade_of(),
                     };
-                    self.lazy_event(
+                    self.event(
                         event,
                         time_seed,
                         &mut cascade_time_bar,
@@ -286,36 +286,6 @@ impl Backward<'_> {
                 &mut self.vectors.scratch,
                 param_bar,
             );
-        }
-    }
-
-    /// Transposes one event's jump over the entries it touched, their
-    /// cotangents at its time ([`Backward::event`]'s maps; the reset's
-    /// transpose is the identity off the entries it reads and writes).
-    fn lazy_event(
-        &mut self,
-        event: TapedEvent<'_>,
-        time_seed: f64,
-        cascade_time_bar: &mut f64,
-        lambda: &mut [f64],
-        param_bar: &mut [f64],
-    ) {
-        let coefficient = self.time_terms(event, time_seed, cascade_time_bar, lambda, param_bar);
-        let reset = &self.system.transitions()[event.transition].reset;
-        let (t, x) = (event.time, event.state_before);
-        if !reset.vector_jacobian_product_in_place(t, x, self.params, lambda, param_bar) {
-            self.saltation.reset_transpose(
-                self.system,
-                self.params,
-                event.at(),
-                lambda,
-                &mut self.vectors.scratch,
-                param_bar,
-            );
-            lambda.copy_from_slice(&self.vectors.scratch);
-        }
-        for &(i, gx) in &self.vectors.guard_terms {
-            lambda[i] += coefficient * gx;
         }
     }
 }
