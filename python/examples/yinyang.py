@@ -9,7 +9,8 @@ loss reads the first spike time of each output neuron
 gradient with respect to every weight is one adjoint pass of the library
 per sample (the adjoint through the spikes and resets: EventProp). A
 batch of samples (per-sample input spike times, shared weights) is one
-``jax.vmap``-ed call, its runs spread over the cores.
+``jax.vmap``-ed call, its runs spread over the cores. A sample whose label
+neuron does not fire adds nothing to the loss (see ``loss_and_correct``).
 
 Data (Kriener, Goltz and Petrovici 2021, "The Yin-Yang dataset",
 arXiv:2102.08211): points (x, y) drawn uniformly in the unit disc's square
@@ -165,20 +166,38 @@ class Network:
 
 
 def loss_and_correct(first, labels):
-    """The EventProp loss of a batch (mean over samples): the cross-entropy
-    of ``softmax(-t / tau_0)`` at the label plus ``alpha (exp(t_label /
-    tau_1) - 1)``; and how many samples the first spike classifies right.
-    A neuron that does not fire (``inf``) counts as firing at ``T_END`` in
-    the loss (no gradient: its time does not move) and never wins."""
+    """The EventProp loss of a batch: the cross-entropy of ``softmax(-t /
+    tau_0)`` at the label plus ``alpha (exp(t_label / tau_1) - 1)``, summed
+    over the samples whose label neuron fires and divided by the batch size;
+    how many samples the first spike classifies right; and how many samples'
+    label neuron does not fire.
+
+    A neuron that does not fire (``inf``) has no spike time to move: it
+    drops out of the softmax and never wins. A sample whose label neuron
+    does not fire adds nothing to the loss or its gradient, as in the
+    paper's own code (github.com/eventprop/eventprop, ``loss_layer.py``,
+    ``TTFSCrossEntropyLoss.backward``: such a sample's errors are NaN and
+    skipped). Counting its label as firing at ``T_END`` instead, as this
+    example first did, still pushed the sample's other neurons later; seed
+    0 then went silent sample by sample and collapsed after ten epochs
+    (docs/performance.md, "Training a spiking network")."""
     fired = jnp.isfinite(first)
+    label_fired = jnp.take_along_axis(fired, labels[:, None], axis=-1)[:, 0]
+    # Silent neurons are given a finite time, and a sample where no neuron
+    # fires finite logits, only to keep inf and NaN out of the arithmetic
+    # (and so out of the gradient, which flows through both sides of a
+    # `where`); the masks drop them from the softmax and the loss.
     t = jnp.where(fired, first, T_END)
-    log_p = jax.nn.log_softmax(-t / TAU_0, axis=-1)
+    logits = jnp.where(fired, -t / TAU_0, -jnp.inf)
+    logits = jnp.where(jnp.any(fired, axis=-1, keepdims=True), logits, 0.0)
+    log_p = jax.nn.log_softmax(logits, axis=-1)
     t_label = jnp.take_along_axis(t, labels[:, None], axis=-1)[:, 0]
     picked = jnp.take_along_axis(log_p, labels[:, None], axis=-1)[:, 0]
-    loss = jnp.mean(-picked + ALPHA * (jnp.exp(t_label / TAU_1) - 1.0))
+    per_sample = -picked + ALPHA * (jnp.exp(t_label / TAU_1) - 1.0)
+    loss = jnp.sum(jnp.where(label_fired, per_sample, 0.0)) / labels.shape[0]
     predicted = jnp.argmin(jnp.where(fired, first, jnp.inf), axis=-1)
     correct = jnp.sum((predicted == labels) & jnp.any(fired, axis=-1))
-    return loss, correct
+    return loss, (correct, jnp.sum(~label_fired))
 
 
 def train(hidden=200, epochs=100, seed=0, test_seed=40, train_size=5000, test_size=1000,
@@ -206,13 +225,15 @@ def train(hidden=200, epochs=100, seed=0, test_seed=40, train_size=5000, test_si
 
     @jax.jit
     def step(w, state, times, labels):
-        (loss, correct), grads = jax.value_and_grad(batch_loss, has_aux=True)(w, times, labels)
+        (loss, (correct, silent)), grads = jax.value_and_grad(batch_loss, has_aux=True)(
+            w, times, labels
+        )
         updates, state = optimiser.update(grads, state, w)
-        return optax.apply_updates(w, updates), state, loss, correct
+        return optax.apply_updates(w, updates), state, loss, correct, silent
 
     @jax.jit
     def evaluate(w, times, labels):
-        return batch_loss(w, times, labels)[1]
+        return batch_loss(w, times, labels)[1][0]
 
     # Runs the library refuses as Zeno (see ``zeno``): recorded, never hidden.
     refused = []
@@ -251,7 +272,7 @@ def train(hidden=200, epochs=100, seed=0, test_seed=40, train_size=5000, test_si
     for epoch in range(epochs):
         order = shuffle.permutation(train_size)
         started, cpu_started = time.perf_counter(), time.process_time()
-        losses, correct = [], 0
+        losses, correct, silent = [], 0, 0
         for b in range(steps_per_epoch):
             batch = order[b * BATCH:(b + 1) * BATCH]
             try:
@@ -263,6 +284,7 @@ def train(hidden=200, epochs=100, seed=0, test_seed=40, train_size=5000, test_si
                 continue
             weights, state, right = result[0], result[1], result[3]
             correct += int(right)
+            silent += int(result[4])
         seconds = time.perf_counter() - started
         cpu = time.process_time() - cpu_started
         train_seconds += seconds
@@ -271,6 +293,9 @@ def train(hidden=200, epochs=100, seed=0, test_seed=40, train_size=5000, test_si
             "epoch": epoch + 1,
             "loss": float(np.mean(losses)) if losses else None,
             "train_accuracy": correct / max(steps_per_epoch * BATCH, 1),
+            # Training samples whose label neuron did not fire (with the
+            # weights before each batch's step).
+            "silent_label": silent,
             "validation_accuracy": accuracy(weights, t_val, y_val, "validation"),
             "seconds": seconds,
             "cpu_seconds": cpu,
@@ -320,7 +345,8 @@ def main(argv=None):
         print(
             f"epoch {record['epoch']:3d}  loss {record['loss']:.4f}  "
             f"train {record['train_accuracy']:.3f}  validation "
-            f"{record['validation_accuracy']:.3f}  {record['seconds']:.1f} s "
+            f"{record['validation_accuracy']:.3f}  silent {record['silent_label']}  "
+            f"{record['seconds']:.1f} s "
             f"({record['cpu_seconds']:.1f} s CPU)",
             file=sys.stderr if args.json else sys.stdout,
             flush=True,

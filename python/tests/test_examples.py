@@ -67,3 +67,42 @@ def test_yinyang_learns_in_one_short_epoch(capsys):
     assert set(printed) >= {"test_accuracy", "seconds_per_epoch", "history"}
     assert len(printed["history"]) == 1 and printed["history"][0]["epoch"] == 1
     assert printed["test_accuracy"] >= 0.65, printed
+
+
+
+def test_yinyang_loss_drops_samples_whose_label_neuron_is_silent():
+    """python/examples/yinyang.py's loss on a batch with a silent label
+    neuron, a sample where nothing fires, and silent wrong neurons. The
+    reference is the loss written out by hand over the two samples whose
+    label fires (silent neurons out of the softmax), divided by the batch
+    size of four; the silent-label samples get exactly zero gradient (no
+    NaN from the where-masked inf), the others the central difference's."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    loss_and_correct = runpy.run_path(str(EXAMPLES / "yinyang.py"))["loss_and_correct"]
+    inf = np.inf
+    first = jnp.array(
+        [[3.0, 5.0, inf], [inf, inf, inf], [inf, 4.0, 6.0], [2.0, 2.5, 3.0]], dtype=jnp.float64
+    )
+    labels = jnp.array([0, 1, 0, 2])
+    loss, (correct, silent) = loss_and_correct(first, labels)
+
+    def by_hand(t, label):
+        z = -np.asarray(t) / 0.5
+        return -(z[label] - np.log(np.sum(np.exp(z)))) + 3e-3 * (np.exp(t[label] / 6.4) - 1)
+
+    expected = (by_hand([3.0, 5.0], 0) + by_hand([2.0, 2.5, 3.0], 2)) / 4
+    assert abs(float(loss) - expected) < 1e-14 * expected
+    assert int(correct) == 1 and int(silent) == 2
+
+    grad = np.asarray(jax.grad(lambda t: loss_and_correct(t, labels)[0])(first))
+    assert np.all(grad[1:3] == 0.0) and grad[0, 2] == 0.0
+    h = 1e-5
+    for i, j in [(0, 0), (0, 1), (3, 0), (3, 1), (3, 2)]:
+        step = np.zeros(first.shape)
+        step[i, j] = h
+        up = float(loss_and_correct(first + step, labels)[0])
+        down = float(loss_and_correct(first - step, labels)[0])
+        assert abs(grad[i, j] - (up - down) / (2 * h)) < 1e-8, (i, j)
