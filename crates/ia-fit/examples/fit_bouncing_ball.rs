@@ -46,12 +46,22 @@ fn noisy_heights(system: &HybridSystem) -> Result<Vec<Datum>, HybridError> {
 }
 
 /// The target directory: this executable is `<target>/<profile>/examples/<name>`
-/// (or one level deeper under `deps` when run as a test).
+/// (or one level deeper under `deps` when run as a test). Cargo marks the
+/// directory it made with `CACHEDIR.TAG`; one it found made already (a
+/// copied build) may lack the tag, and is then found by the profile
+/// directory's parent. Never the working directory: a test runs in the
+/// crate's source directory, which must stay clean.
 fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
     exe.ancestors()
         .find(|dir| dir.join("CACHEDIR.TAG").exists())
-        .map_or_else(|| PathBuf::from("target"), Path::to_path_buf)
+        .or_else(|| {
+            exe.ancestors()
+                .find(|dir| dir.file_name().is_some_and(|name| name == "examples"))
+                .and_then(Path::parent)
+                .and_then(Path::parent)
+        })
+        .map_or_else(std::env::temp_dir, Path::to_path_buf)
 }
 
 fn run() -> Result<(FitResult, PathBuf), Box<dyn Error>> {
