@@ -171,6 +171,8 @@ struct BackwardVectors {
     replay_next: Vec<f64>,
     /// Vectors of results given back, for the gradients to come.
     results: SpareVecs,
+    /// The lazy backward pass's per-entry vectors (`adjoint/lazy.rs`).
+    lazy: lazy::LazyVectors,
 }
 
 impl BackwardBuffers {
@@ -218,6 +220,7 @@ impl BackwardVectors {
             replay_state: refill(self.replay_state, 0, 0.0),
             replay_next: refill(self.replay_next, 0, 0.0),
             results: self.results,
+            lazy: self.lazy,
         }
     }
 }

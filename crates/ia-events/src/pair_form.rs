@@ -403,9 +403,9 @@ pub fn first_crossing(
 /// lower bound of the crossing and `hi` beyond it (a rough root lowered and
 /// raised by a small relative margin, [`crate::rough_crossing`]). One
 /// Newton step from `estimate` with the exact arithmetic of
-/// [`advance_pair`], a bracket from the two points (widened by doubling
-/// steps of doubles where both lie on one side), then bisection of the
-/// doubles to the first at which the guard has reached the level (the one
+/// [`advance_pair`], a bracket by doubling steps of doubles from Newton's
+/// point (bounded by the estimate where the two lie across the root) or
+/// from the nearer of the two, then bisection of the doubles to the first at which the guard has reached the level (the one
 /// before it short of it): the delay [`first_crossing`] defines. `None`
 /// when the bracket leaves `(lo, hi)`, or the segment does not cross in
 /// `direction`: then the caller searches from the start.
@@ -447,13 +447,24 @@ pub(crate) fn crossing_near(
         e
     };
     // A bracket (before, reached): h < 0 at `before`, h >= 0 at `reached`,
-    // from the two points or by doubling steps from the nearer.
+    // by doubling steps from Newton's point towards the root (within a few
+    // doubles of it as a rule) when the two points lie across it, bounded
+    // by the estimate; otherwise from the nearer of the two.
     let (first, last) = if e.0 <= n.0 { (e, n) } else { (n, e) };
-    let (mut before, mut reached) = if first.1 < 0.0 && last.1 >= 0.0 {
-        (first.0, last.0)
+    let across = first.1 < 0.0 && last.1 >= 0.0;
+    let (from, bound) = if across {
+        (n, Some(e.0))
     } else if first.1 >= 0.0 {
-        let (mut at, mut step) = (first.0, 1u64);
+        (first, None)
+    } else {
+        (last, None)
+    };
+    let (mut before, mut reached) = if from.1 >= 0.0 {
+        let (mut at, mut step) = (from.0, 1u64);
         loop {
+            if let Some(bound) = bound.filter(|&b| at <= b + step) {
+                break (bound, at);
+            }
             if at <= lo_bits + step {
                 return None;
             }
@@ -464,8 +475,11 @@ pub(crate) fn crossing_near(
             (at, step) = (below, step * 2);
         }
     } else {
-        let (mut at, mut step) = (last.0, 1u64);
+        let (mut at, mut step) = (from.0, 1u64);
         loop {
+            if let Some(bound) = bound.filter(|&b| at + step >= b) {
+                break (at, bound);
+            }
             if at + step >= hi_bits {
                 return None;
             }

@@ -28,6 +28,7 @@ use super::{flow_transpose, mode_linear, Backward, LossSeeds, PARAM_CHECK_EVERY}
 use crate::tape::{Cursor, Tape, TapeEntry, TapedEvent};
 use ia_core::{HybridError, Trajectory};
 use ia_events::exact::{chi, decay, phi, PairRates, PairStretch, PairTransposeBasis};
+use ia_events::workspace::refill;
 
 /// No pair: a decoupled entry.
 const SINGLE: usize = usize::MAX;
@@ -48,8 +49,8 @@ struct Blocks {
     sums: Vec<f64>,
     /// The last pair stretch transposed: pairs of one matrix and constant
     /// brought back over the same length one after the other (a layer's
-    /// neurons between two inputs) share its factors, and from the eighth
-    /// on its Van Loan basis.
+    /// neurons between two inputs) share its factors and its transpose
+    /// basis (the convolutions of its factors).
     shared: Option<Shared>,
 }
 
@@ -57,13 +58,24 @@ struct Blocks {
 struct Shared {
     stretch: PairStretch,
     length: u64,
-    count: u32,
-    basis: Option<PairTransposeBasis>,
+    basis: PairTransposeBasis,
 }
 
-/// Pairs transposed over one stretch from which on the stretch's Van Loan
-/// basis is formed (six 5x5 exponentials, against one a pair without it).
-const BASIS_FROM: u32 = 8;
+/// The vectors of a lazy backward pass, kept between passes by the
+/// workspace (a kept workspace's pass allocates none of them again).
+#[derive(Default)]
+pub(super) struct LazyVectors {
+    pair_of: Vec<usize>,
+    rates: Vec<PairRates>,
+    at: Vec<f64>,
+    state: Vec<f64>,
+    sums: Vec<f64>,
+    /// The state before each event as its reset and guard read it.
+    before: Vec<f64>,
+    /// The three states and vectors of the flow's parameter terms.
+    states: Vec<f64>,
+    vs: Vec<f64>,
+}
 
 impl Backward<'_> {
     /// [`Backward::gradient_from`] over the tape of a lazy run.
@@ -81,12 +93,22 @@ impl Backward<'_> {
         let first_recorded = trajectory.first_recorded_event();
         let mut lambda = self.vectors.results.copy_of(&seeds.final_state);
         let mut param_bar = self.vectors.results.zeros(self.system.param_dim());
+        let kept = std::mem::take(&mut self.vectors.lazy);
         let mut blocks = Blocks {
-            pair_of: vec![SINGLE; n],
-            rates: Vec::with_capacity(self.pairs[mode].len()),
-            at: vec![trajectory.final_time; n],
-            state: trajectory.final_state.clone(),
-            sums: vec![0.0; 3 * n],
+            pair_of: refill(kept.pair_of, n, SINGLE),
+            rates: {
+                let mut rates = kept.rates;
+                rates.clear();
+                rates
+            },
+            at: refill(kept.at, n, trajectory.final_time),
+            state: {
+                let mut state = kept.state;
+                state.clear();
+                state.extend_from_slice(&trajectory.final_state);
+                state
+            },
+            sums: refill(kept.sums, 3 * n, 0.0),
             shared: None,
         };
         for (k, pair) in self.pairs[mode].iter().enumerate() {
@@ -97,7 +119,8 @@ impl Backward<'_> {
         }
         // The state before each event as its reset and guard read it: the
         // touched entries written, the others stale.
-        let mut before = vec![0.0; n];
+        let mut before = refill(kept.before, n, 0.0);
+        let (states, vs) = (kept.states, kept.vs);
         let mut cascade_time_bar = 0.0;
         let mut guard_end = tape.guard_terms_before(self.system, end);
         for position in (0..end).rev() {
@@ -170,7 +193,23 @@ impl Backward<'_> {
         for i in 0..n {
             self.bring_back(mode, &mut blocks, i, trajectory.initial_time, &mut lambda);
         }
-        self.flow_parameter_terms(mode, trajectory.initial_time, &blocks, &mut param_bar);
+        let (states, vs) = self.flow_parameter_terms(
+            mode,
+            trajectory.initial_time,
+            &blocks,
+            (states, vs),
+            &mut param_bar,
+        );
+        self.vectors.lazy = LazyVectors {
+            pair_of: blocks.pair_of,
+            rates: blocks.rates,
+            at: blocks.at,
+            state: blocks.state,
+            sums: blocks.sums,
+            before,
+            states,
+            vs,
+        };
         if !lambda.iter().chain(&param_bar).all(|v| v.is_finite()) {
             return Err(overflowed(trajectory.initial_time, trajectory));
         }
@@ -219,29 +258,25 @@ impl Backward<'_> {
         });
         if !same {
             let rates = blocks.rates[pair];
+            let stretch = PairStretch {
+                entries: p.entries,
+                a: p.a,
+                b: p.b,
+                rates,
+                factors: rates.factors(s),
+            };
+            // What `transpose_tangent` forms at every call, formed once
+            // (the same numbers to the bit).
+            let basis = stretch.transpose_basis(s);
             blocks.shared = Some(Shared {
-                stretch: PairStretch {
-                    entries: p.entries,
-                    a: p.a,
-                    b: p.b,
-                    rates,
-                    factors: rates.factors(s),
-                },
+                stretch,
                 length: s.to_bits(),
-                count: 0,
-                basis: None,
+                basis,
             });
         }
-        let shared = blocks.shared.as_mut().expect("set above");
-        shared.count += 1;
-        if shared.basis.is_none() && shared.count >= BASIS_FROM {
-            shared.basis = Some(shared.stretch.transpose_basis(s));
-        }
+        let shared = blocks.shared.as_ref().expect("set above");
         let y0 = [blocks.state[e0], blocks.state[e1]];
-        let c = match &shared.basis {
-            Some(basis) => shared.stretch.transpose_tangent_with(basis, y0, l),
-            None => shared.stretch.transpose_tangent(s, y0, l),
-        };
+        let c = shared.stretch.transpose_tangent_with(&shared.basis, y0, l);
         (lambda[e0], lambda[e1]) = (c.lambda[0], c.lambda[1]);
         for (row, &e) in p.entries.iter().enumerate() {
             blocks.sums[e] += c.gamma[row];
@@ -253,16 +288,19 @@ impl Backward<'_> {
     /// Adds the flow's parameter terms summed over the run in
     /// `blocks.sums` to `param_bar` (three vector-Jacobian products; see
     /// the [module documentation](self)).
+    /// `(states, vs)`: the vectors to form the three states and vectors
+    /// in, given back.
     fn flow_parameter_terms(
         &mut self,
         mode: usize,
         t: f64,
         blocks: &Blocks,
+        (states, vs): (Vec<f64>, Vec<f64>),
         param_bar: &mut [f64],
-    ) {
+    ) -> (Vec<f64>, Vec<f64>) {
         let n = self.n;
-        let (sums, states) = (&blocks.sums, &mut vec![0.0; 3 * n]);
-        let mut vs = vec![0.0; 3 * n];
+        let sums = &blocks.sums;
+        let (mut states, mut vs) = (refill(states, 3 * n, 0.0), refill(vs, 3 * n, 0.0));
         for i in 0..n {
             let (beta, g0, g1) = (sums[i], sums[n + i], sums[2 * n + i]);
             vs[i] = beta - g0 - g1;
@@ -287,6 +325,7 @@ impl Backward<'_> {
                 param_bar,
             );
         }
+        (states, vs)
     }
 }
 
