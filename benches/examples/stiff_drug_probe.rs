@@ -8,8 +8,8 @@
 //! ```
 //!
 //! Arguments: `primal`, `forward`, `adjoint` or `error` (default `forward`),
-//! the tolerance (rtol = atol, default 1e-8) and the repetitions (default
-//! 20). Prints the steps taken and the first entry of the result; `error`
+//! the tolerance (rtol = atol, default 1e-8), the repetitions (default
+//! 20) and the method (`kvaerno5`, the default, or `dopri5`). Prints the steps taken and the first entry of the result; `error`
 //! prints the forward Jacobian's and the primal's steps and the Jacobian's
 //! normwise relative error (`max |a - b| / max |b|`, as
 //! `crates/ia-verify/tests/stiff.rs`) against the mpmath reference
@@ -58,6 +58,16 @@ fn main() {
         .next()
         .map_or(1e-8, |a| a.parse().expect("a tolerance"));
     let repeats: usize = args.next().map_or(20, |a| a.parse().expect("a count"));
+    // The method: Kvaerno 5(4), or DOPRI5 (`dopri5`) for the stability-limited
+    // comparison of issue 28 in instructions.
+    let solver = match args.next().as_deref() {
+        Some("dopri5") => SolverChoice::dopri5(tol),
+        _ => SolverChoice::Kvaerno5 {
+            rtol: tol,
+            atol: tol,
+            max_step: None,
+        },
+    };
     let model = EquationModel::from_json_str(DRUG).expect("the drug model");
     let spec = model.spec();
     let system = model.system();
@@ -69,11 +79,7 @@ fn main() {
     )
     .with_mode(&spec.initial_mode)
     .expect("the initial mode")
-    .with_solver(SolverChoice::Kvaerno5 {
-        rtol: tol,
-        atol: tol,
-        max_step: None,
-    });
+    .with_solver(solver);
     if what == "error" {
         let names: Vec<&str> = spec.states.iter().map(|s| s.name.as_str()).collect();
         report_error(&problem, &names, tol);

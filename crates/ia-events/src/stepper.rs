@@ -21,9 +21,7 @@ pub trait OdeRhs {
     /// larger of their two RMS norms, so that controlling more components
     /// never loosens the state's own control. False
     /// (one RMS norm over every controlled component) unless the right-hand
-    /// side says otherwise. (The implicit steppers norm every controlled
-    /// block after the closed one apart in any case, CVODES's sensitivity
-    /// norm: [`crate::implicit_rk::ImplicitStepper`].)
+    /// side says otherwise.
     fn controlled_apart(&self) -> bool {
         false
     }

@@ -6,7 +6,7 @@
 use super::linear::IterationMatrix;
 use super::tableau::EsdirkTableau;
 use crate::explicit_rk::{min_step, step_factor};
-use crate::stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
+use crate::stepper::{controlled_norm, OdeRhs, StepCounters, StepFailure, Stepper};
 
 /// Stage convergence: Newton stops when its estimated remaining error,
 /// `theta / (1 - theta) ||dY||`, is below this fraction of the tolerance
@@ -72,15 +72,6 @@ enum Attempt {
 /// iteration only re-derives the rounding (measured on the drug model of
 /// issue 28: the same steps, errors against the reference equal to three
 /// digits, 0.70x the primal's instructions).
-///
-/// The error norm is the RMS norm scaled by `atol + rtol max(|y_0|, |y_1|)`
-/// over the closed block; controlled components after it (forward
-/// sensitivities, derivative probes: [`OdeRhs::controlled_dim`]) are
-/// normed column by column, each block of the closed block's length apart,
-/// and the step's norm is the largest of them and the state's (CVODES's
-/// sensitivity norm): every column's error then follows the tolerance,
-/// however many columns are carried, rather than their root mean square
-/// (one column in ten could be `sqrt(10)` times the tolerance).
 ///
 /// When the right-hand side carries components after its closed block
 /// ([`OdeRhs::closed_dim`]; forward sensitivities), they must be blocks of
@@ -484,12 +475,10 @@ impl ImplicitStepper {
         }
     }
 
-    /// The scaled norm of the filtered error estimate
+    /// The scaled RMS norm of the filtered error estimate
     /// `(I - h gamma J)^{-1} h sum_j e_j K_j` over the `controlled` leading
-    /// components, `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`: the largest
-    /// of the RMS norms of the closed block and of each controlled block
-    /// after it (see [`ImplicitStepper`]).
-    fn error_norm(&mut self, h: f64, controlled: usize) -> f64 {
+    /// components, `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`.
+    fn error_norm(&mut self, h: f64, controlled: usize, apart: bool) -> f64 {
         let n = self.dim;
         self.err.iter_mut().for_each(|e| *e = 0.0);
         for (j, &e) in self.tableau.error.iter().enumerate() {
@@ -510,19 +499,7 @@ impl ImplicitStepper {
                 .sum();
             (sum / count).sqrt()
         };
-        let c = self.closed.min(controlled).max(1);
-        let mut largest = 0.0f64;
-        let mut start = 0;
-        while start < controlled {
-            let end = (start + c).min(controlled);
-            let block = norm(start..end);
-            if !block.is_finite() {
-                return block;
-            }
-            largest = largest.max(block);
-            start = end;
-        }
-        largest
+        controlled_norm(norm, self.closed.min(controlled), controlled, apart)
     }
 
     /// A first step: a hundredth of the time the state takes to change by
@@ -631,6 +608,7 @@ impl Stepper for ImplicitStepper {
             self.h_next = self.initial_step(remaining).max(16.0 * min_step);
         }
         let controlled = rhs.controlled_dim().min(n);
+        let apart = rhs.controlled_apart();
         let order = self.tableau.error_order();
         let mut rejected_last = false;
         loop {
@@ -659,7 +637,7 @@ impl Stepper for ImplicitStepper {
                 }
                 continue;
             }
-            let err = self.error_norm(h, controlled);
+            let err = self.error_norm(h, controlled, apart);
             let finite = err.is_finite() && self.y_new.iter().all(|v| v.is_finite());
             if finite && err <= 1.0 {
                 let mut factor = if err == 0.0 {
