@@ -401,12 +401,15 @@ pub trait Flow: Send + Sync {
     /// iterations and for the exact stage solves of forward sensitivities,
     /// instead of at every stage; for such a flow this reuse is exact (the
     /// matrices are the ones evaluating at each stage would give, to the
-    /// bit up to the order of the floating-point operations).
+    /// bit up to the order of the floating-point operations), and each
+    /// stage, linear with that exact matrix, is solved by one Newton
+    /// increment (no convergence check).
     ///
     /// This is the implementer's contract, not checked: a flow that
-    /// answers `true` while `f_x` varies gets its sensitivities from the
-    /// Jacobian at the segment's start, which are then not the derivatives
-    /// of the steps taken. The default, `false`, claims nothing. Equation
+    /// answers `true` while `f_x` varies gets its implicit stages from one
+    /// Newton increment of the Jacobian at the segment's start (not
+    /// converged) and its sensitivities from that Jacobian, which are then
+    /// not the derivatives of the steps taken. The default, `false`, claims nothing. Equation
     /// models answer it from their expressions.
     fn state_jacobian_is_constant(&self) -> bool {
         false

@@ -285,6 +285,17 @@ impl IterationMatrix {
         }
     }
 
+    /// Overwrites each `n`-long block of `v` (the state's, then each
+    /// sensitivity column's) with `(I - hg J)^{-1}` times it.
+    pub fn solve_blocks(&mut self, v: &mut [f64]) {
+        match (&mut self.sparse, self.use_sparse) {
+            (Some(sparse), true) => v
+                .chunks_exact_mut(self.n)
+                .for_each(|b| sparse.solve(b, false)),
+            _ => self.dense.solve_blocks(v),
+        }
+    }
+
     /// Overwrites `b` (`n` long) with `(I - hg J)^{-T} b`.
     pub fn solve_transpose(&mut self, b: &mut [f64]) {
         match (&mut self.sparse, self.use_sparse) {
