@@ -405,12 +405,14 @@ pub trait Flow: Send + Sync {
     /// stage, linear with that exact matrix, is solved by one Newton
     /// increment (no convergence check).
     ///
-    /// This is the implementer's contract, not checked: a flow that
-    /// answers `true` while `f_x` varies gets its implicit stages from one
-    /// Newton increment of the Jacobian at the segment's start (not
-    /// converged) and its sensitivities from that Jacobian, which are then
-    /// not the derivatives of the steps taken. The default, `false`, claims nothing. Equation
-    /// models answer it from their expressions.
+    /// This is the implementer's contract, checked only in part: the
+    /// stages are solved by one increment once a stage of the segment has
+    /// shown it (a second increment within rounding), so a flow that
+    /// answers `true` while `f_x` varies still gets converged stages, but
+    /// its sensitivities come from the Jacobian at the segment's start and
+    /// are then not the derivatives of the steps taken. The default,
+    /// `false`, claims nothing. Equation models answer it from their
+    /// expressions.
     fn state_jacobian_is_constant(&self) -> bool {
         false
     }
