@@ -454,7 +454,7 @@ mod tests {
         let mut out = [f64::NAN; 2];
         assert!(Autodiff(Mixed).jacobian_vector_product_along(t, &x, &p, &dx, &dp, &mut out));
         let mut by_units = [0.0; 2];
-        for j in 0..2 {
+        for (j, &weight) in dp.iter().enumerate() {
             let mut column = [0.0; 2];
             let zeros = [0.0; 2];
             let tangent = Tangent {
@@ -464,7 +464,7 @@ mod tests {
             };
             assert!(Autodiff(Mixed).jacobian_vector_product(t, &x, &p, tangent, &mut column));
             for (b, c) in by_units.iter_mut().zip(column) {
-                *b += dp[j] * c;
+                *b += weight * c;
             }
         }
         for (i, o) in out.iter().enumerate() {
