@@ -4,7 +4,7 @@
 //! `t2 = t1 (1 + 2 e)`; between them `h(T) = e g t1 (T - t1) - g/2 (T - t1)^2`.
 
 use ia_core::{
-    Autodiff, Direction, FlowFn, FromMode, GuardFn, HybridSystem, ResetFn, Scalar, ToMode,
+    Autodiff, Direction, Flow, FlowFn, FromMode, GuardFn, HybridSystem, ResetFn, Scalar, ToMode,
 };
 use ia_events::{Problem, SolverChoice};
 
@@ -14,7 +14,8 @@ pub(crate) const H0: f64 = 1.0;
 /// A time between the first and the second impact.
 pub(crate) const T: f64 = 0.8;
 
-struct Fall;
+/// The ball's flow: `h' = v`, `v' = -g`.
+pub(crate) struct Fall;
 impl FlowFn for Fall {
     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
         d[0] = x[1];
@@ -40,8 +41,13 @@ impl ResetFn for Bounce {
 
 /// The ball: states `h, v`, parameters `g, e`.
 pub(crate) fn ball() -> HybridSystem {
+    ball_with(Autodiff(Fall))
+}
+
+/// [`ball`] with `flow` (an equal flow with other products).
+pub(crate) fn ball_with(flow: impl Flow + 'static) -> HybridSystem {
     HybridSystem::builder(&["h", "v"], &["g", "e"])
-        .mode("flight", Autodiff(Fall))
+        .mode("flight", flow)
         .transition(
             "bounce",
             FromMode("flight"),

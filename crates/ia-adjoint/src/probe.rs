@@ -25,14 +25,21 @@
 //! ([`Method::ForwardOnStateSteps`](crate::Method::ForwardOnStateSteps))
 //! carry the same probes so that they take the same steps.
 //!
-//! Each probe costs one flow Jacobian-vector product per stage and one per
-//! parameter its direction moves (or the flow's dense partials once per
-//! stage, whichever is less work), which is why the automatic choice
+//! Each probe costs one flow Jacobian-vector product along its whole
+//! direction per stage where the flow has such products
+//! ([`Flow::jacobian_vector_product_along`]; hand-written for
+//! `ball2d-flat`, one dual-number evaluation for an
+//! [`Autodiff`](ia_core::Autodiff) flow or an equation model), otherwise
+//! one flow Jacobian-vector product per stage and one per parameter its
+//! direction moves (or the flow's dense partials once per stage, whichever
+//! is less work), which is why the automatic choice
 //! ([`Problem::derivative_probes`] left `None`) carries one probe for
 //! systems of at most [`AUTOMATIC_PROBE_INPUTS`] inputs only. Only the adaptive methods have a
 //! step-size control to feed: fixed-step RK4 and the exact solver carry
 //! none (their derivative's accuracy is that of the steps the user chose,
 //! or exact).
+//!
+//! [`Flow::jacobian_vector_product_along`]: ia_core::Flow::jacobian_vector_product_along
 
 use crate::forward::event_time_derivative;
 use crate::saltation::{EventAt, SaltationWorkspace};
@@ -178,6 +185,39 @@ impl Probes {
         self.count * (self.n_params + 1) > self.n + self.n_params + 1
     }
 
+    /// Whether one product along each probe's whole direction
+    /// ([`Flow::jacobian_vector_product_along`]) is less work than the
+    /// dense partials (`n + n_p + 1` directional evaluations).
+    ///
+    /// [`Flow::jacobian_vector_product_along`]: ia_core::Flow::jacobian_vector_product_along
+    fn along_is_cheaper(&self) -> bool {
+        self.count <= self.n + self.n_params
+    }
+
+    /// `rate = f_x v + f_p d_p` for each probe by one product along its
+    /// direction, if the flow has such products (`false`, `rate` partly
+    /// written, if not).
+    fn along_rate(
+        &self,
+        run: RunContext<'_>,
+        mode: usize,
+        t: f64,
+        x: &[f64],
+        extra: &[f64],
+        rate: &mut [f64],
+    ) -> bool {
+        let (n, m) = (self.n, self.n + self.n_params);
+        let flow = &run.system.modes()[mode].flow;
+        for c in 0..self.count {
+            let (v, out) = (&extra[c * n..(c + 1) * n], &mut rate[c * n..(c + 1) * n]);
+            let dp = &self.directions[c * m + n..(c + 1) * m];
+            if !flow.jacobian_vector_product_along(t, x, run.params, v, dp, out) {
+                return false;
+            }
+        }
+        true
+    }
+
     #[inline(never)]
     fn dense_rate(
         &mut self,
@@ -245,6 +285,9 @@ impl ExtraState for Probes {
         rate: &mut [f64],
     ) {
         let n = self.n;
+        if self.along_is_cheaper() && self.along_rate(run, mode, t, x, extra, rate) {
+            return;
+        }
         if !self.dense_is_cheaper() {
             let flow = &run.system.modes()[mode].flow;
             let m = n + self.n_params;
@@ -440,8 +483,9 @@ mod tests {
             }
         }
     }
-    use crate::fixtures::{ball, problem};
+    use crate::fixtures::{ball, ball_with, problem, Fall};
     use crate::forward::ForwardSensitivity;
+    use ia_core::{Autodiff, Flow};
     use ia_events::{Observer, SpareVecs};
 
     /// The carried vector at the end of a run.
@@ -453,17 +497,54 @@ mod tests {
         }
     }
 
+    /// The fixture's flow with fewer products: never one along a whole
+    /// direction, and unit-direction ones only with `products`.
+    struct Fewer {
+        products: bool,
+    }
+
+    impl Flow for Fewer {
+        fn rate(&self, t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
+            Autodiff(Fall).rate(t, x, p, dxdt);
+        }
+        fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
+            Autodiff(Fall).partials(t, x, p, out);
+        }
+        fn jacobian_vector_product(
+            &self,
+            t: f64,
+            x: &[f64],
+            p: &[f64],
+            tangent: Tangent<'_>,
+            out: &mut [f64],
+        ) -> bool {
+            self.products && Autodiff(Fall).jacobian_vector_product(t, x, p, tangent, out)
+        }
+    }
+
     #[rstest::rstest]
-    #[case::by_products(1)]
-    #[case::by_dense_partials(2)]
-    fn each_probe_is_the_jacobian_along_its_direction(#[case] count: usize) {
+    #[case::along_each_direction(1, None)]
+    #[case::along_each_of_two(2, None)]
+    #[case::by_unit_products(1, Some(true))]
+    #[case::by_dense_partials_cheaper(2, Some(true))]
+    #[case::by_dense_partials_only(1, Some(false))]
+    fn each_probe_is_the_jacobian_along_its_direction(
+        #[case] count: usize,
+        #[case] fewer: Option<bool>,
+    ) {
         // Reference: the full forward sensitivities S carried on the same
         // steps (after the probes, uncontrolled): through the bounce, each
         // probe v_c = S r_c and its event-time derivative dt*/dtheta . r_c,
-        // the same linear maps in another order (to rounding). One probe
-        // takes the flow's products, two its dense partials
-        // (`Probes::dense_is_cheaper`).
-        let system = ball();
+        // the same linear maps in another order (to rounding). The probes
+        // take the flow's products along their whole directions where it
+        // has them (`fewer` None: the `Autodiff` flow), otherwise one
+        // product per unit direction or the dense partials, whichever is
+        // less work (`Probes::dense_is_cheaper`: two probes), or the dense
+        // partials where the flow has no products.
+        let system = match fewer {
+            None => ball(),
+            Some(products) => ball_with(Fewer { products }),
+        };
         let run = problem(&system);
         let mut probes = Probes::new(&system, count);
         let mut s = ForwardSensitivity::new(&system, false, true);
@@ -475,6 +556,7 @@ mod tests {
         let trajectory = ia_events::run(&run, &mut probed, &mut last).unwrap();
         assert_eq!(trajectory.events.len(), 1);
         assert_eq!(probes.dense_is_cheaper(), count == 2);
+        assert!(probes.along_is_cheaper());
         let (n, m) = (system.state_dim(), system.state_dim() + system.param_dim());
         let (carried, full) = last.0[n..].split_at(count * n);
         let gradients = s.event_time_gradients(1, &mut SpareVecs::default());

@@ -266,6 +266,27 @@ impl<T: FlowFn> Flow for Autodiff<T> {
         });
         true
     }
+
+    /// One dual-number evaluation seeded with `dx` and `dp`.
+    fn jacobian_vector_product_along(
+        &self,
+        t: f64,
+        x: &[f64],
+        p: &[f64],
+        dx: &[f64],
+        dp: &[f64],
+        out: &mut [f64],
+    ) -> bool {
+        let seed = |ps: &mut [Dual64]| {
+            for (d, &v) in ps.iter_mut().zip(dp) {
+                d.eps = v;
+            }
+        };
+        along_direction(t, x, p, (0.0, dx), seed, out, |td, xs, ps, o| {
+            self.0.rate(td, xs, ps, o)
+        });
+        true
+    }
 }
 
 impl<T: GuardFn> Guard for Autodiff<T> {
@@ -352,18 +373,36 @@ fn along_tangent(
     out: &mut [f64],
     eval: impl FnOnce(Dual64, &[Dual64], &[Dual64], &mut [Dual64]),
 ) {
+    let seed = |ps: &mut [Dual64]| {
+        if let Some(j) = tangent.param {
+            ps[j].eps = 1.0;
+        }
+    };
+    along_direction(t, x, p, (tangent.t, tangent.x), seed, out, eval);
+}
+
+/// Evaluates `eval` once on dual numbers whose time and state parts are
+/// seeded with `(dt, dx)` and whose parameters `seed_params` seeds, and
+/// writes the derivative parts of its `x.len()` outputs into `out`.
+fn along_direction(
+    t: f64,
+    x: &[f64],
+    p: &[f64],
+    (dt, dx): (f64, &[f64]),
+    seed_params: impl FnOnce(&mut [Dual64]),
+    out: &mut [f64],
+    eval: impl FnOnce(Dual64, &[Dual64], &[Dual64], &mut [Dual64]),
+) {
     let (n, np) = (x.len(), p.len());
     with_scratch(2 * n + np, |buffer| {
         let (xs, rest) = buffer.split_at_mut(n);
         let (ps, result) = rest.split_at_mut(np);
         load(x, p, xs, ps);
-        for (d, &v) in xs.iter_mut().zip(tangent.x) {
+        for (d, &v) in xs.iter_mut().zip(dx) {
             d.eps = v;
         }
-        if let Some(j) = tangent.param {
-            ps[j].eps = 1.0;
-        }
-        eval(Dual64::new(t, tangent.t), xs, ps, result);
+        seed_params(ps);
+        eval(Dual64::new(t, dt), xs, ps, result);
         for (o, r) in out.iter_mut().zip(result.iter()) {
             *o = r.eps;
         }
@@ -400,6 +439,49 @@ mod tests {
         for (i, o) in out.iter().enumerate() {
             let dense = d.x[(i, 0)] * dx[0] + d.x[(i, 1)] * dx[1] + d.p[(i, 1)];
             assert!((o - dense).abs() < 1e-15, "{i}: {o} vs {dense}");
+        }
+    }
+
+    #[test]
+    fn flow_product_along_a_parameter_direction_equals_the_partials_applied() {
+        // Reference: the dense partials (checked by hand in the next test),
+        // `f_x dx + f_p dp`, and the sum of the unit-parameter products
+        // weighted by `dp` (what the library forms without this product).
+        let (t, x, p) = (0.3, [0.7, -0.2], [1.5, 2.5]);
+        let mut d = FlowPartials::zeros(2, 2);
+        Autodiff(Mixed).partials(t, &x, &p, &mut d);
+        let (dx, dp) = ([0.4, -1.1], [-0.6, 2.3]);
+        let mut out = [f64::NAN; 2];
+        assert!(Autodiff(Mixed).jacobian_vector_product_along(t, &x, &p, &dx, &dp, &mut out));
+        let mut by_units = [0.0; 2];
+        for (j, &weight) in dp.iter().enumerate() {
+            let mut column = [0.0; 2];
+            let zeros = [0.0; 2];
+            let tangent = Tangent {
+                t: 0.0,
+                x: &zeros,
+                param: Some(j),
+            };
+            assert!(Autodiff(Mixed).jacobian_vector_product(t, &x, &p, tangent, &mut column));
+            for (b, c) in by_units.iter_mut().zip(column) {
+                *b += weight * c;
+            }
+        }
+        for (i, o) in out.iter().enumerate() {
+            let dense = d.x[(i, 0)] * dx[0]
+                + d.x[(i, 1)] * dx[1]
+                + d.p[(i, 0)] * dp[0]
+                + d.p[(i, 1)] * dp[1];
+            assert!((o - dense).abs() < 1e-15, "{i}: {o} vs {dense}");
+            let tangent = Tangent {
+                t: 0.0,
+                x: &dx,
+                param: None,
+            };
+            let mut state_part = [0.0; 2];
+            assert!(Autodiff(Mixed).jacobian_vector_product(t, &x, &p, tangent, &mut state_part));
+            let units = state_part[i] + by_units[i];
+            assert!((o - units).abs() < 1e-15, "{i}: {o} vs {units}");
         }
     }
 

@@ -245,6 +245,52 @@ pub trait Flow: Send + Sync {
         false
     }
 
+    /// Optional fast path of a tangent along any parameter direction:
+    /// writes `f_x dx + f_p dp` into `out` (`dx` of `n` entries, `dp` of
+    /// `n_p`, both arbitrary) and returns `true`. The default returns
+    /// `false`, and the library forms it from
+    /// [`Flow::jacobian_vector_product`] (one product per parameter `dp`
+    /// moves, since a [`Tangent`] moves one) or from [`Flow::partials`].
+    /// The adjoint's derivative probes (random directions carried through
+    /// its taped run) take one such product per stage.
+    /// [`Autodiff`](crate::Autodiff) provides it with one dual-number
+    /// evaluation.
+    ///
+    /// ```
+    /// use ia_core::{Flow, FlowPartials};
+    /// /// `x' = -k x`, parameter `k`.
+    /// struct Decay;
+    /// impl Flow for Decay {
+    ///     fn rate(&self, _t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
+    ///         dxdt[0] = -p[0] * x[0];
+    ///     }
+    ///     fn partials(&self, _t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
+    ///         out.x[(0, 0)] = -p[0];
+    ///         out.p[(0, 0)] = -x[0];
+    ///     }
+    ///     fn jacobian_vector_product_along(
+    ///         &self, _t: f64, x: &[f64], p: &[f64], dx: &[f64], dp: &[f64], out: &mut [f64],
+    ///     ) -> bool {
+    ///         out[0] = -p[0] * dx[0] - x[0] * dp[0];
+    ///         true
+    ///     }
+    /// }
+    /// let mut out = [0.0];
+    /// assert!(Decay.jacobian_vector_product_along(0.0, &[2.0], &[0.5], &[1.0], &[3.0], &mut out));
+    /// assert_eq!(out, [-6.5]);
+    /// ```
+    fn jacobian_vector_product_along(
+        &self,
+        _t: f64,
+        _x: &[f64],
+        _p: &[f64],
+        _dx: &[f64],
+        _dp: &[f64],
+        _out: &mut [f64],
+    ) -> bool {
+        false
+    }
+
     /// Optional structure: when every component obeys
     /// `x_i' = a_i x_i + b_i`, with `a` and `b` depending on the parameters
     /// only (not on `t` or `x`), writes them and returns `true`. Such a flow

@@ -170,6 +170,21 @@ impl Flow for Room {
         true
     }
 
+    /// `f_T dT + f_p dp` along any parameter direction (`Tlo`, `Thi` do
+    /// not move the flow).
+    fn jacobian_vector_product_along(
+        &self,
+        _t: f64,
+        x: &[f64],
+        p: &[f64],
+        dx: &[f64],
+        dp: &[f64],
+        out: &mut [f64],
+    ) -> bool {
+        out[0] = -p[A] * dx[0] - (x[0] - p[TOUT]) * dp[A] + self.heat() * dp[B] + p[A] * dp[TOUT];
+        true
+    }
+
     fn vector_jacobian_product(
         &self,
         _t: f64,
@@ -301,6 +316,17 @@ mod tests {
                     let expected = want.x[(0, 0)] * dx[0] + param.map_or(0.0, |j| want.p[(0, j)]);
                     assert_eq!(out[0], expected, "{param:?}");
                 }
+                // Along a whole parameter direction: the dense partials
+                // applied (to rounding: other order of the sum).
+                let (dx, dp) = ([0.25], [0.5, -1.5, 2.0, 0.75, -0.3]);
+                let mut out = [f64::NAN];
+                assert!(room.jacobian_vector_product_along(0.0, &x, &p, &dx, &dp, &mut out));
+                let expected: f64 =
+                    want.x[(0, 0)] * dx[0] + (0..5).map(|j| want.p[(0, j)] * dp[j]).sum::<f64>();
+                assert!((out[0] - expected).abs() <= 1e-14 * expected.abs().max(1.0));
+                let mut by_duals = [f64::NAN];
+                assert!(dual.jacobian_vector_product_along(0.0, &x, &p, &dx, &dp, &mut by_duals));
+                assert!((out[0] - by_duals[0]).abs() <= 1e-14 * by_duals[0].abs().max(1.0));
             }
         }
     }
