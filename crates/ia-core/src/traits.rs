@@ -454,8 +454,9 @@ pub trait Flow: Send + Sync {
     /// This is the implementer's contract, checked only in part: the
     /// stages are solved by one increment once a stage of the segment has
     /// shown it (a second increment within rounding), so a flow that
-    /// answers `true` while `f_x` varies still gets converged stages, but
-    /// its sensitivities come from the Jacobian at the segment's start and
+    /// answers `true` while `f_x` varies has its stages iterated and
+    /// checked (with the Jacobian at the segment's start, never refreshed:
+    /// Newton may fail), and its sensitivities come from that Jacobian and
     /// are then not the derivatives of the steps taken. The default,
     /// `false`, claims nothing. Equation models answer it from their
     /// expressions.

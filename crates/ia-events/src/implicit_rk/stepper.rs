@@ -418,7 +418,7 @@ impl ImplicitStepper {
         // declaration is the implementer's; it is trusted only once a stage
         // of the segment has shown it (its second increment within
         // rounding), so that a flow declaring a constant Jacobian it does
-        // not have still gets converged stages.
+        // not have has its stages iterated and checked, not taken unchecked.
         let affine = self.constant_jacobian && self.jacobian_exact && self.lu_hg == hg;
         let linear = affine && self.affine_seen;
         let mut converged = false;
