@@ -148,6 +148,36 @@ fn long_runs_in_a_kept_workspace_allocate_nothing_per_event() {
     assert!(counts[1..].iter().all(|&c| c == (0, 0)), "{counts:?}");
 }
 
+/// Three rounds of a batch's second pattern in one kept workspace: `items`
+/// taped runs recorded, then their backward passes; each round's
+/// allocations counted as (recording, passes).
+fn recording_rounds(
+    problem: &ia_events::Problem<'_>,
+    loss: &dyn ia_adjoint::Loss,
+    options: &ia_adjoint::AdjointOptions,
+    workspace: &mut ia_adjoint::Workspace,
+    items: usize,
+) -> Vec<(usize, usize)> {
+    use ia_adjoint::{gradient_of_taped, record_in};
+    let mut rounds = Vec::new();
+    for _ in 0..3 {
+        let mut runs = Vec::new();
+        let recording = allocations_of(|| {
+            for _ in 0..items {
+                runs.push(record_in(problem, options, workspace).unwrap());
+            }
+        });
+        let passes = allocations_of(|| {
+            for run in runs.drain(..) {
+                let grad = gradient_of_taped(problem, run, loss, workspace).unwrap();
+                workspace.recycle_gradient(grad);
+            }
+        });
+        rounds.push((recording, passes));
+    }
+    rounds
+}
+
 /// The adjoint gradient of `ball2d_flat_a` in a kept workspace, the
 /// result given back (what a batch's worker does with each item,
 /// `Batch::map_into`): once warm, none. And a batch's other pattern, the
@@ -158,7 +188,7 @@ fn long_runs_in_a_kept_workspace_allocate_nothing_per_event() {
 /// which stay with the runs until their passes give them back).
 #[test]
 fn adjoint_gradients_in_a_kept_workspace_reuse_their_tapes() {
-    use ia_adjoint::{gradient, gradient_in, gradient_of_taped, record_in};
+    use ia_adjoint::{gradient, gradient_in};
     use ia_adjoint::{AdjointOptions, FinalComponent, Workspace};
     use ia_benches::ball2d;
     let system = ball2d::system();
@@ -183,22 +213,7 @@ fn adjoint_gradients_in_a_kept_workspace_reuse_their_tapes() {
     // Eight runs recorded, then their eight passes, three rounds: the
     // tapes of a round are the next round's.
     const ITEMS: usize = 8;
-    let mut rounds = Vec::new();
-    for _ in 0..3 {
-        let mut runs = Vec::new();
-        let recording = allocations_of(|| {
-            for _ in 0..ITEMS {
-                runs.push(record_in(&problem, &options, &mut workspace).unwrap());
-            }
-        });
-        let passes = allocations_of(|| {
-            for run in runs.drain(..) {
-                let grad = gradient_of_taped(&problem, run, &loss, &mut workspace).unwrap();
-                workspace.recycle_gradient(grad);
-            }
-        });
-        rounds.push((recording, passes));
-    }
+    let rounds = recording_rounds(&problem, &loss, &options, &mut workspace, ITEMS);
     eprintln!("allocations (recording {ITEMS} runs, their passes) in three rounds: {rounds:?}");
     // Warm: the second and third rounds equal, the passes allocate
     // nothing, and the recorded runs only their trajectories' vectors
@@ -221,7 +236,7 @@ fn adjoint_gradients_in_a_kept_workspace_reuse_their_tapes() {
 /// exact run builds its structure per run).
 #[test]
 fn lazy_adjoint_passes_in_a_kept_workspace_keep_their_vectors() {
-    use ia_adjoint::{gradient_of_taped, record_in, AdjointOptions, Workspace};
+    use ia_adjoint::{AdjointOptions, Workspace};
     use ia_benches::yinyang_net::YinYangNet;
     const ITEMS: usize = 4;
     const MEASURED_PER_PASS: usize = 5;
@@ -230,22 +245,7 @@ fn lazy_adjoint_passes_in_a_kept_workspace_keep_their_vectors() {
     let loss = |t: &ia_core::Trajectory, s: &mut ia_adjoint::LossSeeds| net.loss(t, s);
     let options = AdjointOptions::default();
     let mut workspace = Workspace::new();
-    let mut rounds = Vec::new();
-    for _ in 0..3 {
-        let mut runs = Vec::new();
-        let recording = allocations_of(|| {
-            for _ in 0..ITEMS {
-                runs.push(record_in(&problem, &options, &mut workspace).unwrap());
-            }
-        });
-        let passes = allocations_of(|| {
-            for run in runs.drain(..) {
-                let grad = gradient_of_taped(&problem, run, &loss, &mut workspace).unwrap();
-                workspace.recycle_gradient(grad);
-            }
-        });
-        rounds.push((recording, passes));
-    }
+    let rounds = recording_rounds(&problem, &loss, &options, &mut workspace, ITEMS);
     eprintln!(
         "allocations (recording {ITEMS} lazy runs, their passes) in three rounds: {rounds:?}"
     );

@@ -93,7 +93,7 @@ fn steps(root: &Path, target: &Path, python_only: bool) -> Result<(), String> {
     run_in(
         root,
         Command::new(bin.join("python"))
-            .args(["-m", "pytest", "python/tests"])
+            .args(["-m", "pytest", "python/tests", "--durations=10"])
             .env("IMPACT_ADJOINT_BIN", cli_binary(target))
             .env("CARGO_TARGET_DIR", target),
     )
