@@ -258,6 +258,10 @@ pub(crate) fn controlled_norm(
     controlled: usize,
     apart: bool,
 ) -> f64 {
+    if !apart || closed >= controlled {
+        // One block (every step of a plain run): no loop.
+        return norm(0..controlled);
+    }
     let mut largest = 0.0f64;
     for block in controlled_blocks(closed, controlled, apart) {
         let value = norm(block);
