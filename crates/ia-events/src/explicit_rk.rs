@@ -3,7 +3,9 @@
 //! fourth-order continuous extension) and DOP853 (its seventh-order one),
 //! or a method built by hand from a [`ButcherTableau`].
 
-use crate::stepper::{controlled_norm, OdeRhs, StepCounters, StepFailure, Stepper};
+use crate::stepper::{
+    controlled_blocks, controlled_norm, OdeRhs, StepCounters, StepFailure, Stepper,
+};
 use crate::stiffness::{h_lambda, stiffness_bound, StiffnessTest};
 use crate::tableau::{
     weighted_sum, ButcherTableau, DenseOutput, ErrorEstimate, DOP853, DOPRI5, RK4,
@@ -227,9 +229,9 @@ impl RkStepper {
     /// components (methods with error weights; [`RkStepper::new`] refuses
     /// adaptive control of the others).
     ///
-    /// With `closed < controlled` components kept apart
-    /// ([`OdeRhs::controlled_apart`]), the larger of the norms over the
-    /// closed components and over the rest ([`controlled_norm`]).
+    /// With the components kept apart ([`OdeRhs::controlled_apart`]), the
+    /// largest of the norms over the closed components and over each
+    /// column after them ([`controlled_norm`], [`controlled_blocks`]).
     fn error_norm(
         &mut self,
         h: f64,
@@ -239,7 +241,7 @@ impl RkStepper {
     ) -> f64 {
         match self.tableau.error {
             Some(ErrorEstimate::Embedded(weights)) => {
-                self.estimate(weights, controlled);
+                self.estimate(weights, 0..controlled);
                 controlled_norm(
                     |range| {
                         let count = range.len().max(1) as f64;
@@ -251,40 +253,35 @@ impl RkStepper {
                 )
             }
             Some(ErrorEstimate::Corrected { fifth, third }) => {
-                let ranges = if apart && closed < controlled {
-                    [0..closed, closed..controlled]
-                } else {
-                    [0..controlled, 0..0]
-                };
-                self.estimate(fifth, controlled);
-                let fifth = ranges
-                    .clone()
-                    .map(|range| self.scaled_square_sum(1.0, rtol, atol, range));
-                self.estimate(third, controlled);
-                let third = ranges
-                    .clone()
-                    .map(|range| self.scaled_square_sum(1.0, rtol, atol, range));
-                let norm = |k: usize| {
-                    let count = ranges[k].len().max(1) as f64;
-                    let denominator = fifth[k] + 0.01 * third[k];
+                // DOP853's norm of each block: its fifth-order estimate
+                // corrected by the third-order one.
+                let mut largest = 0.0f64;
+                for range in controlled_blocks(closed, controlled, apart) {
+                    self.estimate(fifth, range.clone());
+                    let fifth_sum = self.scaled_square_sum(1.0, rtol, atol, range.clone());
+                    self.estimate(third, range.clone());
+                    let third_sum = self.scaled_square_sum(1.0, rtol, atol, range.clone());
+                    let count = range.len().max(1) as f64;
+                    let denominator = fifth_sum + 0.01 * third_sum;
                     let denominator = if denominator > 0.0 { denominator } else { 1.0 };
-                    h.abs() * fifth[k] / (count * denominator).sqrt()
-                };
-                if ranges[1].is_empty() {
-                    norm(0)
-                } else {
-                    norm(0).max(norm(1))
+                    let norm = h.abs() * fifth_sum / (count * denominator).sqrt();
+                    if !norm.is_finite() {
+                        return norm;
+                    }
+                    largest = largest.max(norm);
                 }
+                largest
             }
             None => 0.0,
         }
     }
 
-    /// The estimate `sum_j e_j K_j` of the first `controlled` components
-    /// into the stage buffer, free between steps.
-    fn estimate(&mut self, weights: &[f64], controlled: usize) {
-        let estimate = &mut self.stage[..controlled];
-        weighted_sum(1.0, None, weights, &self.k, self.dim, estimate);
+    /// The estimate `sum_j e_j K_j` of the components `range` into the
+    /// same places of the stage buffer, free between steps.
+    fn estimate(&mut self, weights: &[f64], range: std::ops::Range<usize>) {
+        let k = &self.k[range.start..];
+        let estimate = &mut self.stage[range];
+        weighted_sum(1.0, None, weights, k, self.dim, estimate);
     }
 
     /// `sum_i (h e_i / sc_i)^2` over the components `range` of the

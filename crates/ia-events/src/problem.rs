@@ -312,9 +312,10 @@ pub struct Problem<'a> {
     /// carries as forward sensitivities inside its error norm, so that its
     /// steps control the accuracy of the derivative the adjoint returns,
     /// not only the state's ([`Problem::with_derivative_probes`]). `None`
-    /// (the default) lets `ia-adjoint` choose: one for the adaptive methods
-    /// when the system has at most 64 inputs (initial states and
-    /// parameters), none otherwise; `Some(0)` turns the probes off. A plain
+    /// (the default) lets `ia-adjoint` choose: one for DOPRI5 and DOP853,
+    /// two for the implicit methods, when the system has at most 64 inputs
+    /// (initial states and parameters), none otherwise; `Some(0)` turns
+    /// the probes off. A plain
     /// simulation ignores it.
     pub derivative_probes: Option<usize>,
 }

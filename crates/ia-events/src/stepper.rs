@@ -17,11 +17,13 @@ pub trait OdeRhs {
         self.dim()
     }
     /// Whether the error norm keeps the closed components
-    /// ([`OdeRhs::closed_dim`]) and the other controlled ones apart: the
-    /// larger of their two RMS norms, so that controlling more components
-    /// never loosens the state's own control. False
-    /// (one RMS norm over every controlled component) unless the right-hand
-    /// side says otherwise.
+    /// ([`OdeRhs::closed_dim`]) and each column of as many controlled ones
+    /// after them apart: the largest of their RMS norms, so that
+    /// controlling more components never loosens the state's own control
+    /// nor any column's. False (one RMS norm over every controlled
+    /// component) unless the right-hand side says otherwise. (The implicit
+    /// steppers norm every column apart in any case, CVODES's sensitivity
+    /// norm: [`crate::implicit_rk::ImplicitStepper`].)
     fn controlled_apart(&self) -> bool {
         false
     }
@@ -223,20 +225,50 @@ pub trait Stepper {
     fn set_stages_to_rounding(&mut self, _on: bool) {}
 }
 
-/// The scaled RMS error norm over the first `controlled` components, given
-/// `square_sum(range)`, the sum of the scaled squared errors over `range`,
-/// and the count it is divided by: `sqrt(sum / count)` over all of them,
-/// or, `apart` ([`OdeRhs::controlled_apart`]), the larger of that norm over
-/// the `closed` leading components and over the rest.
+/// The blocks the error norm takes apart among the first `controlled`
+/// components: all of them as one block, or, `apart`
+/// ([`OdeRhs::controlled_apart`]), the `closed` leading components
+/// ([`OdeRhs::closed_dim`]: the state) and each block of `closed`
+/// components after them (a forward-sensitivity column, a derivative
+/// probe; the last block shorter if `controlled` is not a multiple).
+pub(crate) fn controlled_blocks(
+    closed: usize,
+    controlled: usize,
+    apart: bool,
+) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let width = if apart && closed > 0 && closed < controlled {
+        closed
+    } else {
+        controlled.max(1)
+    };
+    (0..controlled.div_ceil(width).max(1))
+        .map(move |b| b * width..((b + 1) * width).min(controlled))
+}
+
+/// The step's error norm over the first `controlled` components, given
+/// `norm(range)`, the scaled RMS norm over `range`: that norm over all of
+/// them, or, `apart` ([`OdeRhs::controlled_apart`]), the largest of the
+/// norms of the state and of each column after it ([`controlled_blocks`]),
+/// as CVODES norms its sensitivities: every column's error then follows
+/// the tolerance, rather than their root mean square. A non-finite block
+/// norm is returned as it is.
 pub(crate) fn controlled_norm(
     mut norm: impl FnMut(std::ops::Range<usize>) -> f64,
     closed: usize,
     controlled: usize,
     apart: bool,
 ) -> f64 {
-    if apart && closed < controlled {
-        norm(0..closed).max(norm(closed..controlled))
-    } else {
-        norm(0..controlled)
+    if !apart || closed >= controlled {
+        // One block (every step of a plain run): no loop.
+        return norm(0..controlled);
     }
+    let mut largest = 0.0f64;
+    for block in controlled_blocks(closed, controlled, apart) {
+        let value = norm(block);
+        if !value.is_finite() {
+            return value;
+        }
+        largest = largest.max(value);
+    }
+    largest
 }

@@ -288,11 +288,12 @@ pub trait ExtraState {
             0
         }
     }
-    /// Whether the step's error norm keeps the state and the controlled
-    /// extra components apart, the larger of their two norms (so that the
-    /// extra components tighten the state's control and never loosen it),
-    /// rather than one norm over both; false unless the extra state says
-    /// otherwise (see [`crate::OdeRhs::controlled_apart`]).
+    /// Whether the step's error norm keeps the state and each column of
+    /// the controlled extra components (a block of the state's length)
+    /// apart, the largest of their norms (so that the extra components
+    /// tighten the state's control and never loosen it), rather than one
+    /// norm over all; false unless the extra state says otherwise (see
+    /// [`crate::OdeRhs::controlled_apart`]).
     fn controlled_apart(&self) -> bool {
         false
     }

@@ -207,8 +207,9 @@ const STABILITY_HELD: &[&str] = &["heated_rod"];
 /// steps, for the problems in [`STABILITY_HELD`]).
 ///
 /// The forward pass's error control sees its sensitivities; the adjoint's
-/// taped run sees the state and one derivative probe (a pseudo-random
-/// tangent, `ia_adjoint::probe`; issue 28, item 5). Without the probe the
+/// taped run sees the state and the derivative probes (pseudo-random
+/// tangents, `ia_adjoint::probe`, one for the explicit methods and two for
+/// the implicit ones; issue 28, item 5). Without the probe the
 /// adjoint's derivatives were 3.8e-7 from the reference (the relay's,
 /// DOPRI5) and 1.7e-7 (the drug model's), and `ADJOINT_TOL` was 1e-6. With
 /// it, measured at `1e-10`: relay 1.6e-11 (DOP853), drug 2.0e-10 (DOP853),
@@ -575,11 +576,14 @@ fn low_order_implicit_methods_adjoint_within_the_forward_passs_accuracy() {
     // Reference: the mpmath matrix-exponential references of
     // references/stiff/. TR-BDF2 and Kvaerno 3(2) at 1e-7 (their orders, 2
     // and 3, would take tens of thousands of steps at TOL): their adjoints,
-    // with the default derivative probe, are within the forward pass's
+    // with the default derivative probes (two for the implicit methods,
+    // `ia_adjoint::IMPLICIT_PROBES`), are within the forward pass's
     // accuracy (normwise, measured: forward / adjoint / adjoint without the
-    // probe): drug TR-BDF2 2.1e-5 / 9.5e-6 / 2.5e-5, drug Kvaerno 3(2)
-    // 6.9e-8 / 2.0e-8 / 8.7e-8, relay TR-BDF2 5.5e-5 / 4.2e-5 / 6.9e-5,
-    // relay Kvaerno 3(2) 3.3e-7 / 2.2e-7 / 4.6e-7.
+    // probes): drug TR-BDF2 1.3e-5 / 8.2e-6 / 2.5e-5, drug Kvaerno 3(2)
+    // 3.2e-8 / 1.6e-8 / 8.7e-8, relay TR-BDF2 3.7e-5 / 2.7e-5 / 6.9e-5,
+    // relay Kvaerno 3(2) 1.7e-7 / 1.1e-7 / 4.6e-7. (The forward pass norms
+    // each sensitivity column apart; with one probe the relay's adjoints
+    // were 4.2e-5 and 2.2e-7, above the forward pass's.)
     let cases: &[(&str, &str, MethodAt)] = &[
         ("drug", "trbdf2", trbdf2),
         ("drug", "kvaerno3", kvaerno3),

@@ -75,6 +75,19 @@ enum Attempt {
 /// issue 28: the same steps, errors against the reference equal to three
 /// digits, 0.70x the primal's instructions).
 ///
+/// The error norm is the RMS norm scaled by `atol + rtol max(|y_0|, |y_1|)`
+/// over the closed block; controlled components after it (forward
+/// sensitivities, derivative probes: [`OdeRhs::controlled_dim`]) are
+/// normed column by column, each block of the closed block's length apart,
+/// and the step's norm is the largest of them and the state's (CVODES's
+/// sensitivity norm; [`OdeRhs::controlled_apart`] whatever the right-hand
+/// side says): every column's error then follows the tolerance, however
+/// many columns are carried, rather than their root mean square (one
+/// column in ten could be `sqrt(10)` times the tolerance). The adjoint's
+/// taped run, steered by derivative probes, carries two of them with
+/// these methods, so that its steps follow the largest column's error as
+/// the forward pass's do (`ia_adjoint`'s probe module).
+///
 /// When the right-hand side carries components after its closed block
 /// ([`OdeRhs::closed_dim`]; forward sensitivities), they must be blocks of
 /// the closed block's length whose rates are `J(y) z + g(y)` (variational
@@ -490,10 +503,12 @@ impl ImplicitStepper {
         }
     }
 
-    /// The scaled RMS norm of the filtered error estimate
+    /// The scaled norm of the filtered error estimate
     /// `(I - h gamma J)^{-1} h sum_j e_j K_j` over the `controlled` leading
-    /// components, `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`.
-    fn error_norm(&mut self, h: f64, controlled: usize, apart: bool) -> f64 {
+    /// components, `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`: the largest
+    /// of the RMS norms of the closed block and of each controlled column
+    /// after it ([`controlled_norm`]; see [`ImplicitStepper`]).
+    fn error_norm(&mut self, h: f64, controlled: usize) -> f64 {
         let n = self.dim;
         self.err.iter_mut().for_each(|e| *e = 0.0);
         for (j, &e) in self.tableau.error.iter().enumerate() {
@@ -514,7 +529,7 @@ impl ImplicitStepper {
                 .sum();
             (sum / count).sqrt()
         };
-        controlled_norm(norm, self.closed.min(controlled), controlled, apart)
+        controlled_norm(norm, self.closed.min(controlled), controlled, true)
     }
 
     /// A first step: a hundredth of the time the state takes to change by
@@ -623,7 +638,6 @@ impl Stepper for ImplicitStepper {
             self.h_next = self.initial_step(remaining).max(16.0 * min_step);
         }
         let controlled = rhs.controlled_dim().min(n);
-        let apart = rhs.controlled_apart();
         let order = self.tableau.error_order();
         let mut rejected_last = false;
         loop {
@@ -652,7 +666,7 @@ impl Stepper for ImplicitStepper {
                 }
                 continue;
             }
-            let err = self.error_norm(h, controlled, apart);
+            let err = self.error_norm(h, controlled);
             let finite = err.is_finite() && self.y_new.iter().all(|v| v.is_finite());
             if finite && err <= 1.0 {
                 let mut factor = if err == 0.0 {
