@@ -212,7 +212,8 @@ pub(crate) fn rough_crossing(
 /// is a quadratic in `s`. With `h0` raised by a margin (far above the
 /// rounding of the few operations here and of the exact search), the first
 /// positive root of `U` lies below the crossing, and no root shows `h`
-/// stays below `-margin` for ever. Equal, growing or complex rates, a start
+/// stays below `-margin` for ever (where there is a root, `never_reaches`
+/// may still show there is no crossing). Equal, growing or complex rates, a start
 /// on the level, or a crossing in a direction the start's side does not
 /// give first, answer [`Rough::Unsure`].
 pub(crate) fn cheap_bound(
@@ -240,9 +241,6 @@ pub(crate) fn cheap_bound(
         _ => return Rough::Unsure,
     };
     let r0 = rate(a, b, y0);
-    if never_reaches(a, rates, (&r0, y0), k, level, direction, (l1, d)) {
-        return Rough::Never;
-    }
     let (u, w) = (sign * r0[k], sign * apply(&rates.n, &r0)[k] / d);
     let (c1, c2) = (0.5 * (u + w), 0.5 * (u - w));
     let (a1, a2) = (-l1, -l2);
@@ -272,6 +270,10 @@ pub(crate) fn cheap_bound(
     } else {
         return Rough::Unsure;
     };
+    // A bound found, the entry may still stay short of the level.
+    if never_reaches(a, rates, (&r0, y0), k, level, direction, (l1, d)) {
+        return Rough::Never;
+    }
     let bound = root * (1.0 - MARGIN);
     if bound.is_finite() && bound > 0.0 {
         Rough::NotBefore(bound)
