@@ -581,7 +581,10 @@ mod tests {
         let mut runner = TestRunner::new_with_rng(config, rng);
         let (bounds, nevers) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
         let cuba = (0.5f64..80.0).prop_map(|tau_syn| {
-            ([[-1.0 / 20.0, 1.0 / 20.0], [0.0, -1.0 / tau_syn]], [0.0, 0.0])
+            (
+                [[-1.0 / 20.0, 1.0 / 20.0], [0.0, -1.0 / tau_syn]],
+                [0.0, 0.0],
+            )
         });
         let general = (
             (-1.0f64..-0.01, -0.3f64..0.3, -0.3f64..0.3, -1.0f64..-0.01),
@@ -637,7 +640,12 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-        assert!(bounds.get() > 300 && nevers.get() > 200, "{} {}", bounds.get(), nevers.get());
+        assert!(
+            bounds.get() > 300 && nevers.get() > 200,
+            "{} {}",
+            bounds.get(),
+            nevers.get()
+        );
     }
 
     /// Reference: [`first_crossing`] on current-based neurons (`tau_mem =
@@ -683,5 +691,4 @@ mod tests {
             assert_eq!(bound, Rough::Unsure, "{a:?} {y:?}");
         }
     }
-
 }
