@@ -225,12 +225,12 @@ pub(crate) fn cheap_bound(
     level: f64,
     direction: Direction,
 ) -> Rough {
-    if !(rates.q > 0.0) {
+    if rates.q.is_nan() || rates.q <= 0.0 {
         return Rough::Unsure;
     }
     let d = rates.q.sqrt();
     let (l1, l2) = (rates.m + d, rates.m - d);
-    if !(l1 < 0.0) {
+    if l1.is_nan() || l1 >= 0.0 {
         return Rough::Unsure;
     }
     let g0 = y0[k] - level;
