@@ -161,6 +161,12 @@ impl PairRates {
                 term_s *= w * SINH_STEP[k];
                 c += term_c;
                 sh += term_s;
+                // The sums are at least 1 and the terms fall: once both are
+                // below half an ulp of their sums, no later one moves them
+                // (the sums are those of all ten terms, to the bit).
+                if term_c <= 1e-18 * c && term_s <= 1e-18 * sh {
+                    break;
+                }
             }
             let em = (m * s).exp();
             (em * c, em * s * sh)

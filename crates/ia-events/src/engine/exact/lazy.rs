@@ -32,7 +32,7 @@ use crate::closed_form::advance_component;
 use crate::factor::phi;
 use crate::geometry::{EventAt, GeometryWorkspace};
 use crate::pair_form::{advance_pair, crossing_near};
-use crate::rough_crossing::{rough_crossing, Rough, MARGIN};
+use crate::rough_crossing::{cheap_bound, rough_crossing, Rough, MARGIN};
 use crate::vocabulary::LazyJump;
 use crate::vocabulary::{ExtraState, Observer};
 use ia_core::HybridError;
@@ -245,9 +245,9 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
 
     /// Queues a lower bound of transition `k`'s crossing (a threshold on
     /// entry `slot` of pair `pair`, whose block is at the run's time) when
-    /// [`rough_crossing`] gives one, or nothing when it shows there is
-    /// none; returns whether it did either (else the caller finds the
-    /// crossing exactly).
+    /// [`cheap_bound`] or else [`rough_crossing`] gives one, or nothing
+    /// when either shows there is none; returns whether it did either
+    /// (else the caller finds the crossing exactly).
     pub(super) fn predict_roughly(
         &mut self,
         k: usize,
@@ -259,10 +259,17 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
         let p = &self.structure.pairs[self.mode][pair];
         let y = [self.x[p.entries[0]], self.x[p.entries[1]]];
         let level = threshold.level;
-        match rough_crossing(&p.a, &p.b, &p.rates, &y, slot, level, direction) {
+        let (queued, rough) = match cheap_bound(&p.a, &p.b, &p.rates, &y, slot, level, direction) {
+            Rough::Unsure => (
+                Queued::Rough,
+                rough_crossing(&p.a, &p.b, &p.rates, &y, slot, level, direction),
+            ),
+            cheap => (Queued::Cheap, cheap),
+        };
+        match rough {
             Rough::Never => self.queue.set(k, None),
             Rough::NotBefore(s) => {
-                self.rough[k] = true;
+                self.queued[k] = queued;
                 self.queue.set(k, Some(self.t + s));
             }
             Rough::Unsure => return false,
@@ -271,21 +278,41 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
     }
 
     /// Finds exactly the crossings whose lower bounds come first in the
-    /// queue, until an exact one does (or none is left). A bound's block
-    /// has not changed course since it was queued (a change predicts
-    /// again), so its crossing is found from its state at its own time.
+    /// queue, until an exact one does (or none is left): a [`cheap_bound`]
+    /// is replaced by [`rough_crossing`]'s (queued again), a rough bound by
+    /// the crossing. A bound's block has not changed course since it was
+    /// queued (a change predicts again), so its crossing is found from its
+    /// state at its own time.
     pub(super) fn refine_first(&mut self) {
         while let Some((bound, k)) = self.queue.first() {
-            if !self.rough[k] {
+            let queued = self.queued[k];
+            if queued == Queued::Exact {
                 return;
             }
-            self.rough[k] = false;
+            self.queued[k] = Queued::Exact;
             let direction = self.problem.system.transitions()[k].guard.direction();
             let Level::State(threshold) = self.structure.thresholds[k] else {
                 unreachable!("only state thresholds on pairs are bounded");
             };
             let (pair, slot) = self.structure.pair_of[self.mode][threshold.state];
             let since = self.entry_time[threshold.state];
+            if queued == Queued::Cheap {
+                let p = &self.structure.pairs[self.mode][pair];
+                let y = [self.x[p.entries[0]], self.x[p.entries[1]]];
+                let level = threshold.level;
+                let time = match rough_crossing(&p.a, &p.b, &p.rates, &y, slot, level, direction) {
+                    Rough::Never => None,
+                    Rough::NotBefore(s) => {
+                        self.queued[k] = Queued::Rough;
+                        Some(since + s)
+                    }
+                    Rough::Unsure => self
+                        .pair_crossing(pair, slot, threshold, direction)
+                        .map(|s| since + s),
+                };
+                self.queue.set(k, time);
+                continue;
+            }
             // The crossing lies at the rough root, within its margin: found
             // from there, searched from the start only when it is not.
             let lo = bound - since;
@@ -332,6 +359,17 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
             error => error,
         }
     }
+}
+
+/// What a lazy run's queued time of a transition is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Queued {
+    /// The crossing (or a threshold on time).
+    Exact,
+    /// A [`cheap_bound`] below it.
+    Cheap,
+    /// A [`rough_crossing`] bound below it, within its margin.
+    Rough,
 }
 
 /// What a lazy run shows an observer that takes its events, per event

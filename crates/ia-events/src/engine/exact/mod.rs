@@ -198,10 +198,10 @@ struct Run<'p, E, O> {
     /// their factors are formed once).
     phi_lengths: Vec<f64>,
     factor_lengths: Vec<f64>,
-    /// In a lazy run, per transition, whether its queued time is a lower
-    /// bound ([`crate::rough_crossing`]), to be found exactly when it comes
-    /// first.
-    rough: Vec<bool>,
+    /// In a lazy run, per transition, whether its queued time is exact or
+    /// a lower bound ([`crate::rough_crossing`]), to be made tighter or
+    /// found exactly when it comes first.
+    queued: Vec<lazy::Queued>,
     /// In a lazy run whose observer takes its events
     /// ([`Observer::takes_lazy_events`]), what it is shown of each.
     taping: Option<lazy::LazyTaping>,
@@ -309,7 +309,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             entry_time: Vec::new(),
             phi_lengths: Vec::new(),
             factor_lengths: Vec::new(),
-            rough: vec![false; transitions],
+            queued: vec![lazy::Queued::Exact; transitions],
             taping: None,
             recorder: Recorder::new(problem, records),
             geometry: None,
@@ -442,7 +442,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     /// Replaces transition `k`'s predicted crossing by one from the
     /// current state.
     fn predict(&mut self, k: usize) {
-        self.rough[k] = false;
+        self.queued[k] = lazy::Queued::Exact;
         let direction = self.problem.system.transitions()[k].guard.direction();
         let threshold = match self.structure.thresholds[k] {
             Level::State(threshold) => threshold,

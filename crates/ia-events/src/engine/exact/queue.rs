@@ -6,15 +6,24 @@ use std::cmp::Ordering;
 /// The predicted crossings, earliest first (then the first declared
 /// transition): a binary heap indexed by transition, so a new prediction
 /// replaces the old one in place and the heap never holds more than one
-/// entry a transition.
+/// entry a transition. Each heap slot holds its time with its transition
+/// (no look-up per comparison), and an entry moves by a hole (each slot it
+/// passes written once).
 #[derive(Debug, Default)]
 pub(super) struct CrossingQueue {
-    /// Transitions, in heap order.
-    heap: Vec<usize>,
+    /// Predicted times and their transitions, in heap order.
+    heap: Vec<(f64, usize)>,
     /// Each transition's place in `heap` (`usize::MAX`: not queued).
     place: Vec<usize>,
-    /// Each transition's predicted time.
-    time: Vec<f64>,
+}
+
+/// Whether `x` comes before `y`: earlier, or as early and declared first.
+#[inline]
+fn before(x: (f64, usize), y: (f64, usize)) -> bool {
+    match x.0.total_cmp(&y.0) {
+        Ordering::Equal => x.1 < y.1,
+        order => order == Ordering::Less,
+    }
 }
 
 impl CrossingQueue {
@@ -22,57 +31,64 @@ impl CrossingQueue {
         Self {
             heap: Vec::with_capacity(transitions),
             place: vec![usize::MAX; transitions],
-            time: vec![f64::INFINITY; transitions],
         }
     }
 
     pub(super) fn clear(&mut self) {
-        for &k in &self.heap {
+        for &(_, k) in &self.heap {
             self.place[k] = usize::MAX;
         }
         self.heap.clear();
     }
 
-    fn before(&self, i: usize, j: usize) -> bool {
-        let (k, l) = (self.heap[i], self.heap[j]);
-        match self.time[k].total_cmp(&self.time[l]) {
-            Ordering::Equal => k < l,
-            order => order == Ordering::Less,
-        }
-    }
-
-    fn swap(&mut self, i: usize, j: usize) {
-        self.heap.swap(i, j);
-        self.place[self.heap[i]] = i;
-        self.place[self.heap[j]] = j;
-    }
-
-    fn sift_up(&mut self, mut i: usize) {
+    /// Moves `entry` from the hole at `i` up to its place.
+    fn sift_up(&mut self, mut i: usize, entry: (f64, usize)) -> usize {
         while i > 0 {
             let parent = (i - 1) / 2;
-            if !self.before(i, parent) {
+            let above = self.heap[parent];
+            if !before(entry, above) {
                 break;
             }
-            self.swap(i, parent);
+            self.heap[i] = above;
+            self.place[above.1] = i;
             i = parent;
         }
+        self.heap[i] = entry;
+        self.place[entry.1] = i;
+        i
     }
 
-    fn sift_down(&mut self, mut i: usize) {
+    /// Moves `entry` from the hole at `i` down to its place.
+    fn sift_down(&mut self, mut i: usize, entry: (f64, usize)) {
+        let n = self.heap.len();
         loop {
-            let (left, right) = (2 * i + 1, 2 * i + 2);
-            let mut first = i;
-            if left < self.heap.len() && self.before(left, first) {
-                first = left;
-            }
-            if right < self.heap.len() && self.before(right, first) {
-                first = right;
-            }
-            if first == i {
+            let left = 2 * i + 1;
+            if left >= n {
                 break;
             }
-            self.swap(i, first);
-            i = first;
+            let right = left + 1;
+            let child = if right < n && before(self.heap[right], self.heap[left]) {
+                right
+            } else {
+                left
+            };
+            let below = self.heap[child];
+            if !before(below, entry) {
+                break;
+            }
+            self.heap[i] = below;
+            self.place[below.1] = i;
+            i = child;
+        }
+        self.heap[i] = entry;
+        self.place[entry.1] = i;
+    }
+
+    /// Puts `entry` at `i` (a hole), then where it belongs.
+    fn settle(&mut self, i: usize, entry: (f64, usize)) {
+        let up = self.sift_up(i, entry);
+        if up == i {
+            self.sift_down(i, entry);
         }
     }
 
@@ -81,25 +97,15 @@ impl CrossingQueue {
         let i = self.place[k];
         match (time, i == usize::MAX) {
             (Some(time), true) => {
-                self.time[k] = time;
-                self.heap.push(k);
-                self.place[k] = self.heap.len() - 1;
-                self.sift_up(self.heap.len() - 1);
+                self.heap.push((time, k));
+                self.sift_up(self.heap.len() - 1, (time, k));
             }
-            (Some(time), false) => {
-                self.time[k] = time;
-                self.sift_up(i);
-                self.sift_down(self.place[k]);
-            }
+            (Some(time), false) => self.settle(i, (time, k)),
             (None, false) => {
-                let last = self.heap.len() - 1;
-                self.swap(i, last);
-                self.heap.pop();
                 self.place[k] = usize::MAX;
+                let last = self.heap.pop().expect("a queued transition");
                 if i < self.heap.len() {
-                    let moved = self.heap[i];
-                    self.sift_up(i);
-                    self.sift_down(self.place[moved]);
+                    self.settle(i, last);
                 }
             }
             (None, true) => {}
@@ -108,6 +114,46 @@ impl CrossingQueue {
 
     /// The earliest predicted crossing: its time and transition.
     pub(super) fn first(&self) -> Option<(f64, usize)> {
-        self.heap.first().map(|&k| (self.time[k], k))
+        self.heap.first().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reference: a plain list of the predictions, searched for its
+    /// earliest (then first declared) at each step. Over random sets,
+    /// moves (earlier and later) and removals, with ties, the queue's first
+    /// is the list's.
+    #[test]
+    fn the_first_is_the_earliest_prediction() {
+        let n = 40;
+        let mut queue = CrossingQueue::new(n);
+        let mut list: Vec<Option<f64>> = vec![None; n];
+        let mut state = 7u64;
+        for step in 0..20_000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let k = (state >> 33) as usize % n;
+            let time = match (state >> 20) % 5 {
+                0 => None,
+                // Few distinct times: many ties.
+                r => Some(f64::from(((state >> 40) % 16) as u32) + f64::from(r as u32) * 0.25),
+            };
+            queue.set(k, time);
+            list[k] = time;
+            if step % 1000 == 999 {
+                queue.clear();
+                list.fill(None);
+            }
+            let expected = list
+                .iter()
+                .enumerate()
+                .filter_map(|(k, t)| t.map(|t| (t, k)))
+                .min_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+            assert_eq!(queue.first(), expected, "step {step}");
+        }
     }
 }
