@@ -516,7 +516,9 @@ fn param_move(chosen: Option<&Seeds>, n: usize, n_params: usize, c: usize) -> Pa
         Some(seeds) => match seeds.kinds[c] {
             MoveKind::Zero => ParamDirection::Zero,
             MoveKind::Unit(j) => ParamDirection::Unit(j),
-            MoveKind::Along => ParamDirection::Along(&seeds.params[c * n_params..(c + 1) * n_params]),
+            MoveKind::Along => {
+                ParamDirection::Along(&seeds.params[c * n_params..(c + 1) * n_params])
+            }
         },
     }
 }

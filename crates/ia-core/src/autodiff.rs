@@ -7,8 +7,8 @@
 //! small models allocate nothing per call.
 
 use crate::traits::{
-    Direction, Flow, FlowPartials, Guard, GuardPartials, Partials, Reset, ResetPartials, Support,
-    ParamDirection, Tangent, Threshold,
+    Direction, Flow, FlowPartials, Guard, GuardPartials, ParamDirection, Partials, Reset,
+    ResetPartials, Support, Tangent, Threshold,
 };
 use num_dual::{Dual64, DualNum};
 

@@ -31,8 +31,8 @@
 use crate::rules::{ParamRule, Rule, FLOOR_RESTITUTION, GRAVITY};
 use crate::table::Table;
 use ia_core::{
-    Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, ParamDirection, Reset,
-    ResetPartials, Support, Tangent, ToMode,
+    Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, Reset, ResetPartials, Support,
+    Tangent, ToMode,
 };
 
 const TABLE: Table = Table {
@@ -250,6 +250,7 @@ impl Reset for Impact {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ia_core::ParamDirection;
     use ia_core::{Autodiff, FlowFn, GuardFn, ResetFn, Scalar};
     use rstest::rstest;
 

@@ -67,7 +67,7 @@ use crate::size::Size;
 use crate::spec::{ModelSpec, Quantity, TransitionSpec};
 use ia_core::{
     Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, HybridError, HybridSystem,
-    LinearBlocks, LinearPair, ParamDirection, Reset, ResetPartials, Support, Tangent, ToMode,
+    LinearBlocks, LinearPair, Reset, ResetPartials, Support, Tangent, ToMode,
 };
 
 /// Largest number of synapses (weights) accepted.
@@ -404,7 +404,10 @@ impl Flow for Synaptic {
             o[1] = -d[1] / ts;
         }
         // f_p dp: only the two time constants move the flow.
-        let (d_tm, d_ts) = (tangent.param.entry(TAU_MEM_P), tangent.param.entry(TAU_SYN_P));
+        let (d_tm, d_ts) = (
+            tangent.param.entry(TAU_MEM_P),
+            tangent.param.entry(TAU_SYN_P),
+        );
         if d_tm != 0.0 {
             for (o, st) in out.chunks_exact_mut(2).zip(x.chunks_exact(2)) {
                 o[0] -= (st[1] - st[0]) / (tm * tm) * d_tm;
@@ -620,6 +623,7 @@ impl Reset for Kick {
 mod tests {
     use super::*;
     use crate::Model;
+    use ia_core::ParamDirection;
 
     #[test]
     fn names_follow_the_issue() {

@@ -61,7 +61,7 @@ use crate::rules::{ParamRule, Relation, Rule, RESET_BELOW_THRESHOLD};
 use crate::spec::{ModelSpec, Quantity, TransitionSpec};
 use ia_core::{
     Direction, Flow, FlowPartials, FromMode, Guard, GuardPartials, HybridError, HybridSystem,
-    ParamDirection, Reset, ResetPartials, Support, Tangent, ToMode,
+    Reset, ResetPartials, Support, Tangent, ToMode,
 };
 
 /// Sizes up to which the default network is all-to-all.
@@ -509,6 +509,7 @@ impl Reset for Spike {
 mod tests {
     use super::*;
     use crate::Model;
+    use ia_core::ParamDirection;
 
     #[test]
     fn default_connectivity_is_all_to_all_then_sparse_with_fixed_inputs() {

@@ -37,8 +37,7 @@
 use crate::rules::{ParamRule, Relation, Rule};
 use crate::table::Table;
 use ia_core::{
-    Autodiff, Direction, Flow, FlowPartials, FromMode, GuardFn, Identity, ParamDirection, Scalar,
-    Tangent, ToMode,
+    Autodiff, Direction, Flow, FlowPartials, FromMode, GuardFn, Identity, Scalar, Tangent, ToMode,
 };
 
 const TABLE: Table = Table {
@@ -247,6 +246,7 @@ impl GuardFn for TooHot {
 mod tests {
     use super::*;
     use ia_core::FlowFn;
+    use ia_core::ParamDirection;
 
     /// The room's rate written once over any scalar: dual numbers give the
     /// reference partials.
