@@ -23,31 +23,9 @@
 //! the partials for a unit `dp`, the one fast path of a `Wrt` column).
 
 use crate::saltation::{EventAt, SaltationWorkspace};
-use ia_core::{FlowPartials, HybridError, HybridSystem, Tangent, Wrt};
+use ia_core::{FlowPartials, HybridError, HybridSystem, ParamDirection, Tangent, Wrt};
 use ia_events::{EventJump, EventRecording, ExtraState, Observer, RunContext, SpareVecs};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
-
-/// How a column of `S` moves the parameters: `dp` of its seed.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum ParamMove<'a> {
-    /// `dp = 0` (an initial-state column).
-    Zero,
-    /// `dp = e_j` (a parameter's column).
-    Unit(usize),
-    /// Any other `dp` (a seed direction).
-    Along(&'a [f64]),
-}
-
-impl ParamMove<'_> {
-    /// `v . dp` for a row `v` of partials with respect to the parameters.
-    fn dot(self, v: &[f64]) -> f64 {
-        match self {
-            ParamMove::Zero => 0.0,
-            ParamMove::Unit(j) => v[j],
-            ParamMove::Along(dp) => v.iter().zip(dp).map(|(a, b)| a * b).sum(),
-        }
-    }
-}
 
 /// The kind of `dp` among `Zero`, `Unit` and `Along` (no offset: an
 /// `Along` column's `dp` is read from the seeds when used).
@@ -115,8 +93,6 @@ pub(crate) struct ForwardSensitivity {
     /// The exact solver's linear pairs: the parameter sources `f_p` at
     /// the states zero and one on each pair's first, second entry.
     pair_scratch: Vec<f64>,
-    /// A seed column's jump: zero, then `r_p[:, j]` (n each).
-    jump_scratch: Vec<f64>,
 }
 
 /// Reads `S` off the carried components at each observation and at the end
@@ -192,7 +168,6 @@ impl ForwardSensitivity {
             cascade_time_gradient: Vec::new(),
             exact_scratch: Vec::new(),
             pair_scratch: Vec::new(),
-            jump_scratch: Vec::new(),
         }
     }
 
@@ -369,20 +344,13 @@ impl ForwardSensitivity {
             let param = param_move(Some(chosen), n, np, c);
             let s = &extra[c * n..(c + 1) * n];
             let out = &mut rate[c * n..(c + 1) * n];
-            let unit = match param {
-                ParamMove::Zero => Some(None),
-                ParamMove::Unit(j) => Some(Some(j)),
-                ParamMove::Along(_) => None,
+            let tangent = Tangent {
+                t: 0.0,
+                x: s,
+                param,
             };
-            if let Some(param) = unit {
-                let tangent = Tangent {
-                    t: 0.0,
-                    x: s,
-                    param,
-                };
-                if flow.jacobian_vector_product(t, x, run.params, tangent, out) {
-                    continue;
-                }
+            if flow.jacobian_vector_product(t, x, run.params, tangent, out) {
+                continue;
             }
             if !formed {
                 form_partials(&mut self.partials, (n, np), run, mode, t, x);
@@ -393,9 +361,9 @@ impl ForwardSensitivity {
             let mut ds = nalgebra::DVectorViewMut::from_slice(out, n);
             ds.gemv(1.0, &partials.x, &s, 0.0);
             match param {
-                ParamMove::Zero => {}
-                ParamMove::Unit(j) => ds += partials.p.column(j),
-                ParamMove::Along(dp) => {
+                ParamDirection::Zero => {}
+                ParamDirection::Unit(j) => ds += partials.p.column(j),
+                ParamDirection::Along(dp) => {
                     let dp = nalgebra::DVectorView::from_slice(dp, np);
                     ds.gemv(1.0, &partials.p, &dp, 1.0);
                 }
@@ -445,7 +413,7 @@ impl ForwardSensitivity {
         for c in 0..m {
             let param = param_move(self.chosen.as_ref(), n, self.n_params, c);
             let base = if batched { c * n } else { 0 };
-            let mut moved = param != ParamMove::Zero;
+            let mut moved = param != ParamDirection::Zero;
             if moved && !batched {
                 for k in 0..3 {
                     let state = &states[k * n..(k + 1) * n];
@@ -509,7 +477,7 @@ impl ForwardSensitivity {
                 for (c, dt) in gradient.iter_mut().enumerate() {
                     *dt = event_time_derivative(
                         geometry.guard.x.as_slice(),
-                        param(c).dot(geometry.guard.p.as_slice()),
+                        param(c).apply(|j| geometry.guard.p[j]),
                         geometry.guard_rate,
                         &before[c * n..(c + 1) * n],
                     );
@@ -522,37 +490,14 @@ impl ForwardSensitivity {
             }),
         }
         for (c, dt) in gradient.iter().enumerate() {
-            let (unit, along) = match param(c) {
-                ParamMove::Zero => (None, None),
-                ParamMove::Unit(j) => (Some(j), None),
-                ParamMove::Along(dp) => (None, Some(dp)),
-            };
             let tangent = Tangent {
                 t: 0.0,
                 x: &before[c * n..(c + 1) * n],
-                param: unit,
+                param: param(c),
             };
             let out = &mut after[c * n..(c + 1) * n];
             self.saltation
                 .reset_jacobian_vector_product(run.system, run.params, at, tangent, out);
-            if let Some(dp) = along {
-                // r_p dp, one parameter's column at a time (events are few).
-                self.jump_scratch.clear();
-                self.jump_scratch.resize(2 * n, 0.0);
-                let (zero, column) = self.jump_scratch.split_at_mut(n);
-                for (j, &d) in dp.iter().enumerate().filter(|(_, d)| **d != 0.0) {
-                    let tangent = Tangent {
-                        t: 0.0,
-                        x: zero,
-                        param: Some(j),
-                    };
-                    self.saltation
-                        .reset_jacobian_vector_product(run.system, run.params, at, tangent, column);
-                    for (o, r) in out.iter_mut().zip(column.iter()) {
-                        *o += d * r;
-                    }
-                }
-            }
             if self.apply_saltation {
                 for (o, w) in out.iter_mut().zip(&self.time_shift) {
                     *o -= w * dt;
@@ -564,14 +509,16 @@ impl ForwardSensitivity {
 
 /// How column `c` of `S` moves the parameters: with every column (no
 /// `chosen`), the initial-state entries, then the parameters.
-fn param_move(chosen: Option<&Seeds>, n: usize, n_params: usize, c: usize) -> ParamMove<'_> {
+fn param_move(chosen: Option<&Seeds>, n: usize, n_params: usize, c: usize) -> ParamDirection<'_> {
     match chosen {
-        None if c < n => ParamMove::Zero,
-        None => ParamMove::Unit(c - n),
+        None if c < n => ParamDirection::Zero,
+        None => ParamDirection::Unit(c - n),
         Some(seeds) => match seeds.kinds[c] {
-            MoveKind::Zero => ParamMove::Zero,
-            MoveKind::Unit(j) => ParamMove::Unit(j),
-            MoveKind::Along => ParamMove::Along(&seeds.params[c * n_params..(c + 1) * n_params]),
+            MoveKind::Zero => ParamDirection::Zero,
+            MoveKind::Unit(j) => ParamDirection::Unit(j),
+            MoveKind::Along => {
+                ParamDirection::Along(&seeds.params[c * n_params..(c + 1) * n_params])
+            }
         },
     }
 }
@@ -596,39 +543,32 @@ fn form_partials<'a>(
 
 /// The source `f_p dp` of a column moving the parameters by `param`, at
 /// `(t, x)` of `mode`, into `out` (`n` entries): the flow's
-/// Jacobian-vector product along `(0, e_j)` for a unit `dp` (its dense
-/// partials' column where it has none), the dense partials times `dp`
-/// otherwise. `false` (nothing written) for a column moving none.
+/// Jacobian-vector product along `(0, 0, dp)` (the dense partials times `dp`
+/// where it has none). `false` (nothing written) for a column moving none.
 fn param_source(
     partials: &mut Option<FlowPartials>,
     sizes: (usize, usize),
     (run, mode, t, x): (RunContext<'_>, usize, f64, &[f64]),
-    param: ParamMove<'_>,
+    param: ParamDirection<'_>,
     zero: &[f64],
     out: &mut [f64],
 ) -> bool {
-    match param {
-        ParamMove::Zero => false,
-        ParamMove::Unit(j) => {
-            let tangent = Tangent {
-                t: 0.0,
-                x: zero,
-                param: Some(j),
-            };
-            let flow = &run.system.modes()[mode].flow;
-            if !flow.jacobian_vector_product(t, x, run.params, tangent, out) {
-                let formed = form_partials(partials, sizes, run, mode, t, x);
-                out.copy_from_slice(formed.p.column(j).as_slice());
-            }
-            true
-        }
-        ParamMove::Along(dp) => {
-            let formed = form_partials(partials, sizes, run, mode, t, x);
-            let dp = nalgebra::DVectorView::from_slice(dp, sizes.1);
-            nalgebra::DVectorViewMut::from_slice(out, sizes.0).gemv(1.0, &formed.p, &dp, 0.0);
-            true
+    if param == ParamDirection::Zero {
+        return false;
+    }
+    let tangent = Tangent {
+        t: 0.0,
+        x: zero,
+        param,
+    };
+    let flow = &run.system.modes()[mode].flow;
+    if !flow.jacobian_vector_product(t, x, run.params, tangent, out) {
+        let formed = form_partials(partials, sizes, run, mode, t, x);
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = param.apply(|j| formed.p[(i, j)]);
         }
     }
+    true
 }
 
 impl ExtraState for ForwardSensitivity {
@@ -716,7 +656,7 @@ impl ExtraState for ForwardSensitivity {
             for (v, d) in extra[c * n..(c + 1) * n].iter_mut().zip(span.decay) {
                 *v *= d;
             }
-            if param == ParamMove::Zero {
+            if param == ParamDirection::Zero {
                 continue;
             }
             let sources = if batched {

@@ -27,11 +27,11 @@
 //!
 //! Each probe costs one flow Jacobian-vector product along its whole
 //! direction per stage where the flow has such products
-//! ([`Flow::jacobian_vector_product_along`]; hand-written for
+//! ([`Flow::jacobian_vector_product`] along [`ParamDirection::Along`]; hand-written for
 //! `ball2d-flat`, one dual-number evaluation for an
 //! [`Autodiff`](ia_core::Autodiff) flow or an equation model), otherwise
 //! one flow Jacobian-vector product per stage and one per parameter its
-//! direction moves (or the flow's dense partials once per stage, whichever
+//! direction moves (products along unit parameter directions) (or the flow's dense partials once per stage, whichever
 //! is less work), which is why the automatic choice
 //! ([`Problem::derivative_probes`] left `None`) carries probes for
 //! systems of at most [`AUTOMATIC_PROBE_INPUTS`] inputs only: one for the
@@ -42,11 +42,11 @@
 //! none (their derivative's accuracy is that of the steps the user chose,
 //! or exact).
 //!
-//! [`Flow::jacobian_vector_product_along`]: ia_core::Flow::jacobian_vector_product_along
+//! [`Flow::jacobian_vector_product`]: ia_core::Flow::jacobian_vector_product
 
 use crate::forward::event_time_derivative;
 use crate::saltation::{EventAt, SaltationWorkspace};
-use ia_core::{FlowPartials, HybridError, HybridSystem, Tangent};
+use ia_core::{FlowPartials, HybridError, HybridSystem, ParamDirection, Tangent};
 use ia_events::{EventJump, ExtraState, Problem, RunContext, SolverChoice};
 
 /// The automatic choice carries a probe for systems of at most this many
@@ -208,10 +208,11 @@ impl Probes {
     }
 
     /// Whether one product along each probe's whole direction
-    /// ([`Flow::jacobian_vector_product_along`]) is less work than the
-    /// dense partials (`n + n_p + 1` directional evaluations).
+    /// ([`Flow::jacobian_vector_product`] along [`ParamDirection::Along`])
+    /// is less work than the dense partials (`n + n_p + 1` directional
+    /// evaluations).
     ///
-    /// [`Flow::jacobian_vector_product_along`]: ia_core::Flow::jacobian_vector_product_along
+    /// [`Flow::jacobian_vector_product`]: ia_core::Flow::jacobian_vector_product
     fn along_is_cheaper(&self) -> bool {
         self.count <= self.n + self.n_params
     }
@@ -233,7 +234,12 @@ impl Probes {
         for c in 0..self.count {
             let (v, out) = (&extra[c * n..(c + 1) * n], &mut rate[c * n..(c + 1) * n]);
             let dp = &self.directions[c * m + n..(c + 1) * m];
-            if !flow.jacobian_vector_product_along(t, x, run.params, v, dp, out) {
+            let tangent = Tangent {
+                t: 0.0,
+                x: v,
+                param: ParamDirection::Along(dp),
+            };
+            if !flow.jacobian_vector_product(t, x, run.params, tangent, out) {
                 return false;
             }
         }
@@ -320,7 +326,7 @@ impl ExtraState for Probes {
                 let tangent = Tangent {
                     t: 0.0,
                     x: &extra[c * n..(c + 1) * n],
-                    param: None,
+                    param: ParamDirection::Zero,
                 };
                 if !flow.jacobian_vector_product(t, x, run.params, tangent, out) {
                     by_products = false;
@@ -331,7 +337,7 @@ impl ExtraState for Probes {
                     let tangent = Tangent {
                         t: 0.0,
                         x: zeros,
-                        param: Some(j),
+                        param: ParamDirection::Unit(j),
                     };
                     if !flow.jacobian_vector_product(t, x, run.params, tangent, product) {
                         by_products = false;
@@ -353,8 +359,9 @@ impl ExtraState for Probes {
         true
     }
 
-    /// `v+ = r_x v- + r_p r_p - w dt*` for each probe, through the reset's
-    /// products (one per parameter the direction moves).
+    /// `v+ = r_x v- + r_p r_p - w dt*` for each probe, through one reset
+    /// product along the probe's whole direction (the reset's dense
+    /// partials where it has no such product).
     fn jump(
         &mut self,
         run: RunContext<'_>,
@@ -367,7 +374,6 @@ impl ExtraState for Probes {
         let geometry = jump
             .geometry
             .expect("the integrator forms the geometry the probes ask for");
-        let (zeros, product) = self.scratch.split_at_mut(n);
         for c in 0..self.count {
             let v = &before[c * n..(c + 1) * n];
             let dp = &self.directions[c * m + n..(c + 1) * m];
@@ -381,23 +387,10 @@ impl ExtraState for Probes {
             let tangent = Tangent {
                 t: 0.0,
                 x: v,
-                param: None,
+                param: ParamDirection::Along(dp),
             };
             self.saltation
                 .reset_jacobian_vector_product(run.system, run.params, at, tangent, out);
-            for (j, &weight) in dp.iter().enumerate() {
-                let tangent = Tangent {
-                    t: 0.0,
-                    x: zeros,
-                    param: Some(j),
-                };
-                self.saltation
-                    .reset_jacobian_vector_product(run.system, run.params, at, tangent, product);
-                // r_p e_j alone: the product's state part is r_x 0 = 0.
-                for (o, p) in out.iter_mut().zip(product.iter()) {
-                    *o += weight * p;
-                }
-            }
             for (o, w) in out.iter_mut().zip(geometry.time_shift.iter()) {
                 *o -= w * dt;
             }
@@ -540,7 +533,11 @@ mod tests {
             tangent: Tangent<'_>,
             out: &mut [f64],
         ) -> bool {
-            self.products && Autodiff(Fall).jacobian_vector_product(t, x, p, tangent, out)
+            // Unit parameter directions only (as a flow whose general
+            // direction is dearer may do): the probe falls back to one
+            // product per parameter.
+            let unit = !matches!(tangent.param, ParamDirection::Along(_));
+            self.products && unit && Autodiff(Fall).jacobian_vector_product(t, x, p, tangent, out)
         }
     }
 

@@ -7,8 +7,8 @@
 //! small models allocate nothing per call.
 
 use crate::traits::{
-    Direction, Flow, FlowPartials, Guard, GuardPartials, Partials, Reset, ResetPartials, Support,
-    Tangent, Threshold,
+    Direction, Flow, FlowPartials, Guard, GuardPartials, ParamDirection, Partials, Reset,
+    ResetPartials, Support, Tangent, Threshold,
 };
 use num_dual::{Dual64, DualNum};
 
@@ -266,27 +266,6 @@ impl<T: FlowFn> Flow for Autodiff<T> {
         });
         true
     }
-
-    /// One dual-number evaluation seeded with `dx` and `dp`.
-    fn jacobian_vector_product_along(
-        &self,
-        t: f64,
-        x: &[f64],
-        p: &[f64],
-        dx: &[f64],
-        dp: &[f64],
-        out: &mut [f64],
-    ) -> bool {
-        let seed = |ps: &mut [Dual64]| {
-            for (d, &v) in ps.iter_mut().zip(dp) {
-                d.eps = v;
-            }
-        };
-        along_direction(t, x, p, (0.0, dx), seed, out, |td, xs, ps, o| {
-            self.0.rate(td, xs, ps, o)
-        });
-        true
-    }
 }
 
 impl<T: GuardFn> Guard for Autodiff<T> {
@@ -363,8 +342,10 @@ impl<T: ResetFn> Reset for Autodiff<T> {
     }
 }
 
-/// Evaluates `eval` once on dual numbers seeded with `tangent` and writes the
-/// derivative parts of its `x.len()` outputs into `out`.
+/// Evaluates `eval` once on dual numbers seeded with `tangent` (time `dt`,
+/// state `dx`, parameters `dp`: every entry of a general direction, the one
+/// of a unit direction) and writes the derivative parts of its `x.len()`
+/// outputs into `out`: the product of `eval`'s Jacobian with the tangent.
 fn along_tangent(
     t: f64,
     x: &[f64],
@@ -373,36 +354,24 @@ fn along_tangent(
     out: &mut [f64],
     eval: impl FnOnce(Dual64, &[Dual64], &[Dual64], &mut [Dual64]),
 ) {
-    let seed = |ps: &mut [Dual64]| {
-        if let Some(j) = tangent.param {
-            ps[j].eps = 1.0;
-        }
-    };
-    along_direction(t, x, p, (tangent.t, tangent.x), seed, out, eval);
-}
-
-/// Evaluates `eval` once on dual numbers whose time and state parts are
-/// seeded with `(dt, dx)` and whose parameters `seed_params` seeds, and
-/// writes the derivative parts of its `x.len()` outputs into `out`.
-fn along_direction(
-    t: f64,
-    x: &[f64],
-    p: &[f64],
-    (dt, dx): (f64, &[f64]),
-    seed_params: impl FnOnce(&mut [Dual64]),
-    out: &mut [f64],
-    eval: impl FnOnce(Dual64, &[Dual64], &[Dual64], &mut [Dual64]),
-) {
     let (n, np) = (x.len(), p.len());
     with_scratch(2 * n + np, |buffer| {
         let (xs, rest) = buffer.split_at_mut(n);
         let (ps, result) = rest.split_at_mut(np);
         load(x, p, xs, ps);
-        for (d, &v) in xs.iter_mut().zip(dx) {
+        for (d, &v) in xs.iter_mut().zip(tangent.x) {
             d.eps = v;
         }
-        seed_params(ps);
-        eval(Dual64::new(t, dt), xs, ps, result);
+        match tangent.param {
+            ParamDirection::Zero => {}
+            ParamDirection::Unit(j) => ps[j].eps = 1.0,
+            ParamDirection::Along(dp) => {
+                for (d, &v) in ps.iter_mut().zip(dp) {
+                    d.eps = v;
+                }
+            }
+        }
+        eval(Dual64::new(t, tangent.t), xs, ps, result);
         for (o, r) in out.iter_mut().zip(result.iter()) {
             *o = r.eps;
         }
@@ -433,7 +402,7 @@ mod tests {
         let tangent = Tangent {
             t: 0.0,
             x: &dx,
-            param: Some(1),
+            param: ParamDirection::Unit(1),
         };
         assert!(Autodiff(Mixed).jacobian_vector_product(t, &x, &p, tangent, &mut out));
         for (i, o) in out.iter().enumerate() {
@@ -452,7 +421,12 @@ mod tests {
         Autodiff(Mixed).partials(t, &x, &p, &mut d);
         let (dx, dp) = ([0.4, -1.1], [-0.6, 2.3]);
         let mut out = [f64::NAN; 2];
-        assert!(Autodiff(Mixed).jacobian_vector_product_along(t, &x, &p, &dx, &dp, &mut out));
+        let along = Tangent {
+            t: 0.0,
+            x: &dx,
+            param: ParamDirection::Along(&dp),
+        };
+        assert!(Autodiff(Mixed).jacobian_vector_product(t, &x, &p, along, &mut out));
         let mut by_units = [0.0; 2];
         for (j, &weight) in dp.iter().enumerate() {
             let mut column = [0.0; 2];
@@ -460,7 +434,7 @@ mod tests {
             let tangent = Tangent {
                 t: 0.0,
                 x: &zeros,
-                param: Some(j),
+                param: ParamDirection::Unit(j),
             };
             assert!(Autodiff(Mixed).jacobian_vector_product(t, &x, &p, tangent, &mut column));
             for (b, c) in by_units.iter_mut().zip(column) {
@@ -476,7 +450,7 @@ mod tests {
             let tangent = Tangent {
                 t: 0.0,
                 x: &dx,
-                param: None,
+                param: ParamDirection::Zero,
             };
             let mut state_part = [0.0; 2];
             assert!(Autodiff(Mixed).jacobian_vector_product(t, &x, &p, tangent, &mut state_part));
@@ -589,7 +563,13 @@ mod tests {
         let mut d = ResetPartials::zeros(2, 2);
         Autodiff(Kick).partials(t, &x, &p, &mut d);
         let (dx, dt) = ([0.7, -0.1], 0.25);
-        for param in [None, Some(0), Some(1)] {
+        let along = [-0.6, 2.3];
+        for param in [
+            ParamDirection::Zero,
+            ParamDirection::Unit(0),
+            ParamDirection::Unit(1),
+            ParamDirection::Along(&along),
+        ] {
             let mut out = [0.0; 2];
             let tangent = Tangent {
                 t: dt,
@@ -598,7 +578,7 @@ mod tests {
             };
             assert!(Autodiff(Kick).jacobian_vector_product(t, &x, &p, tangent, &mut out));
             for (i, o) in out.iter().enumerate() {
-                let dp = param.map_or(0.0, |j| d.p[(i, j)]);
+                let dp = param.apply(|j| d.p[(i, j)]);
                 let dense = d.x[(i, 0)] * dx[0] + d.x[(i, 1)] * dx[1] + d.t[i] * dt + dp;
                 assert!((o - dense).abs() < 1e-15, "{i}: {o} vs {dense}");
             }

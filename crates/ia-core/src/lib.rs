@@ -75,8 +75,8 @@ pub use record::{EventRecord, FirstFiring, Observation, Segment, SolverStats, Tr
 pub use sparsity::Sparsity;
 pub use system::{FromMode, HybridSystem, HybridSystemBuilder, Mode, ToMode, Transition};
 pub use traits::{
-    Direction, Flow, FlowPartials, Guard, GuardPartials, Identity, Partials, Reset, ResetPartials,
-    Support, Tangent, Threshold,
+    Direction, Flow, FlowPartials, Guard, GuardPartials, Identity, ParamDirection, Partials, Reset,
+    ResetPartials, Support, Tangent, Threshold,
 };
 
 /// Dual numbers used by [`Autodiff`]; re-exported so that users need no direct

@@ -70,16 +70,17 @@ impl Direction {
 }
 
 /// A tangent direction `(dt, dx, dp)` in the arguments `(t, x, p)` of a flow
-/// or a reset, for Jacobian-vector products. `dp` is zero or one unit
-/// parameter direction: the columns of a sensitivity matrix are of these two
-/// kinds (an initial-state column carries `dx` only, a parameter column
-/// `dx` and `e_j`).
+/// or a reset, for Jacobian-vector products. `dp` is a [`ParamDirection`]:
+/// zero, one unit parameter direction `e_j` (the columns of a sensitivity
+/// matrix: an initial-state column carries `dx` only, a parameter column
+/// `dx` and `e_j`), or any direction (a chosen tangent, a derivative probe).
 ///
 /// ```
-/// use ia_core::Tangent;
+/// use ia_core::{ParamDirection, Tangent};
 /// let dx = [1.0, 0.0];
-/// let column = Tangent { t: 0.0, x: &dx, param: Some(1) };
-/// assert_eq!(column.param, Some(1));
+/// let column = Tangent { t: 0.0, x: &dx, param: ParamDirection::Unit(1) };
+/// assert_eq!(column.param.entry(1), 1.0);
+/// assert_eq!(column.param.entry(0), 0.0);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Tangent<'a> {
@@ -87,8 +88,59 @@ pub struct Tangent<'a> {
     pub t: f64,
     /// `dx`, one entry per state.
     pub x: &'a [f64],
-    /// `dp = e_j` for `Some(j)`, zero for `None`.
-    pub param: Option<usize>,
+    /// `dp`.
+    pub param: ParamDirection<'a>,
+}
+
+/// The parameter part `dp` of a [`Tangent`].
+///
+/// ```
+/// use ia_core::ParamDirection;
+/// let dp = [0.5, -2.0];
+/// assert_eq!(ParamDirection::Along(&dp).entry(1), -2.0);
+/// assert_eq!(ParamDirection::Unit(0).entry(0), 1.0);
+/// assert_eq!(ParamDirection::Zero.entry(0), 0.0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ParamDirection<'a> {
+    /// `dp = 0`.
+    Zero,
+    /// `dp = e_j`.
+    Unit(usize),
+    /// `dp` given entry by entry (`n_p` entries).
+    Along(&'a [f64]),
+}
+
+impl ParamDirection<'_> {
+    /// `dp_j`: what a product linear in `dp` multiplies parameter `j`'s
+    /// column by. A product written as `sum_j (v_p)_j dp_j` with this entry
+    /// is exact for every kind (a unit direction gives `1.0` and `0.0`,
+    /// products by which round nothing).
+    #[inline]
+    pub fn entry(&self, j: usize) -> f64 {
+        match *self {
+            Self::Zero => 0.0,
+            Self::Unit(k) => {
+                if k == j {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            Self::Along(dp) => dp[j],
+        }
+    }
+
+    /// `v_p dp` for the row `v_p` read entry by entry by `row` (`n_p`
+    /// entries): the entry `row(j)` itself for `e_j`, the sum in order of
+    /// the entries for a general direction.
+    pub fn apply(&self, row: impl Fn(usize) -> f64) -> f64 {
+        match *self {
+            Self::Zero => 0.0,
+            Self::Unit(j) => row(j),
+            Self::Along(dp) => dp.iter().enumerate().map(|(j, d)| row(j) * d).sum(),
+        }
+    }
 }
 
 /// Partial derivatives of a vector-valued piece `v(t, x, p)` of `n` entries
@@ -214,11 +266,52 @@ pub trait Flow: Send + Sync {
         false
     }
 
-    /// Optional fast path of forward sensitivities with chosen columns:
-    /// writes `f_x dx + f_t dt + f_p dp` along `tangent` into `out` and
-    /// returns `true`. The default returns `false`, and the library forms it
-    /// from [`Flow::partials`]. [`Autodiff`](crate::Autodiff) provides it
+    /// Optional fast path of products with the flow's Jacobian: writes
+    /// `f_x dx + f_t dt + f_p dp` along `tangent = (dt, dx, dp)` into `out`
+    /// and returns `true`. The default returns `false`, and the library
+    /// forms the product from [`Flow::partials`].
+    ///
+    /// Forward sensitivities take one product per column (`dp` zero for an
+    /// initial-state column, `e_j` for parameter `j`'s, any direction for a
+    /// chosen column); the adjoint's derivative probes (random directions
+    /// carried through its taped run) one per probe and stage, along any
+    /// `dp`. One body serves every kind when written with
+    /// [`ParamDirection::entry`] (`dp_j`): `f_p dp = sum_j f_p[:, j] dp_j`.
+    /// A flow whose unit directions are much cheaper than a general one
+    /// (many parameters, each moving few rates) may match on
+    /// [`ParamDirection::Unit`] and return `false` for
+    /// [`ParamDirection::Along`]. [`Autodiff`](crate::Autodiff) provides it
     /// with one dual-number evaluation.
+    ///
+    /// ```
+    /// use ia_core::{Flow, FlowPartials, ParamDirection, Tangent};
+    /// /// `x' = -k x`, parameter `k`.
+    /// struct Decay;
+    /// impl Flow for Decay {
+    ///     fn rate(&self, _t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
+    ///         dxdt[0] = -p[0] * x[0];
+    ///     }
+    ///     fn partials(&self, _t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
+    ///         out.x[(0, 0)] = -p[0];
+    ///         out.p[(0, 0)] = -x[0];
+    ///     }
+    ///     fn jacobian_vector_product(
+    ///         &self, _t: f64, x: &[f64], p: &[f64], tangent: Tangent<'_>, out: &mut [f64],
+    ///     ) -> bool {
+    ///         // f_x dx + f_p dp (autonomous: f_t = 0)
+    ///         out[0] = -p[0] * tangent.x[0] - x[0] * tangent.param.entry(0);
+    ///         true
+    ///     }
+    /// }
+    /// let mut out = [0.0];
+    /// let dp = [3.0];
+    /// let along = Tangent { t: 0.0, x: &[1.0], param: ParamDirection::Along(&dp) };
+    /// assert!(Decay.jacobian_vector_product(0.0, &[2.0], &[0.5], along, &mut out));
+    /// assert_eq!(out, [-6.5]);
+    /// let unit = Tangent { t: 0.0, x: &[0.0], param: ParamDirection::Unit(0) };
+    /// assert!(Decay.jacobian_vector_product(0.0, &[2.0], &[0.5], unit, &mut out));
+    /// assert_eq!(out, [-2.0]);
+    /// ```
     fn jacobian_vector_product(
         &self,
         _t: f64,
@@ -241,52 +334,6 @@ pub trait Flow: Send + Sync {
         _v: &[f64],
         _x_bar: &mut [f64],
         _p_bar: &mut [f64],
-    ) -> bool {
-        false
-    }
-
-    /// Optional fast path of a tangent along any parameter direction:
-    /// writes `f_x dx + f_p dp` into `out` (`dx` of `n` entries, `dp` of
-    /// `n_p`, both arbitrary) and returns `true`. The default returns
-    /// `false`, and the library forms it from
-    /// [`Flow::jacobian_vector_product`] (one product per parameter `dp`
-    /// moves, since a [`Tangent`] moves one) or from [`Flow::partials`].
-    /// The adjoint's derivative probes (random directions carried through
-    /// its taped run) take one such product per stage.
-    /// [`Autodiff`](crate::Autodiff) provides it with one dual-number
-    /// evaluation.
-    ///
-    /// ```
-    /// use ia_core::{Flow, FlowPartials};
-    /// /// `x' = -k x`, parameter `k`.
-    /// struct Decay;
-    /// impl Flow for Decay {
-    ///     fn rate(&self, _t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
-    ///         dxdt[0] = -p[0] * x[0];
-    ///     }
-    ///     fn partials(&self, _t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
-    ///         out.x[(0, 0)] = -p[0];
-    ///         out.p[(0, 0)] = -x[0];
-    ///     }
-    ///     fn jacobian_vector_product_along(
-    ///         &self, _t: f64, x: &[f64], p: &[f64], dx: &[f64], dp: &[f64], out: &mut [f64],
-    ///     ) -> bool {
-    ///         out[0] = -p[0] * dx[0] - x[0] * dp[0];
-    ///         true
-    ///     }
-    /// }
-    /// let mut out = [0.0];
-    /// assert!(Decay.jacobian_vector_product_along(0.0, &[2.0], &[0.5], &[1.0], &[3.0], &mut out));
-    /// assert_eq!(out, [-6.5]);
-    /// ```
-    fn jacobian_vector_product_along(
-        &self,
-        _t: f64,
-        _x: &[f64],
-        _p: &[f64],
-        _dx: &[f64],
-        _dp: &[f64],
-        _out: &mut [f64],
     ) -> bool {
         false
     }
@@ -680,10 +727,13 @@ pub trait Reset: Send + Sync {
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials);
 
     /// Optional fast path: writes the directional derivative
-    /// `r_x dx + r_t dt + r_p dp` along `tangent` into `out` and returns
-    /// `true`. The default returns `false`, and the library forms it from
-    /// [`Reset::partials`]. Worth writing where `r_x` is sparse (a reset that
-    /// changes a few entries of a large state);
+    /// `r_x dx + r_t dt + r_p dp` along `tangent = (dt, dx, dp)` into `out`
+    /// and returns `true`. The default returns `false`, and the library
+    /// forms it from [`Reset::partials`]. `dp` is any [`ParamDirection`]; as
+    /// for [`Flow::jacobian_vector_product`], one body written with
+    /// [`ParamDirection::entry`] serves every kind, and a reset may return
+    /// `false` for [`ParamDirection::Along`] alone. Worth writing where `r_x`
+    /// is sparse (a reset that changes a few entries of a large state);
     /// [`Autodiff`](crate::Autodiff) provides it with one dual-number
     /// evaluation.
     fn jacobian_vector_product(
@@ -763,10 +813,11 @@ mod tests {
     /// `r_x`, `r_p`, `r_t`), as the library does for a reset without fast
     /// paths.
     #[rstest]
-    #[case(None, 0.0)]
-    #[case(Some(1), 0.7)]
+    #[case(ParamDirection::Zero, 0.0)]
+    #[case(ParamDirection::Unit(1), 0.7)]
+    #[case(ParamDirection::Along(&[0.5, -3.0]), 0.7)]
     fn identity_products_equal_those_of_its_partials(
-        #[case] param: Option<usize>,
+        #[case] param: ParamDirection<'static>,
         #[case] dt: f64,
     ) {
         let (x, p) = ([0.3, -1.2, 2.5], [4.0, 5.0]);
@@ -780,7 +831,7 @@ mod tests {
         };
         let mut jvp = [f64::NAN; 3];
         assert!(Identity.jacobian_vector_product(0.1, &x, &p, tangent, &mut jvp));
-        let dp = param.map_or(DVector::zeros(3), |j| dense.p.column(j).into_owned());
+        let dp = DVector::from_fn(3, |i, _| param.apply(|j| dense.p[(i, j)]));
         let want = &dense.x * DVector::from_row_slice(&dx) + &dense.t * dt + dp;
         assert_eq!(jvp.as_slice(), want.as_slice());
 

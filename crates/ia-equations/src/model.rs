@@ -618,18 +618,6 @@ impl Flow for SensitiveFlow {
     ) -> bool {
         self.0.jacobian_vector_product(t, x, p, tangent, out)
     }
-
-    fn jacobian_vector_product_along(
-        &self,
-        t: f64,
-        x: &[f64],
-        p: &[f64],
-        dx: &[f64],
-        dp: &[f64],
-        out: &mut [f64],
-    ) -> bool {
-        self.0.jacobian_vector_product_along(t, x, p, dx, dp, out)
-    }
 }
 
 /// The guard of one transition, compiled, with the entries it reads.

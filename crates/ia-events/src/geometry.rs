@@ -316,7 +316,7 @@ impl GeometryWorkspace {
         let along_flow = Tangent {
             t: 1.0,
             x: &g.flow_before,
-            param: None,
+            param: ia_core::ParamDirection::Zero,
         };
         let fast = tr.reset.jacobian_vector_product(
             time,
@@ -398,7 +398,7 @@ impl GeometryWorkspace {
                 .map(|j| r.x[(i, j)] * tangent.x[j])
                 .sum::<f64>()
                 + r.t[i] * tangent.t
-                + tangent.param.map_or(0.0, |j| r.p[(i, j)]);
+                + tangent.param.apply(|j| r.p[(i, j)]);
         }
     }
 

@@ -113,8 +113,10 @@ impl Flow for Flight {
         true
     }
 
-    /// `f_x dx + f_p dp` along a tangent (`dt` plays no part: the flow is
-    /// autonomous), without forming the partials.
+    /// `f_x dx + f_p dp = (dvx, dvy, 0, -dg)` along a tangent, without
+    /// forming the partials: the rows of `x`, `y` copy those of `vx`, `vy`,
+    /// only `g` moves the flow, and `dt` plays no part (the flow is
+    /// autonomous).
     #[inline]
     fn jacobian_vector_product(
         &self,
@@ -124,24 +126,11 @@ impl Flow for Flight {
         tangent: Tangent<'_>,
         out: &mut [f64],
     ) -> bool {
-        let dg = if tangent.param == Some(0) { 1.0 } else { 0.0 };
-        self.along(tangent.x, dg, out);
-        true
-    }
-
-    /// `f_x dx + f_p dp` along any parameter direction: only `g` moves the
-    /// flow.
-    #[inline]
-    fn jacobian_vector_product_along(
-        &self,
-        _t: f64,
-        _x: &[f64],
-        _p: &[f64],
-        dx: &[f64],
-        dp: &[f64],
-        out: &mut [f64],
-    ) -> bool {
-        self.along(dx, dp[0], out);
+        let dx = tangent.x;
+        out[0] = dx[2];
+        out[1] = dx[3];
+        out[2] = 0.0;
+        out[3] = -tangent.param.entry(0);
         true
     }
 
@@ -162,18 +151,6 @@ impl Flow for Flight {
         x_bar[3] = v[1];
         p_bar[0] -= v[3];
         true
-    }
-}
-
-impl Flight {
-    /// `f_x dx + f_p dp` with `dg` the direction's `g` entry (the others
-    /// do not move the flow): `(dvx, dvy, 0, -dg)`.
-    #[inline]
-    fn along(&self, dx: &[f64], dg: f64, out: &mut [f64]) {
-        out[0] = dx[2];
-        out[1] = dx[3];
-        out[2] = 0.0;
-        out[3] = -dg;
     }
 }
 
@@ -230,8 +207,8 @@ impl Reset for Impact {
         out.p[(3, 1)] = -x[3];
     }
 
-    /// `r_x dx + r_p dp` along a tangent (`r_t = 0`), without forming the
-    /// partials.
+    /// `r_x dx + r_p dp = (dx, dy, mu dvx + vx dmu, -e dvy - vy de)` along a
+    /// tangent (`r_t = 0`), without forming the partials.
     #[inline]
     fn jacobian_vector_product(
         &self,
@@ -241,16 +218,11 @@ impl Reset for Impact {
         tangent: Tangent<'_>,
         out: &mut [f64],
     ) -> bool {
-        let dx = tangent.x;
+        let (dx, dp) = (tangent.x, tangent.param);
         out[0] = dx[0];
         out[1] = dx[1];
-        out[2] = p[2] * dx[2];
-        out[3] = -p[1] * dx[3];
-        match tangent.param {
-            Some(1) => out[3] -= x[3],
-            Some(2) => out[2] += x[2],
-            _ => {}
-        }
+        out[2] = p[2] * dx[2] + x[2] * dp.entry(2);
+        out[3] = -p[1] * dx[3] - x[3] * dp.entry(1);
         true
     }
 
@@ -278,6 +250,7 @@ impl Reset for Impact {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ia_core::ParamDirection;
     use ia_core::{Autodiff, FlowFn, GuardFn, ResetFn, Scalar};
     use rstest::rstest;
 
@@ -309,8 +282,8 @@ mod tests {
         }
     }
 
-    /// The flow's and the reset's Jacobian-vector products (a unit
-    /// parameter direction, and for the flow any direction) and the
+    /// The flow's and the reset's Jacobian-vector products (no, a unit and
+    /// a general parameter direction) and the
     /// reset's vector-Jacobian product equal the products formed from the
     /// dense partials (themselves checked against autodiff below, and
     /// against finite differences in ia-verify), to the bit: each entry is
@@ -329,25 +302,26 @@ mod tests {
         Impact.partials(0.4, &x, &p, &mut r);
         let dxv = DVector::from_column_slice(&dx);
         let mut out = [f64::NAN; 4];
-        assert!(Flight.jacobian_vector_product_along(0.4, &x, &p, &dx, &dp, &mut out));
-        let dense = &f.x * &dxv + &f.p * DVector::from_column_slice(&dp);
-        assert_eq!(out.as_slice(), dense.as_slice());
-        assert_eq!(out, [dx[2], dx[3], 0.0, -dp[0]]);
-        for param in [None, Some(0), Some(1), Some(2)] {
+        let unit = |j: usize| DVector::from_fn(3, |i, _| if i == j { 1.0 } else { 0.0 });
+        let directions = [
+            (ParamDirection::Zero, DVector::zeros(3)),
+            (ParamDirection::Unit(0), unit(0)),
+            (ParamDirection::Unit(1), unit(1)),
+            (ParamDirection::Unit(2), unit(2)),
+            (ParamDirection::Along(&dp), DVector::from_column_slice(&dp)),
+        ];
+        for (param, dpv) in directions {
             let tangent = Tangent {
                 t: 0.7,
                 x: &dx,
                 param,
             };
-            let unit = |d: &FlowPartials| match param {
-                Some(j) => d.p.column(j).into_owned(),
-                None => DVector::zeros(4),
-            };
             assert!(Flight.jacobian_vector_product(0.4, &x, &p, tangent, &mut out));
-            let want = &f.x * &dxv + unit(&f) + &f.t * 0.7;
+            let want = &f.x * &dxv + &f.p * &dpv + &f.t * 0.7;
             assert_eq!(out.as_slice(), want.as_slice(), "flow, {param:?}");
+            assert_eq!(out, [dx[2], dx[3], 0.0, -dpv[0]]);
             assert!(Impact.jacobian_vector_product(0.4, &x, &p, tangent, &mut out));
-            let want = &r.x * &dxv + unit(&r) + &r.t * 0.7;
+            let want = &r.x * &dxv + &r.p * &dpv + &r.t * 0.7;
             assert_eq!(out.as_slice(), want.as_slice(), "reset, {param:?}");
         }
         let v = [0.5, -1.5, 2.0, 3.0];

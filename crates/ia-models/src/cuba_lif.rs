@@ -403,18 +403,20 @@ impl Flow for Synaptic {
             o[0] = (d[1] - d[0]) / tm;
             o[1] = -d[1] / ts;
         }
-        match tangent.param {
-            Some(TAU_MEM_P) => {
-                for (o, st) in out.chunks_exact_mut(2).zip(x.chunks_exact(2)) {
-                    o[0] -= (st[1] - st[0]) / (tm * tm);
-                }
+        // f_p dp: only the two time constants move the flow.
+        let (d_tm, d_ts) = (
+            tangent.param.entry(TAU_MEM_P),
+            tangent.param.entry(TAU_SYN_P),
+        );
+        if d_tm != 0.0 {
+            for (o, st) in out.chunks_exact_mut(2).zip(x.chunks_exact(2)) {
+                o[0] -= (st[1] - st[0]) / (tm * tm) * d_tm;
             }
-            Some(TAU_SYN_P) => {
-                for (o, st) in out.chunks_exact_mut(2).zip(x.chunks_exact(2)) {
-                    o[1] += st[1] / (ts * ts);
-                }
+        }
+        if d_ts != 0.0 {
+            for (o, st) in out.chunks_exact_mut(2).zip(x.chunks_exact(2)) {
+                o[1] += st[1] / (ts * ts) * d_ts;
             }
-            _ => {}
         }
         true
     }
@@ -587,9 +589,11 @@ impl Reset for Kick {
         if let Some(r) = self.reset {
             out[r] = 0.0;
         }
-        if let Some(j) = tangent.param {
-            if let Some(&(s, _)) = self.targets.iter().find(|t| t.1 == j) {
-                out[s] += 1.0;
+        // r_p dp: weight w adds to its target's entry.
+        for &(s, w) in &self.targets {
+            let d = tangent.param.entry(w);
+            if d != 0.0 {
+                out[s] += d;
             }
         }
         true
@@ -619,6 +623,7 @@ impl Reset for Kick {
 mod tests {
     use super::*;
     use crate::Model;
+    use ia_core::ParamDirection;
 
     #[test]
     fn names_follow_the_issue() {
@@ -681,11 +686,13 @@ mod tests {
             let mut d = ResetPartials::zeros(n, np);
             tr.reset.partials(0.0, &x, &p, &mut d);
             let mut jvp = vec![0.0; n];
+            let along: Vec<f64> = (0..np).map(|j| 0.25 - 0.125 * (j % 5) as f64).collect();
             for param in [
-                None,
-                Some(0),
-                Some(np - 1),
-                Some(net.hidden_weight_index(1, 0)),
+                ParamDirection::Zero,
+                ParamDirection::Unit(0),
+                ParamDirection::Unit(np - 1),
+                ParamDirection::Unit(net.hidden_weight_index(1, 0)),
+                ParamDirection::Along(&along),
             ] {
                 let tangent = Tangent {
                     t: 0.0,
@@ -695,10 +702,8 @@ mod tests {
                 assert!(tr
                     .reset
                     .jacobian_vector_product(0.0, &x, &p, tangent, &mut jvp));
-                let mut dense = &d.x * nalgebra::DVector::from_column_slice(&v);
-                if let Some(j) = param {
-                    dense += d.p.column(j);
-                }
+                let dp = nalgebra::DVector::from_fn(np, |j, _| param.entry(j));
+                let dense = &d.x * nalgebra::DVector::from_column_slice(&v) + &d.p * dp;
                 assert_eq!(jvp.as_slice(), dense.as_slice(), "{} {param:?}", tr.name);
             }
             let (mut x_bar, mut p_bar) = (vec![0.0; n], vec![0.5; np]);
@@ -758,17 +763,22 @@ mod tests {
         }
         let v: Vec<f64> = (0..n).map(|i| 0.7 - 0.3 * i as f64).collect();
         let mut jvp = vec![0.0; n];
-        for param in [None, Some(0), Some(1), Some(2)] {
+        let along: Vec<f64> = (0..np).map(|j| 0.25 - 0.125 * (j % 5) as f64).collect();
+        for param in [
+            ParamDirection::Zero,
+            ParamDirection::Unit(0),
+            ParamDirection::Unit(1),
+            ParamDirection::Unit(2),
+            ParamDirection::Along(&along),
+        ] {
             let tangent = Tangent {
                 t: 0.0,
                 x: &v,
                 param,
             };
             assert!(flow.jacobian_vector_product(0.0, &x, &p, tangent, &mut jvp));
-            let mut dense = &d.x * nalgebra::DVector::from_column_slice(&v);
-            if let Some(j) = param {
-                dense += d.p.column(j);
-            }
+            let dp = nalgebra::DVector::from_fn(np, |j, _| param.entry(j));
+            let dense = &d.x * nalgebra::DVector::from_column_slice(&v) + &d.p * dp;
             for (a, b) in jvp.iter().zip(dense.iter()) {
                 assert!((a - b).abs() <= 1e-15 * (1.0 + b.abs()), "{param:?}");
             }

@@ -358,14 +358,19 @@ impl Flow for Leak {
         for (o, dx) in out.iter_mut().zip(tangent.x) {
             *o = -dx / tau;
         }
-        match tangent.param {
-            Some(j) if j < n => out[j] += 1.0 / tau,
-            Some(j) if j == n => {
-                for (i, o) in out.iter_mut().enumerate() {
-                    *o -= (p[i] - x[i]) / (tau * tau);
-                }
+        // f_p dp: input I<i> moves entry i, tau every entry.
+        let dp = tangent.param;
+        for (i, o) in out.iter_mut().enumerate() {
+            let d = dp.entry(i);
+            if d != 0.0 {
+                *o += d / tau;
             }
-            _ => {}
+        }
+        let d_tau = dp.entry(n);
+        if d_tau != 0.0 {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o -= (p[i] - x[i]) / (tau * tau) * d_tau;
+            }
         }
         true
     }
@@ -461,15 +466,13 @@ impl Reset for Spike {
         out: &mut [f64],
     ) -> bool {
         out.copy_from_slice(tangent.x);
-        out[self.neuron] = 0.0;
-        match tangent.param {
-            Some(j) if j == self.vr => out[self.neuron] = 1.0,
-            Some(j) => {
-                if let Some(&(target, _)) = self.targets.iter().find(|t| t.1 == j) {
-                    out[target] += 1.0;
-                }
+        // The neuron's entry is set to v_r; weight w adds to its target's.
+        out[self.neuron] = tangent.param.entry(self.vr);
+        for &(target, w) in &self.targets {
+            let d = tangent.param.entry(w);
+            if d != 0.0 {
+                out[target] += d;
             }
-            None => {}
         }
         true
     }
@@ -506,6 +509,7 @@ impl Reset for Spike {
 mod tests {
     use super::*;
     use crate::Model;
+    use ia_core::ParamDirection;
 
     #[test]
     fn default_connectivity_is_all_to_all_then_sparse_with_fixed_inputs() {
@@ -545,7 +549,14 @@ mod tests {
             let mut d = ResetPartials::zeros(n, np);
             tr.reset.partials(0.0, &x, &p, &mut d);
             let mut jvp = vec![0.0; n];
-            for param in [None, Some(n + 2), Some(np - 1), Some(0)] {
+            let along: Vec<f64> = (0..np).map(|j| 0.25 - 0.125 * (j % 5) as f64).collect();
+            for param in [
+                ParamDirection::Zero,
+                ParamDirection::Unit(n + 2),
+                ParamDirection::Unit(np - 1),
+                ParamDirection::Unit(0),
+                ParamDirection::Along(&along),
+            ] {
                 let tangent = Tangent {
                     t: 0.0,
                     x: &v,
@@ -554,10 +565,8 @@ mod tests {
                 assert!(tr
                     .reset
                     .jacobian_vector_product(0.0, &x, &p, tangent, &mut jvp));
-                let mut dense = &d.x * nalgebra::DVector::from_column_slice(&v);
-                if let Some(j) = param {
-                    dense += d.p.column(j);
-                }
+                let dp = nalgebra::DVector::from_fn(np, |j, _| param.entry(j));
+                let dense = &d.x * nalgebra::DVector::from_column_slice(&v) + &d.p * dp;
                 assert_eq!(jvp.as_slice(), dense.as_slice(), "{} {param:?}", tr.name);
             }
             let (mut x_bar, mut p_bar) = (vec![0.0; n], vec![0.5; np]);

@@ -152,6 +152,8 @@ impl Flow for Room {
         true
     }
 
+    /// `f_T dT + f_p dp = -a dT - (T - Tout) da + heat db + a dTout`
+    /// (`Tlo`, `Thi` do not move the flow; autonomous, so no `dt` term).
     fn jacobian_vector_product(
         &self,
         _t: f64,
@@ -160,28 +162,10 @@ impl Flow for Room {
         tangent: Tangent<'_>,
         out: &mut [f64],
     ) -> bool {
-        out[0] = -p[A] * tangent.x[0]
-            + match tangent.param {
-                Some(A) => -(x[0] - p[TOUT]),
-                Some(B) => self.heat(),
-                Some(TOUT) => p[A],
-                _ => 0.0,
-            };
-        true
-    }
-
-    /// `f_T dT + f_p dp` along any parameter direction (`Tlo`, `Thi` do
-    /// not move the flow).
-    fn jacobian_vector_product_along(
-        &self,
-        _t: f64,
-        x: &[f64],
-        p: &[f64],
-        dx: &[f64],
-        dp: &[f64],
-        out: &mut [f64],
-    ) -> bool {
-        out[0] = -p[A] * dx[0] - (x[0] - p[TOUT]) * dp[A] + self.heat() * dp[B] + p[A] * dp[TOUT];
+        let dp = tangent.param;
+        out[0] = -p[A] * tangent.x[0] - (x[0] - p[TOUT]) * dp.entry(A)
+            + self.heat() * dp.entry(B)
+            + p[A] * dp.entry(TOUT);
         true
     }
 
@@ -262,6 +246,7 @@ impl GuardFn for TooHot {
 mod tests {
     use super::*;
     use ia_core::FlowFn;
+    use ia_core::ParamDirection;
 
     /// The room's rate written once over any scalar: dual numbers give the
     /// reference partials.
@@ -304,7 +289,8 @@ mod tests {
                     let fp = if j == 0 { 0.0 } else { want.p[(0, j - 1)] };
                     assert_eq!(*d, want.x[(0, 0)] * sens[j] + fp, "ds[{j}]");
                 }
-                for param in [None, Some(0), Some(1), Some(2), Some(3), Some(4)] {
+                let units = (0..5).map(ParamDirection::Unit);
+                for param in std::iter::once(ParamDirection::Zero).chain(units) {
                     let dx = [0.25];
                     let mut out = [0.0];
                     let tangent = Tangent {
@@ -313,19 +299,25 @@ mod tests {
                         param,
                     };
                     assert!(room.jacobian_vector_product(0.0, &x, &p, tangent, &mut out));
-                    let expected = want.x[(0, 0)] * dx[0] + param.map_or(0.0, |j| want.p[(0, j)]);
+                    let expected = want.x[(0, 0)] * dx[0] + param.apply(|j| want.p[(0, j)]);
                     assert_eq!(out[0], expected, "{param:?}");
                 }
                 // Along a whole parameter direction: the dense partials
-                // applied (to rounding: other order of the sum).
+                // applied (to rounding: other order of the sum), and the
+                // dual numbers' product.
                 let (dx, dp) = ([0.25], [0.5, -1.5, 2.0, 0.75, -0.3]);
                 let mut out = [f64::NAN];
-                assert!(room.jacobian_vector_product_along(0.0, &x, &p, &dx, &dp, &mut out));
+                let along = Tangent {
+                    t: 0.0,
+                    x: &dx,
+                    param: ParamDirection::Along(&dp),
+                };
+                assert!(room.jacobian_vector_product(0.0, &x, &p, along, &mut out));
                 let expected: f64 =
                     want.x[(0, 0)] * dx[0] + (0..5).map(|j| want.p[(0, j)] * dp[j]).sum::<f64>();
                 assert!((out[0] - expected).abs() <= 1e-14 * expected.abs().max(1.0));
                 let mut by_duals = [f64::NAN];
-                assert!(dual.jacobian_vector_product_along(0.0, &x, &p, &dx, &dp, &mut by_duals));
+                assert!(dual.jacobian_vector_product(0.0, &x, &p, along, &mut by_duals));
                 assert!((out[0] - by_duals[0]).abs() <= 1e-14 * by_duals[0].abs().max(1.0));
             }
         }

@@ -123,7 +123,7 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
         let along_flow = Tangent {
             t: 1.0,
             x: &taping.flow,
-            param: None,
+            param: ia_core::ParamDirection::Zero,
         };
         let (n, np) = (self.x.len(), system.param_dim());
         taping

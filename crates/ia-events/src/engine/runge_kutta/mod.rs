@@ -108,7 +108,7 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
             let tangent = ia_core::Tangent {
                 t: 0.0,
                 x: &self.unit,
-                param: None,
+                param: ia_core::ParamDirection::Zero,
             };
             by_products = flow.jacobian_vector_product(t, x, self.params, tangent, column);
             self.unit[j] = 0.0;
