@@ -2,7 +2,8 @@
 //!
 //! 1. `cargo test --workspace` (the Rust crates; the Python extension
 //!    `crates/ia-py` is outside the workspace);
-//! 2. `cargo build -p ia-cli`: the command line, whose messages the Python
+//! 2. `cargo build -p ia-cli --profile test`: the command line (in the test
+//!    profile, so it reuses the dependencies step 1 compiled), whose messages the Python
 //!    exceptions must repeat (the tests run it);
 //! 3. a virtual environment `py-venv` under the target directory with
 //!    maturin, numpy, jax, dask, optax and pytest from the package index (made
@@ -54,7 +55,10 @@ fn steps(root: &Path, target: &Path, python_only: bool) -> Result<(), String> {
     if !python_only {
         run_in(root, Command::new(&cargo).args(["test", "--workspace"]))?;
     }
-    run_in(root, Command::new(&cargo).args(["build", "-p", "ia-cli"]))?;
+    run_in(
+        root,
+        Command::new(&cargo).args(["build", "-p", "ia-cli", "--profile", "test"]),
+    )?;
 
     let venv = target.join("py-venv");
     let bin = venv.join("bin");
@@ -99,7 +103,9 @@ fn steps(root: &Path, target: &Path, python_only: bool) -> Result<(), String> {
     )
 }
 
-/// The command line's binary as `cargo build -p ia-cli` leaves it.
+/// The command line's binary as `cargo build -p ia-cli --profile test`
+/// leaves it (the test profile's output directory is `debug`, as the dev
+/// profile's).
 fn cli_binary(target: &Path) -> PathBuf {
     target.join("debug").join("impact-adjoint")
 }
