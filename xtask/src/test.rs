@@ -2,9 +2,11 @@
 //!
 //! 1. `cargo test --workspace` (the Rust crates; the Python extension
 //!    `crates/ia-py` is outside the workspace);
-//! 2. `cargo build -p ia-cli --profile test`: the command line (in the test
-//!    profile, so it reuses the dependencies step 1 compiled), whose messages the Python
-//!    exceptions must repeat (the tests run it);
+//! 2. with `--python` only, `cargo build -p ia-cli --profile test`: the
+//!    command line, whose messages the Python exceptions must repeat (the
+//!    tests run it); step 1 has built that binary already for ia-cli's own
+//!    integration tests (a second build without the dev-dependencies unifies
+//!    other features and compiled the command line again: minutes of CI);
 //! 3. a virtual environment `py-venv` under the target directory with
 //!    maturin, numpy, jax, dask, optax and pytest from the package index (made
 //!    once, the packages installed when missing; delete it to refresh);
@@ -52,13 +54,21 @@ pub fn run(root: &Path, target: &Path, args: &[String]) -> ExitCode {
 
 fn steps(root: &Path, target: &Path, python_only: bool) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    if !python_only {
+    if python_only {
+        run_in(
+            root,
+            Command::new(&cargo).args(["build", "-p", "ia-cli", "--profile", "test"]),
+        )?;
+    } else {
         run_in(root, Command::new(&cargo).args(["test", "--workspace"]))?;
     }
-    run_in(
-        root,
-        Command::new(&cargo).args(["build", "-p", "ia-cli", "--profile", "test"]),
-    )?;
+    let cli = cli_binary(target);
+    if !cli.is_file() {
+        return Err(format!(
+            "the command line's binary is not at {} after the build",
+            cli.display()
+        ));
+    }
 
     let venv = target.join("py-venv");
     let bin = venv.join("bin");
@@ -98,14 +108,14 @@ fn steps(root: &Path, target: &Path, python_only: bool) -> Result<(), String> {
         root,
         Command::new(bin.join("python"))
             .args(["-m", "pytest", "python/tests", "--durations=10"])
-            .env("IMPACT_ADJOINT_BIN", cli_binary(target))
+            .env("IMPACT_ADJOINT_BIN", &cli)
             .env("CARGO_TARGET_DIR", target),
     )
 }
 
-/// The command line's binary as `cargo build -p ia-cli --profile test`
-/// leaves it (the test profile's output directory is `debug`, as the dev
-/// profile's).
+/// The command line's binary as `cargo test --workspace` (for ia-cli's
+/// integration tests) or `cargo build -p ia-cli --profile test` leaves it
+/// (the test profile's output directory is `debug`, as the dev profile's).
 fn cli_binary(target: &Path) -> PathBuf {
     target.join("debug").join("impact-adjoint")
 }
