@@ -3,8 +3,7 @@
 //! tests). Reference: forward sensitivities on DOPRI5's steps at 1e-12
 //! (the variational equations integrated along the same flow).
 
-#[path = "../../ia-events/tests/pair_net/mod.rs"]
-mod pair_net;
+use crate::pair_net;
 
 use ia_adjoint::{jacobian, Method};
 use ia_events::{EventOptions, Problem, SolverChoice};

@@ -7,8 +7,7 @@
 //! through the same closed forms, checked against DOPRI5 in
 //! `exact_pairs.rs`), and central finite differences of sixth order.
 
-#[path = "../../ia-events/tests/pair_net/mod.rs"]
-mod pair_net;
+use crate::pair_net;
 
 use ia_adjoint::{gradient, jacobian, LossSeeds, Method};
 use ia_core::{HybridSystem, Trajectory};

@@ -2,7 +2,7 @@
 //! standard error in the documented form, naming the offender and what is
 //! valid.
 
-mod common;
+use crate::common;
 
 use common::*;
 use rstest::rstest;

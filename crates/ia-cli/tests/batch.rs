@@ -3,7 +3,7 @@
 //! `gradient ... --compact` on the same scenario): the batch line must be
 //! the same text, and a failed line's kind the single command's kind.
 
-mod common;
+use crate::common;
 
 use common::{run_stdin, run_stdin_bytes};
 

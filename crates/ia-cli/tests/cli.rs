@@ -1,7 +1,7 @@
 //! Tests of the `impact-adjoint` binary: every example scenario, every kind
 //! of bad input, and the numbers against closed-form references.
 
-mod common;
+use crate::common;
 
 use common::*;
 use rstest::rstest;

@@ -4,7 +4,7 @@
 //! form (crates/ia-equations/tests/data/ball1d.json) must give the same
 //! trajectory, Jacobians and loss gradient.
 
-mod common;
+use crate::common;
 
 use common::run_stdin;
 

@@ -5,7 +5,7 @@
 //! byte for byte with the transcript kept under `tests/golden/`.
 //!
 //! The reference is the binary as it was when the transcript was written
-//! (`IA_BLESS=1 cargo test -p ia-cli --test golden` rewrites them; a
+//! (`IA_BLESS=1 cargo test -p ia-cli --test integration -- golden::` rewrites them; a
 //! deliberate change of output is committed with its new transcripts, and
 //! the diff shows what changed).
 

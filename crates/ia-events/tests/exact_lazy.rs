@@ -11,7 +11,7 @@
 //! (relative, absolute below 1): only the rounding of a block carried over
 //! one long stretch instead of several differs.
 
-mod pair_net;
+use crate::pair_net;
 
 use ia_events::{exact, EventOptions, Problem};
 use pair_net::{params, system, system_with, Net, NET};

@@ -5,7 +5,7 @@
 //! ia-core types. Reference: the same system run by DOPRI5 at a tight
 //! tolerance (its flow is the same `Flow::rate`).
 
-mod pair_net;
+use crate::pair_net;
 
 use ia_core::{Flow, FlowPartials, FromMode, HybridSystem, LinearBlocks, LinearPair, ToMode};
 use ia_events::{exact, simulate, EventOptions, Problem, SolverChoice};

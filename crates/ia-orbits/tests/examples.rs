@@ -2,8 +2,7 @@
 //! checked against the closed forms and its figure is written under the
 //! target directory.
 
-#[path = "../examples/rimless_wheel_slope.rs"]
-mod rimless_wheel_slope;
+use crate::rimless_wheel_slope;
 
 use rimless_wheel_slope::{closed_form_speed, draw, figure_path, sweep, ALPHAS};
 
