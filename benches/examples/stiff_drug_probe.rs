@@ -1,32 +1,62 @@
-//! The stiff drug model of issue 28 (`crates/ia-verify/references/stiff/drug.json`)
-//! by Kvaerno 5(4), for a profiler: the primal, the forward Jacobian or the
-//! adjoint gradient of central(T), repeated.
+//! A stiff problem of issue 28 (`crates/ia-verify/references/stiff/`: the
+//! drug model `drug.json` by default) by Kvaerno 5(4), for a profiler: the
+//! primal, the forward Jacobian or the adjoint gradient of the second state
+//! at the end (the drug model's central(T)), repeated.
 //!
 //! ```text
 //! cargo build --release -p ia-benches --example stiff_drug_probe
 //! valgrind --tool=callgrind target/release/examples/stiff_drug_probe forward 1e-8 20
+//! valgrind --tool=callgrind target/release/examples/stiff_drug_probe primal 1e-8 11 dopri5 relay_slow
 //! ```
 //!
-//! Arguments: `primal`, `forward`, `adjoint` or `error` (default `forward`),
-//! the tolerance (rtol = atol, default 1e-8), the repetitions (default
-//! 20) and the method (`kvaerno5`, the default, or `dopri5`). Prints the steps taken and the first entry of the result; `error`
+//! Arguments: `primal`, `forward`, `adjoint`, `error` or `steps` (default
+//! `forward`), the tolerance (rtol = atol, default 1e-8), the repetitions
+//! (default 20), the method (`kvaerno5`, the default, or `dopri5`) and the
+//! problem (`drug`, the default, `relay` or `relay_slow`, the files of that
+//! stem). Prints the steps taken and the first entry of the result; `error`
 //! prints the forward Jacobian's and the primal's steps and the Jacobian's
 //! normwise relative error (`max |a - b| / max |b|`, as
-//! `crates/ia-verify/tests/stiff.rs`) against the mpmath reference
-//! `drug.reference.json`.
+//! `crates/ia-verify/tests/stiff.rs`) against the problem's mpmath
+//! reference (`<stem>.reference.json`); `steps` lists the primal's
+//! accepted steps (start time and size) and its work counters.
 
 use ia_adjoint::{gradient, jacobian, FinalComponent, Method};
 use ia_equations::EquationModel;
-use ia_events::{simulate, Problem, SolverChoice};
+use ia_events::{run, simulate, NoExtraState, Observer, Problem, RunContext, SolverChoice};
 use ia_models::Model;
 
-const DRUG: &str = include_str!("../../crates/ia-verify/references/stiff/drug.json");
-const REFERENCE: &str = include_str!("../../crates/ia-verify/references/stiff/drug.reference.json");
+/// The problems by stem: the equation model and its mpmath reference.
+const PROBLEMS: &[(&str, &str, &str)] = &[
+    (
+        "drug",
+        include_str!("../../crates/ia-verify/references/stiff/drug.json"),
+        include_str!("../../crates/ia-verify/references/stiff/drug.reference.json"),
+    ),
+    (
+        "relay",
+        include_str!("../../crates/ia-verify/references/stiff/relay.json"),
+        include_str!("../../crates/ia-verify/references/stiff/relay.reference.json"),
+    ),
+    (
+        "relay_slow",
+        include_str!("../../crates/ia-verify/references/stiff/relay_slow.json"),
+        include_str!("../../crates/ia-verify/references/stiff/relay_slow.reference.json"),
+    ),
+];
+
+/// Prints every accepted step: mode, start time and size.
+struct StepLister;
+
+impl Observer for StepLister {
+    fn step_taken(&mut self, _run: RunContext<'_>, mode: usize, t0: f64, h: f64, _y0: &[f64]) {
+        println!("{mode} {t0:.10e} {h:.4e}");
+    }
+}
 
 /// The forward Jacobian's normwise relative error against the reference,
 /// with the forward pass's and the primal's accepted and rejected steps.
-fn report_error(problem: &Problem<'_>, names: &[&str], tol: f64) {
-    let reference: serde_json::Value = serde_json::from_str(REFERENCE).expect("the reference");
+fn report_error(problem: &Problem<'_>, names: &[&str], tol: f64, reference: &str) {
+    let reference: serde_json::Value = serde_json::from_str(reference).expect("the reference");
     let run = jacobian(problem, Method::Forward).expect("the Jacobian");
     let (mut diff, mut scale) = (0.0f64, 0.0f64);
     for (column, wrt) in run.wrt.iter().enumerate() {
@@ -68,7 +98,12 @@ fn main() {
             max_step: None,
         },
     };
-    let model = EquationModel::from_json_str(DRUG).expect("the drug model");
+    let stem = args.next().unwrap_or_else(|| "drug".into());
+    let &(_, model, reference) = PROBLEMS
+        .iter()
+        .find(|(name, _, _)| *name == stem)
+        .expect("a problem: drug, relay or relay_slow");
+    let model = EquationModel::from_json_str(model).expect("the model");
     let spec = model.spec();
     let system = model.system();
     let problem = Problem::new(
@@ -82,7 +117,12 @@ fn main() {
     .with_solver(solver);
     if what == "error" {
         let names: Vec<&str> = spec.states.iter().map(|s| s.name.as_str()).collect();
-        report_error(&problem, &names, tol);
+        report_error(&problem, &names, tol, reference);
+        return;
+    }
+    if what == "steps" {
+        let run = run(&problem, &mut NoExtraState, &mut StepLister).expect("the run");
+        println!("{stem} at {tol:e}: {:?}", run.stats);
         return;
     }
     let mut value = 0.0;

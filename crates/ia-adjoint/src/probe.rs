@@ -59,17 +59,25 @@ const SEED: u64 = 0x5eed_1a0d_0b5e_4e11;
 
 /// The number of probes the taped run of `problem` carries: its
 /// [`Problem::derivative_probes`], or when `None`, on a system of at most
-/// [`AUTOMATIC_PROBE_INPUTS`] inputs, one for DOPRI5 and DOP853 and
-/// [`IMPLICIT_PROBES`] for TR-BDF2 and Kvaerno 3 and 5; always none but for
-/// these built-in adaptive methods: RK4 and the exact solver have no
-/// step-size control to feed, and the adjoint does not run on the
-/// `ode_solvers` adapter.
+/// [`AUTOMATIC_PROBE_INPUTS`] inputs, [`IMPLICIT_PROBES`] for a solver
+/// whose stepper norms each column apart
+/// ([`SolverChoice::columns_apart`]: TR-BDF2 and Kvaerno 3 and 5) and one
+/// for the others (DOPRI5 and DOP853); always none but for these built-in
+/// adaptive methods: RK4 and the exact solver have no step-size control
+/// to feed, and the adjoint does not run on the `ode_solvers` adapter.
 pub(crate) fn probes_for(problem: &Problem<'_>) -> usize {
     let automatic = match problem.solver {
-        SolverChoice::Dopri5 { .. } | SolverChoice::Dop853 { .. } => 1,
-        SolverChoice::Trbdf2 { .. }
+        SolverChoice::Dopri5 { .. }
+        | SolverChoice::Dop853 { .. }
+        | SolverChoice::Trbdf2 { .. }
         | SolverChoice::Kvaerno3 { .. }
-        | SolverChoice::Kvaerno5 { .. } => IMPLICIT_PROBES,
+        | SolverChoice::Kvaerno5 { .. } => {
+            if problem.solver.columns_apart() {
+                IMPLICIT_PROBES
+            } else {
+                1
+            }
+        }
         _ => return 0,
     };
     let inputs = problem.system.state_dim() + problem.system.param_dim();
@@ -82,8 +90,9 @@ pub(crate) fn probes_for(problem: &Problem<'_>) -> usize {
         })
 }
 
-/// The probes the automatic choice gives the implicit methods' taped run.
-/// Their forward pass norms each sensitivity column apart (the largest
+/// The probes the automatic choice gives the taped run of a method that
+/// norms columns apart ([`SolverChoice::columns_apart`]: the implicit
+/// methods). Their forward pass norms each sensitivity column apart (the largest
 /// column's scaled error: [`ia_events::implicit_rk::ImplicitStepper`]),
 /// and so does the taped run each probe; but one probe's scaled error is
 /// a weighted mean of the columns' (numerator and scale both sums over the

@@ -247,6 +247,16 @@ impl SolverChoice {
         }
     }
 
+    /// Whether this solver's stepper keeps the state and each column
+    /// carried after it (forward sensitivities, derivative probes) apart in
+    /// its error norm whatever the right-hand side says
+    /// ([`crate::OdeRhs::controlled_apart`]): the implicit methods'
+    /// ([`ImplicitStepper::COLUMNS_APART`]); the others norm them apart
+    /// only when the right-hand side asks.
+    pub fn columns_apart(&self) -> bool {
+        self.implicit_method().is_some() && ImplicitStepper::COLUMNS_APART
+    }
+
     /// Builds the stepper.
     pub fn stepper(&self) -> Result<Box<dyn Stepper + Send>, HybridError> {
         self.validate()?;

@@ -23,7 +23,7 @@ pub trait OdeRhs {
     /// nor any column's. False (one RMS norm over every controlled
     /// component) unless the right-hand side says otherwise. (The implicit
     /// steppers norm every column apart in any case, CVODES's sensitivity
-    /// norm: [`crate::implicit_rk::ImplicitStepper`].)
+    /// norm: [`crate::SolverChoice::columns_apart`].)
     fn controlled_apart(&self) -> bool {
         false
     }

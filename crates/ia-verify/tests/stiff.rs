@@ -1,8 +1,8 @@
 //! The stiff test problems of `references/stiff/` (equation models) against
 //! references computed outside the library:
 //!
-//! * the drug model, the ball on a Kelvin-Voigt ground, the relay and the
-//!   heated rod (six cells) are piecewise linear: `references/stiff/references.py` computes their event
+//! * the drug model, the ball on a Kelvin-Voigt ground, the relay, the
+//!   slowly switching relay and the heated rod (six cells) are piecewise linear: `references/stiff/references.py` computes their event
 //!   times, final states, event-time gradients and final-state Jacobians at 50
 //!   digits with mpmath (matrix exponentials, root finding, central
 //!   differences of the high-precision solution) into `*.reference.json`;
@@ -227,10 +227,15 @@ const STABILITY_HELD: &[&str] = &["heated_rod"];
 /// were not the forward pass's. Now 2.6e-10 (forward event-time gradients)
 /// and 2.2e-10 (adjoint), measured.
 fn check_piecewise_linear(name: &str) {
+    check_piecewise_linear_with(name, METHODS);
+}
+
+/// [`check_piecewise_linear`] with the methods `methods`.
+fn check_piecewise_linear_with(name: &str, methods: &[(&str, MethodAt)]) {
     let (model, reference) = problem_files(name);
     let system = model.system();
     let mut failures = Vec::new();
-    for &(method, solver) in METHODS {
+    for &(method, solver) in methods {
         let problem = reference_problem(&system, &model, &reference, solver(TOL));
         let mut adjoint = None;
         for sensitivity in [Method::Forward, Method::Adjoint] {
@@ -293,6 +298,82 @@ fn ball_on_a_kelvin_voigt_ground_against_its_matrix_exponential_reference() {
 #[test]
 fn relay_with_hysteresis_against_its_matrix_exponential_reference() {
     check_piecewise_linear("relay");
+}
+
+#[test]
+fn slowly_switching_relay_against_its_matrix_exponential_reference() {
+    // Reference: references/stiff/relay_slow.reference.json, computed by
+    // references.py (mpmath at 50 digits: matrix exponentials, root
+    // finding, central differences). The stability-limited relay of issue
+    // 28: the poles -1 and -1e3 of relay.json, the input into the slow
+    // state and the relay reading the fast sensor, switching about every
+    // four slow time constants. Its thresholds near the steady outputs
+    // make the crossings shallow (the reading's rate 0.02 there): an error
+    // in the state moves an event 50 times as much, and DOP853's forward
+    // pass at TOL is 1.7e-8 from the reference (measured; its adjoint
+    // 1.0e-8), above FORWARD_TOL, so this problem runs with DOPRI5 and
+    // Kvaerno 5(4) (measured forward / adjoint: 4.2e-10 / 1.1e-8 and
+    // 4.1e-9 / 3.1e-9).
+    check_piecewise_linear_with("relay_slow", &[("dopri5", dopri5), ("kvaerno5", kvaerno5)]);
+}
+
+/// The slowly switching relay at issue 28's tolerance (`rtol = atol =
+/// 1e-8`) with every implicit method and DOPRI5: the adjoint within
+/// [`SAME_STEPS_TOL`] of the forward pass on its steps, and forward pass
+/// and adjoint within `1e-5` of the reference (normwise relative) for the
+/// methods of order three and more. TR-BDF2 (order two) is not: 3.9e-5
+/// (forward) and 4.0e-5 (adjoint), measured, over 6,500 steps whose
+/// errors the shallow crossings amplify (see
+/// [`slowly_switching_relay_against_its_matrix_exponential_reference`]);
+/// its adjoint is checked against its forward pass at 1e-7 in
+/// [`low_order_implicit_methods_adjoint_within_the_forward_passs_accuracy`].
+#[test]
+fn slowly_switching_relay_at_the_issues_tolerance() {
+    // Reference: references/stiff/relay_slow.reference.json (mpmath, see
+    // references.py); the forward pass on the adjoint's steps is its exact
+    // transpose. Measured (normwise, forward / adjoint, largest of state,
+    // times, Jacobian and time gradients; adjoint against forward on its
+    // steps): Kvaerno 3(2) 1.1e-7 / 1.3e-7, 1.0e-14; Kvaerno 5(4) 3.6e-7 /
+    // 2.9e-7, 4.2e-15; DOPRI5 1.4e-7 / 1.1e-6, 2.2e-14; TR-BDF2 (same
+    // steps only) 1.3e-14.
+    const ISSUE_TOL: f64 = 1e-8;
+    const ISSUE_BOUND: f64 = 1e-5;
+    let (model, reference) = problem_files("relay_slow");
+    let system = model.system();
+    // (name, method, checked against the reference)
+    let methods: &[(&str, MethodAt, bool)] = &[
+        ("trbdf2", trbdf2, false),
+        ("kvaerno3", kvaerno3, true),
+        ("kvaerno5", kvaerno5, true),
+        ("dopri5", dopri5, true),
+    ];
+    let mut failures = Vec::new();
+    for &(method, solver, against_reference) in methods {
+        let problem = reference_problem(&system, &model, &reference, solver(ISSUE_TOL));
+        let forward = jacobian(&problem, Method::Forward).unwrap();
+        let adjoint = jacobian(&problem, Method::Adjoint).unwrap();
+        let (f, a) = (
+            errors(&forward, &model, &reference),
+            errors(&adjoint, &model, &reference),
+        );
+        let transposed = same_steps_gap(&problem, &adjoint);
+        println!(
+            "relay_slow {method} at {ISSUE_TOL:e}: forward {f:?} ({} steps), adjoint {a:?} ({} steps), same steps {transposed:e}",
+            forward.trajectory.stats.steps, adjoint.trajectory.stats.steps
+        );
+        for (sensitivity, e) in [("forward", &f), ("adjoint", &a)] {
+            let worst = e.state.max(e.times).max(e.jacobian).max(e.time_gradients);
+            if against_reference && worst > ISSUE_BOUND {
+                failures.push(format!("{method} {sensitivity}: {e:?}"));
+            }
+        }
+        if transposed > SAME_STEPS_TOL {
+            failures.push(format!(
+                "{method}: adjoint against forward on the same steps {transposed:e}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }
 
 #[test]
@@ -590,6 +671,11 @@ fn low_order_implicit_methods_adjoint_within_the_forward_passs_accuracy() {
         ("relay", "trbdf2", trbdf2),
         ("relay", "kvaerno3", kvaerno3),
     ];
+    // Not the slowly switching relay (relay_slow.json): there the adjoints
+    // are a little less accurate than the forward pass (measured at 1e-7:
+    // TR-BDF2 1.86e-4 against 1.82e-4, Kvaerno 3(2) 1.27e-6 against
+    // 1.08e-6), a gap of issue 28's item 5 left open; its same-steps and
+    // reference checks are in `slowly_switching_relay_at_the_issues_tolerance`.
     let mut failures = Vec::new();
     for &(name, method, solver) in cases {
         let (model, reference) = problem_files(name);

@@ -81,7 +81,7 @@ enum Attempt {
 /// normed column by column, each block of the closed block's length apart,
 /// and the step's norm is the largest of them and the state's (CVODES's
 /// sensitivity norm; [`OdeRhs::controlled_apart`] whatever the right-hand
-/// side says): every column's error then follows the tolerance, however
+/// side says: [`ImplicitStepper::COLUMNS_APART`]): every column's error then follows the tolerance, however
 /// many columns are carried, rather than their root mean square (one
 /// column in ten could be `sqrt(10)` times the tolerance). The adjoint's
 /// taped run, steered by derivative probes, carries two of them with
@@ -188,6 +188,15 @@ pub struct NewtonStats {
 }
 
 impl ImplicitStepper {
+    /// Whether the error norm keeps the state and each column carried after
+    /// it apart (the largest of their RMS norms, [`controlled_norm`])
+    /// whatever the right-hand side says ([`OdeRhs::controlled_apart`]):
+    /// true, CVODES's sensitivity norm (see [`ImplicitStepper`]). The one
+    /// place this rule is stated: [`crate::SolverChoice::columns_apart`]
+    /// answers it for a solver choice (the adjoint's derivative probes
+    /// follow it).
+    pub const COLUMNS_APART: bool = true;
+
     /// The method `tableau` with tolerances `rtol`, `atol` and the largest
     /// step `max_step`. The method is checked ([`EsdirkTableau::validate`]).
     pub fn new(
@@ -507,8 +516,9 @@ impl ImplicitStepper {
     /// `(I - h gamma J)^{-1} h sum_j e_j K_j` over the `controlled` leading
     /// components, `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`: the largest
     /// of the RMS norms of the closed block and of each controlled column
-    /// after it ([`controlled_norm`]; see [`ImplicitStepper`]).
-    fn error_norm(&mut self, h: f64, controlled: usize) -> f64 {
+    /// after it ([`controlled_norm`]) when `apart`, one RMS norm over them
+    /// otherwise (see [`ImplicitStepper::COLUMNS_APART`]).
+    fn error_norm(&mut self, h: f64, controlled: usize, apart: bool) -> f64 {
         let n = self.dim;
         self.err.iter_mut().for_each(|e| *e = 0.0);
         for (j, &e) in self.tableau.error.iter().enumerate() {
@@ -529,7 +539,7 @@ impl ImplicitStepper {
                 .sum();
             (sum / count).sqrt()
         };
-        controlled_norm(norm, self.closed.min(controlled), controlled, true)
+        controlled_norm(norm, self.closed.min(controlled), controlled, apart)
     }
 
     /// A first step: a hundredth of the time the state takes to change by
@@ -638,6 +648,7 @@ impl Stepper for ImplicitStepper {
             self.h_next = self.initial_step(remaining).max(16.0 * min_step);
         }
         let controlled = rhs.controlled_dim().min(n);
+        let apart = Self::COLUMNS_APART || rhs.controlled_apart();
         let order = self.tableau.error_order();
         let mut rejected_last = false;
         loop {
@@ -666,7 +677,7 @@ impl Stepper for ImplicitStepper {
                 }
                 continue;
             }
-            let err = self.error_norm(h, controlled);
+            let err = self.error_norm(h, controlled, apart);
             let finite = err.is_finite() && self.y_new.iter().all(|v| v.is_finite());
             if finite && err <= 1.0 {
                 let mut factor = if err == 0.0 {

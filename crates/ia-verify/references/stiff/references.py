@@ -5,8 +5,8 @@ Run from this folder with mpmath installed (not run by CI; its output, the
 
     python references.py [FILE.json ...]   (all problems when none is named)
 
-For each of drug.json, ball_kelvin_voigt.json, relay.json and heated_rod.json
-(the last generated here, HEATED_ROD_CELLS cells) (equation models
+For each of drug.json, ball_kelvin_voigt.json, relay.json, relay_slow.json
+and heated_rod.json (the last generated here, HEATED_ROD_CELLS cells) (equation models
 whose flows are affine in the state, x' = A(p) x + b(p), with guards affine in
 the state and resets that add a constant), it computes at 50 significant
 digits, independently of the library:
@@ -212,6 +212,31 @@ def relay():
     )
 
 
+def relay_slow():
+    """The relay around a slow process read through a fast sensor
+    (relay_slow.json): the input drives x, the relay reads z."""
+    def on(p):
+        a, lam, u = p[0], p[1], p[2]
+        return [[-a, 0], [lam, -lam]], [a * u, 0]
+
+    def off(p):
+        a, lam = p[0], p[1]
+        return [[-a, 0], [lam, -lam]], [0, 0]
+
+    return Affine(
+        ["x", "z"],
+        ["a", "lam", "u", "hi", "lo"],
+        {"on": on, "off": off},
+        [
+            {"name": "switch_off", "from": "on", "to": "off", "direction": "rising",
+             "guard": lambda p: ([0, 1], -p[3]), "reset": lambda p: [0, 0]},
+            {"name": "switch_on", "from": "off", "to": "on", "direction": "falling",
+             "guard": lambda p: ([0, 1], -p[4]), "reset": lambda p: [0, 0]},
+        ],
+        {"on": "0.01", "off": "0.01"},
+    )
+
+
 HEATED_ROD_CELLS = 6
 
 
@@ -305,6 +330,7 @@ def main():
         ("drug.json", drug()),
         ("ball_kelvin_voigt.json", ball()),
         ("relay.json", relay()),
+        ("relay_slow.json", relay_slow()),
         ("heated_rod.json", heated_rod(HEATED_ROD_CELLS)),
     ]
     only = sys.argv[1:]
