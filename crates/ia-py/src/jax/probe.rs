@@ -284,7 +284,6 @@ fn single_gradient_probe() {
             .unwrap();
     };
     let both = timed("single_value_and_grad", seconds, &mut value_and_grad);
-    gp.fill(0.0);
     value_and_grad();
     let floor_grad =
         ia_adjoint::gradient_in(&problems[0], &loss, &options, &mut workspace).unwrap();
