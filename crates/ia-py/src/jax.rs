@@ -15,10 +15,9 @@
 
 use crate::errors::{invalid, library, to_py};
 use crate::model::{Model, RunOptions};
-use crate::tapes::{self, TapeStore};
+use crate::tapes::{self, KeptRun, TapeStore};
 use crate::times::TimeOutputs;
 use ia_adjoint::batch::Batch;
-use ia_adjoint::TapedRun;
 use ia_adjoint::{Loss, LossSeeds, Problem};
 use ia_core::{short_num, HybridError, Trajectory};
 use ia_scenario::{Scenario, ScenarioError};
@@ -141,10 +140,10 @@ impl Loss for Cotangents<'_> {
 enum PointRun {
     /// The tape of a point of several items (a `jax.jacrev`: one cotangent
     /// an item), read by each.
-    Shared(TapedRun),
+    Shared(KeptRun),
     /// The tape of a point of one item, read once and its buffers given to
     /// the worker.
-    Owned(Mutex<Option<TapedRun>>),
+    Owned(Mutex<Option<KeptRun>>),
     /// A point of one item without a kept tape: its pass records and reads
     /// one.
     Fresh,
@@ -404,9 +403,13 @@ impl SolverCore {
         if taped {
             count(&self.counts.taped_runs, batch);
             let options = ia_adjoint::AdjointOptions::default();
+            // Boxed where recorded: from here on a run moves as a pointer.
+            let record = |p: &Problem<'_>, w: &mut ia_adjoint::Workspace| {
+                ia_adjoint::record_in(p, &options, w).map(Box::new)
+            };
             let runs = match kept.as_deref_mut() {
-                Some(workspace) => vec![ia_adjoint::record_in(&problems[0], &options, workspace)],
-                None => pool()?.map_in(&problems, |p, w| ia_adjoint::record_in(p, &options, w)),
+                Some(workspace) => vec![record(&problems[0], workspace)],
+                None => pool()?.map_in(&problems, record),
             };
             let mut keep = Vec::with_capacity(batch);
             for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
@@ -523,22 +526,40 @@ impl SolverCore {
             batch * n_obs * n,
         )?;
         let problems = self.problems(batch, input.x0s, input.params, input.t_ends)?;
-        let losses: Vec<Cotangents<'_>> = (0..batch)
-            .map(|b| Cotangents {
-                state_names: self.scenario.system.state_names(),
-                times: &self.times,
-                final_state: &input.final_state[b * n..(b + 1) * n],
-                event_times: &input.event_times[b * k..(b + 1) * k],
-                observations: &input.observed[b * n_obs * n..(b + 1) * n_obs * n],
-            })
-            .collect();
+        let loss_of = |b: usize| Cotangents {
+            state_names: self.scenario.system.state_names(),
+            times: &self.times,
+            final_state: &input.final_state[b * n..(b + 1) * n],
+            event_times: &input.event_times[b * k..(b + 1) * k],
+            observations: &input.observed[b * n_obs * n..(b + 1) * n_obs * n],
+        };
+        let options = ia_adjoint::AdjointOptions::default();
+        if let [problem] = problems.as_slice() {
+            // One item (a jitted jax.grad or jax.value_and_grad of one
+            // point): its pass on this thread, without the batch's
+            // bookkeeping of points below (the same passes, the same
+            // numbers, the same statistics).
+            let key = tapes::key(problem);
+            let found = self.take_tapes(&[key.as_slice()]).pop().flatten();
+            count(&self.counts.backward_passes, 1);
+            let mut workspace = self.kept_workspace();
+            let grad = match found {
+                Some(run) => {
+                    ia_adjoint::gradient_of_taped(problem, *run, &loss_of(0), &mut workspace)
+                }
+                None => ia_adjoint::gradient_in(problem, &loss_of(0), &options, &mut workspace),
+            };
+            return self.write_gradient(problem, grad, gx, gp, &mut workspace);
+        }
+        let losses: Vec<Cotangents<'_>> = (0..batch).map(loss_of).collect();
         // The distinct points of the batch (a jax.jacrev: every cotangent
         // at one point), each with the tape its forward call kept; a point
         // without one is recorded again, once. Every pass at a point reads
         // its tape.
         let keys: Vec<Vec<u64>> = problems.iter().map(tapes::key).collect();
         let mut points: Vec<usize> = Vec::new();
-        let mut seen: HashMap<&[u64], usize> = HashMap::with_capacity(batch);
+        let mut seen: HashMap<&[u64], usize, tapes::KeyBuild> =
+            HashMap::with_capacity_and_hasher(batch, tapes::KeyBuild::default());
         let point_of: Vec<usize> = (0..batch)
             .map(|b| {
                 *seen.entry(&keys[b]).or_insert_with(|| {
@@ -547,22 +568,10 @@ impl SolverCore {
                 })
             })
             .collect();
-        let (found, replayed) = {
-            let mut store = self.tape_store();
-            let found: Vec<Option<TapedRun>> =
-                points.iter().map(|&b| store.take(&keys[b])).collect();
-            // A point without a tape whose forward call ran is run again;
-            // one whose forward call XLA dropped runs here for the first
-            // time.
-            let replayed = (0..points.len())
-                .filter(|&q| found[q].is_none() && store.was_recorded(&keys[points[q]]))
-                .count();
-            (found, replayed)
-        };
-        let missing: Vec<usize> = (0..points.len()).filter(|&q| found[q].is_none()).collect();
+        let point_keys: Vec<&[u64]> = points.iter().map(|&b| keys[b].as_slice()).collect();
+        let found = self.take_tapes(&point_keys);
         count(&self.counts.backward_passes, batch);
-        count(&self.counts.replays, replayed);
-        count(&self.counts.taped_runs, missing.len());
+        let missing: Vec<usize> = (0..points.len()).filter(|&q| found[q].is_none()).collect();
         let mut items_at = vec![0_usize; points.len()];
         for &q in &point_of {
             items_at[q] += 1;
@@ -571,8 +580,6 @@ impl SolverCore {
         // one of a single item is recorded by its own pass
         // (`ia_adjoint::gradient_in`: the same numbers to the last bit, its
         // tape left in the worker's buffers).
-        let options = ia_adjoint::AdjointOptions::default();
-        let mut kept = (batch == 1).then(|| self.kept_workspace());
         let shared: Vec<usize> = missing
             .iter()
             .copied()
@@ -581,10 +588,10 @@ impl SolverCore {
         let record = |&q: &usize, workspace: &mut ia_adjoint::Workspace| {
             ia_adjoint::record_in(&problems[points[q]], &options, workspace)
         };
-        let recorded = match kept.as_deref_mut() {
-            Some(workspace) => shared.iter().map(|q| record(q, workspace)).collect(),
-            None if shared.is_empty() => Vec::new(),
-            None => pool()?.map_in(&shared, record),
+        let recorded = if shared.is_empty() {
+            Vec::new()
+        } else {
+            pool()?.map_in(&shared, record)
         };
         let mut recorded = shared.iter().zip(recorded);
         let mut runs_at = Vec::with_capacity(points.len());
@@ -595,7 +602,7 @@ impl SolverCore {
                 None if items_at[q] > 1 => {
                     let (_, run) = recorded.next().expect("one recorded run per shared point");
                     let problem = &problems[points[q]];
-                    PointRun::Shared(run.map_err(|e| self.explain(problem, e))?)
+                    PointRun::Shared(Box::new(run.map_err(|e| self.explain(problem, e))?))
                 }
                 None => PointRun::Fresh,
             });
@@ -606,7 +613,7 @@ impl SolverCore {
                 PointRun::Shared(run) => run.gradient(problem, loss, workspace),
                 PointRun::Owned(cell) => {
                     match cell.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                        Some(run) => ia_adjoint::gradient_of_taped(problem, run, loss, workspace),
+                        Some(run) => ia_adjoint::gradient_of_taped(problem, *run, loss, workspace),
                         // Never reached: a point of one item is read once.
                         None => ia_adjoint::gradient_in(problem, loss, &options, workspace),
                     }
@@ -620,25 +627,58 @@ impl SolverCore {
         let write = |&b: &usize,
                      (gx, gp): &mut (&mut [f64], &mut [f64]),
                      workspace: &mut ia_adjoint::Workspace| {
-            let grad = pass(&b, workspace).map_err(|e| self.explain(&problems[b], e))?;
-            let checked = self.check_observed(&grad.trajectory);
-            gx.copy_from_slice(&grad.initial_state);
-            gp.copy_from_slice(&grad.params);
-            workspace.recycle_gradient(grad);
-            checked
+            let grad = pass(&b, workspace);
+            self.write_gradient(&problems[b], grad, gx, gp, workspace)
         };
         let mut outs: Vec<(&mut [f64], &mut [f64])> = rows_of(gx, n, batch)
             .zip(rows_of(gp, n_params, batch))
             .collect();
-        let runs = match kept.as_deref_mut() {
-            Some(workspace) => vec![write(&0, &mut outs[0], workspace)],
-            None => {
-                let indices: Vec<usize> = (0..batch).collect();
-                pool()?.map_into(&indices, &mut outs, write)
-            }
-        };
+        let indices: Vec<usize> = (0..batch).collect();
+        let runs = pool()?.map_into(&indices, &mut outs, write);
         // The first failing item's error, in input order.
         runs.into_iter().collect()
+    }
+
+    /// The kept tapes of the runs of `keys` (each taken out of the store,
+    /// `None` where there is none), counted: a taped run for each key
+    /// without a tape (its backward pass records one), and a replay for
+    /// each of those whose forward call ran (its tape used or evicted), not
+    /// for one whose forward call XLA dropped (its run happens here, for
+    /// the first time).
+    fn take_tapes(&self, keys: &[&[u64]]) -> Vec<Option<KeptRun>> {
+        let mut store = self.tape_store();
+        let found: Vec<Option<KeptRun>> = keys.iter().map(|key| store.take(key)).collect();
+        let replayed = keys
+            .iter()
+            .zip(&found)
+            .filter(|(key, run)| run.is_none() && store.was_recorded(key))
+            .count();
+        drop(store);
+        count(&self.counts.replays, replayed);
+        count(
+            &self.counts.taped_runs,
+            found.iter().filter(|run| run.is_none()).count(),
+        );
+        found
+    }
+
+    /// Writes the gradient of one item (the pass's result `grad`, at
+    /// `problem`) into its rows `gx` and `gp`, its vectors given back to
+    /// `workspace`; the pass's error in the command line's words.
+    fn write_gradient(
+        &self,
+        problem: &Problem<'_>,
+        grad: Result<ia_adjoint::Gradient, HybridError>,
+        gx: &mut [f64],
+        gp: &mut [f64],
+        workspace: &mut ia_adjoint::Workspace,
+    ) -> Result<(), ScenarioError> {
+        let grad = grad.map_err(|e| self.explain(problem, e))?;
+        let checked = self.check_observed(&grad.trajectory);
+        gx.copy_from_slice(&grad.initial_state);
+        gp.copy_from_slice(&grad.params);
+        workspace.recycle_gradient(grad);
+        checked
     }
 }
 

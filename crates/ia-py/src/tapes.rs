@@ -19,6 +19,51 @@
 
 use ia_adjoint::{Problem, TapedRun};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A taped run as the store keeps it: boxed, so that keeping, evicting and
+/// taking it move a pointer, not the run's structures (a `TapedRun` is
+/// large enough that its moves through the store cost as much as the
+/// store's look-ups).
+pub(crate) type KeptRun = Box<TapedRun>;
+
+/// The hasher of run keys (bits of the inputs): a multiply-rotate mix of
+/// 8 bytes at a time. The keys are the caller's own inputs, not an
+/// adversary's, so the standard library's keyed SipHash (about a third of
+/// the store's cost a look-up) buys nothing here.
+#[derive(Default)]
+pub(crate) struct KeyHasher(u64);
+
+impl KeyHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0_u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, word: u64) {
+        self.add(word);
+    }
+
+    fn write_usize(&mut self, word: usize) {
+        self.add(word as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Hash maps and sets keyed by run keys.
+pub(crate) type KeyBuild = BuildHasherDefault<KeyHasher>;
 
 /// The fewest runs kept whatever the batch sizes.
 pub(crate) const MIN_KEPT: usize = 16;
@@ -40,14 +85,14 @@ pub(crate) fn key(problem: &Problem<'_>) -> Vec<u64> {
 #[derive(Default)]
 pub(crate) struct TapeStore {
     /// The serial numbers of the kept runs of each key, oldest first.
-    serials: HashMap<Vec<u64>, VecDeque<u64>>,
+    serials: HashMap<Vec<u64>, VecDeque<u64>, KeyBuild>,
     /// The kept runs by serial number (the order they were stored in),
     /// each with its key.
-    runs: BTreeMap<u64, (Vec<u64>, TapedRun)>,
+    runs: BTreeMap<u64, (Vec<u64>, KeptRun)>,
     /// The serial number of the next run kept.
     next: u64,
     /// The keys of runs recorded by forward calls whose tapes are gone.
-    spent: HashSet<Vec<u64>>,
+    spent: HashSet<Vec<u64>, KeyBuild>,
     /// Those keys, oldest first (each once).
     spent_order: VecDeque<Vec<u64>>,
     /// The most keys `spent` remembers: that of runs at the last keep.
@@ -58,7 +103,7 @@ impl TapeStore {
     /// Keeps the runs of one forward call (`(key, run)` each), evicting
     /// the oldest runs past twice this call's size (at least
     /// [`MIN_KEPT`]).
-    pub(crate) fn keep(&mut self, runs: Vec<(Vec<u64>, TapedRun)>) {
+    pub(crate) fn keep(&mut self, runs: Vec<(Vec<u64>, KeptRun)>) {
         let limit = (2 * runs.len()).max(MIN_KEPT);
         self.spent_limit = limit;
         for (key, run) in runs {
@@ -113,7 +158,7 @@ impl TapeStore {
 
     /// The run recorded from `key`'s inputs (the latest kept), taken out
     /// of the store.
-    pub(crate) fn take(&mut self, key: &[u64]) -> Option<TapedRun> {
+    pub(crate) fn take(&mut self, key: &[u64]) -> Option<KeptRun> {
         let list = self.serials.get_mut(key)?;
         let serial = list.pop_back();
         if list.is_empty() {
@@ -137,11 +182,11 @@ mod tests {
     use super::*;
     use ia_adjoint::{record_in, AdjointOptions, Workspace};
 
-    fn taped(vy: f64) -> TapedRun {
+    fn taped(vy: f64) -> KeptRun {
         let model = ia_models::by_name("ball2d-flat").unwrap();
         let system = model.system();
         let problem = Problem::new(&system, vec![0.0, 1.0, 1.0, vy], vec![9.81, 0.8, 0.7], 0.5);
-        record_in(&problem, &AdjointOptions::default(), &mut Workspace::new()).unwrap()
+        Box::new(record_in(&problem, &AdjointOptions::default(), &mut Workspace::new()).unwrap())
     }
 
     #[test]

@@ -224,3 +224,87 @@ fn sizes_probe() {
         std::mem::size_of::<PointRun>()
     );
 }
+
+/// The single jitted call's Rust side (`jax.value_and_grad` of one point:
+/// a taped forward call, then a backward call, each of one item), against
+/// the library's gradient of that item in a kept workspace: what the
+/// handlers add around the library for one item. Run as
+/// `batch_gradient_probe`, with the phases `single_floor`, `single_grad`
+/// (the backward call alone, no kept tape: a jitted `jax.grad`) and
+/// `single_value_and_grad` (`PROBE_SKIP` leaves phases out, `PROBE_CALLS`
+/// fixes the calls for callgrind):
+///
+/// ```text
+/// cd crates/ia-py && cargo test --release --lib -- --ignored --nocapture single_gradient_probe
+/// ```
+#[test]
+#[ignore = "a timing probe (prints CPU time per call); run alone, in release"]
+fn single_gradient_probe() {
+    let seconds: f64 = std::env::var("PROBE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2.0);
+    let core = ball_core();
+    let Sizes { n, n_params, .. } = core.sizes();
+    let (x0s, params) = rows(1);
+    let seed = [1.0, 0.0, 0.0, 0.0];
+    let input = CotangentsIn {
+        x0s: &x0s,
+        params: &params,
+        final_state: &seed,
+        event_times: &[],
+        observed: &[],
+        t_ends: None,
+    };
+    let (mut gx, mut gp) = (vec![0.0; n], vec![0.0; n_params]);
+    let problems = core.problems(1, &x0s, &params, None).unwrap();
+    let loss = ia_adjoint::FinalComponent(0);
+    let options = ia_adjoint::AdjointOptions::default();
+    let mut workspace = ia_adjoint::Workspace::new();
+    let floor = timed("single_floor", seconds, || {
+        let grad = ia_adjoint::gradient_in(&problems[0], &loss, &options, &mut workspace).unwrap();
+        std::hint::black_box(grad.params[0]);
+        workspace.recycle_gradient(grad);
+    });
+    let grad_only = timed("single_grad", seconds, || {
+        core.cotangent_gradient(1, &input, &mut gx, &mut gp)
+            .unwrap()
+    });
+    let (mut fin, mut counts) = (vec![0.0; n], vec![0_i64; 1]);
+    let mut value_and_grad = || {
+        let out = OutputsOut {
+            final_state: &mut fin,
+            event_times: &mut [],
+            counts: &mut counts,
+            observed: &mut [],
+            final_rate: None,
+        };
+        core.outputs(&x0s, &params, None, out, true).unwrap();
+        core.cotangent_gradient(1, &input, &mut gx, &mut gp)
+            .unwrap();
+    };
+    let both = timed("single_value_and_grad", seconds, &mut value_and_grad);
+    value_and_grad();
+    let floor_grad =
+        ia_adjoint::gradient_in(&problems[0], &loss, &options, &mut workspace).unwrap();
+    assert_eq!(
+        gp, floor_grad.params,
+        "the handlers' gradient is the library's"
+    );
+    let per =
+        |(wall, cpu): (f64, f64)| format!("wall {:6.2} us, CPU {:6.2} us", wall * 1e6, cpu * 1e6);
+    eprintln!("one item:");
+    eprintln!(
+        "  gradient_in in a kept workspace                {}",
+        per(floor)
+    );
+    eprintln!(
+        "  cotangent_gradient, no kept tape (jax.grad)    {}",
+        per(grad_only)
+    );
+    eprintln!(
+        "  outputs(taped) + cotangent_gradient (v_and_g)  {}",
+        per(both)
+    );
+    eprintln!("  statistics: {:?}", core.counted());
+}
