@@ -59,6 +59,12 @@ pub struct PairRates {
     pub det: f64,
     /// `A - m I`, row-major.
     pub n: [[f64; 2]; 2],
+    /// `sqrt(max(q, 0))`, half the rates' difference where they are real.
+    pub(crate) d: f64,
+    /// The rates as [`PairRates::rates`] gives them (`(m, m)` for complex
+    /// rates, as [`PairRates::factors`] reads them).
+    pub(crate) l1: f64,
+    pub(crate) l2: f64,
 }
 
 /// `1 / ((2k - 1) 2k)` at `k` (from 1): the ratio of `cosh`'s series terms
@@ -109,11 +115,25 @@ impl PairRates {
     pub fn of(a: &[[f64; 2]; 2]) -> Self {
         let m = 0.5 * (a[0][0] + a[1][1]);
         let h = 0.5 * (a[0][0] - a[1][1]);
+        let q = h * h + a[0][1] * a[1][0];
+        let det = a[0][0] * a[1][1] - a[0][1] * a[1][0];
+        let d = q.max(0.0).sqrt();
+        // The rate of larger magnitude first, the other from the
+        // determinant (no cancellation).
+        let (l1, l2) = if q.is_nan() || q < 0.0 {
+            (m, m)
+        } else {
+            let l1 = if m >= 0.0 { m + d } else { m - d };
+            (l1, if l1 == 0.0 { 0.0 } else { det / l1 })
+        };
         Self {
             m,
-            q: h * h + a[0][1] * a[1][0],
-            det: a[0][0] * a[1][1] - a[0][1] * a[1][0],
+            q,
+            det,
             n: [[h, a[0][1]], [a[1][0], -h]],
+            d,
+            l1,
+            l2,
         }
     }
 
@@ -123,14 +143,7 @@ impl PairRates {
         if self.q.is_nan() || self.q < 0.0 {
             return None;
         }
-        let d = self.q.sqrt();
-        let l1 = if self.m >= 0.0 {
-            self.m + d
-        } else {
-            self.m - d
-        };
-        let l2 = if l1 == 0.0 { 0.0 } else { self.det / l1 };
-        Some((l1, l2))
+        Some((self.l1, self.l2))
     }
 
     /// `A^{-1} r` for this pair's matrix `a` (its determinant nonzero).
@@ -171,11 +184,11 @@ impl PairRates {
             let em = (m * s).exp();
             (em * c, em * s * sh)
         } else {
-            let d = q.sqrt();
+            let d = self.d;
             let (up, down) = (((m + d) * s).exp(), ((m - d) * s).exp());
             (0.5 * (up + down), (up - down) / (2.0 * d))
         };
-        let (l1, l2) = self.rates().unwrap_or((m, m));
+        let (l1, l2) = (self.l1, self.l2);
         let (p0, p1) = if (l1 * s).abs() >= 1.0 {
             let (phi1, phi2) = (crate::factor::phi(l1, s), crate::factor::phi(l2, s));
             (0.5 * (phi1 + phi2), (e1 - phi2) / l1)
@@ -259,6 +272,47 @@ pub(crate) fn atanhc(z: f64) -> f64 {
     }
 }
 
+/// A pair's stretch from its state `y0`, as the crossing searches read
+/// it ([`first_crossing`], [`crossing_near`] and the bounds of
+/// [`crate::rough_crossing`]): formed once per prediction, so a bound
+/// refined later does not form its rate again.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PairStart<'a> {
+    /// The pair's matrix and constant term.
+    pub(crate) a: &'a [[f64; 2]; 2],
+    pub(crate) b: &'a [f64; 2],
+    /// The invariants of `a`.
+    pub(crate) rates: &'a PairRates,
+    /// The state at the stretch's start.
+    pub(crate) y0: [f64; 2],
+    /// Its rate `r0 = a y0 + b`, and `N r0`.
+    pub(crate) r0: [f64; 2],
+    pub(crate) nr0: [f64; 2],
+}
+
+impl<'a> PairStart<'a> {
+    /// The stretch of the pair `y' = a y + b` (invariants `rates`) from
+    /// `y0`.
+    #[inline]
+    pub(crate) fn new(
+        a: &'a [[f64; 2]; 2],
+        b: &'a [f64; 2],
+        rates: &'a PairRates,
+        y0: [f64; 2],
+    ) -> Self {
+        let r0 = rate(a, b, &y0);
+        let nr0 = apply(&rates.n, &r0);
+        Self {
+            a,
+            b,
+            rates,
+            y0,
+            r0,
+            nr0,
+        }
+    }
+}
+
 /// Entry `k` of a pair's stretch from `y0` (rate `r0`, `N r0` in `nr0`)
 /// against a level: its value and rate at a delay.
 struct Entry<'a> {
@@ -270,25 +324,15 @@ struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
-    /// Entry `k` of the pair `y' = a y + b` from `y0`, and the rate `r0`.
-    fn of(
-        a: &[[f64; 2]; 2],
-        b: &[f64; 2],
-        rates: &'a PairRates,
-        y0: &[f64; 2],
-        k: usize,
-        level: f64,
-    ) -> (Self, [f64; 2]) {
-        let r0 = rate(a, b, y0);
-        let nr0 = apply(&rates.n, &r0);
-        let entry = Entry {
-            rates,
-            y0: y0[k],
+    /// Entry `k` of the stretch `start`.
+    fn of(start: &PairStart<'a>, k: usize, level: f64) -> Self {
+        Entry {
+            rates: start.rates,
+            y0: start.y0[k],
             level,
-            u: r0[k],
-            w: nr0[k],
-        };
-        (entry, r0)
+            u: start.r0[k],
+            w: start.nr0[k],
+        }
     }
 
     /// `(g(s), g'(s))`, `g` with the arithmetic of [`advance_pair`].
@@ -342,7 +386,18 @@ pub fn first_crossing(
     level: f64,
     direction: Direction,
 ) -> Option<f64> {
-    let (entry, r0) = Entry::of(a, b, rates, y0, k, level);
+    first_crossing_from(&PairStart::new(a, b, rates, *y0), k, level, direction)
+}
+
+/// [`first_crossing`] of entry `k` of the stretch `start`.
+pub(crate) fn first_crossing_from(
+    start: &PairStart<'_>,
+    k: usize,
+    level: f64,
+    direction: Direction,
+) -> Option<f64> {
+    let (rates, y0) = (start.rates, &start.y0);
+    let entry = Entry::of(start, k, level);
     let (u, w) = (entry.u, entry.w);
     if u == 0.0 && w == 0.0 {
         return None;
@@ -351,7 +406,7 @@ pub fn first_crossing(
     let extremum = (w != 0.0)
         .then(|| {
             let r = -u / w;
-            let rd = r * rates.q.max(0.0).sqrt();
+            let rd = r * rates.d;
             (r > 0.0 && rd < 1.0).then(|| r * atanhc(rd))
         })
         .flatten()
@@ -375,7 +430,7 @@ pub fn first_crossing(
     let (l1, l2) = rates.rates()?;
     if l1 < 0.0 && l2 < 0.0 {
         // Decaying: the limit is the equilibrium, y0 - A^{-1} r0.
-        let inv_r = rates.solve(a, &r0);
+        let inv_r = rates.solve(start.a, &start.r0);
         let limit = (y0[k] - inv_r[k]) - level;
         let beyond = if rising { limit > 0.0 } else { limit < 0.0 };
         if !beyond {
@@ -415,12 +470,8 @@ pub fn first_crossing(
 /// before it short of it): the delay [`first_crossing`] defines. `None`
 /// when the bracket leaves `(lo, hi)`, or the segment does not cross in
 /// `direction`: then the caller searches from the start.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn crossing_near(
-    a: &[[f64; 2]; 2],
-    b: &[f64; 2],
-    rates: &PairRates,
-    y0: &[f64; 2],
+    start: &PairStart<'_>,
     k: usize,
     level: f64,
     direction: Direction,
@@ -429,7 +480,7 @@ pub(crate) fn crossing_near(
     if !(lo > 0.0 && estimate > lo && hi > estimate && hi.is_finite()) {
         return None;
     }
-    let (entry, _) = Entry::of(a, b, rates, y0, k, level);
+    let entry = Entry::of(start, k, level);
     let (g, dg) = entry.at(estimate);
     if dg == 0.0 || !dg.is_finite() || !g.is_finite() {
         return None;

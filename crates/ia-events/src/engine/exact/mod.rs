@@ -122,6 +122,7 @@ pub use crate::pair_form::{
 
 use crate::closed_form::advance_component;
 use crate::geometry::{EventAt, GeometryWorkspace};
+use crate::pair_form::{first_crossing_from, PairStart};
 use crate::problem::Problem;
 #[cfg(doc)]
 use crate::problem::PROGRESS_EVERY_STEPS;
@@ -457,7 +458,8 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         let i = threshold.state;
         let (pair, slot) = self.structure.pair_of[self.mode][i];
         if pair != NO_PAIR {
-            if self.lazy && self.predict_roughly(k, pair, slot, threshold, direction) {
+            if self.lazy {
+                self.predict_roughly(k, pair, slot, threshold, direction);
                 return;
             }
             let delay = self.pair_crossing(pair, slot, threshold, direction);
@@ -481,17 +483,15 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         threshold: Threshold,
         direction: Direction,
     ) -> Option<f64> {
+        first_crossing_from(&self.pair_start(pair), slot, threshold.level, direction)
+    }
+
+    /// The stretch of pair `pair` of the mode from its state
+    /// ([`PairStart`]), for its crossing searches.
+    fn pair_start(&self, pair: usize) -> PairStart<'_> {
         let pair = &self.structure.pairs[self.mode][pair];
         let y = [self.x[pair.entries[0]], self.x[pair.entries[1]]];
-        first_crossing(
-            &pair.a,
-            &pair.b,
-            &pair.rates,
-            &y,
-            slot,
-            threshold.level,
-            direction,
-        )
+        PairStart::new(&pair.a, &pair.b, &pair.rates, y)
     }
 
     fn context(&self) -> RunContext<'p> {
