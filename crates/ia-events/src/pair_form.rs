@@ -40,13 +40,15 @@ pub struct PairFactors {
 /// y'(s) = e^{A s} r0,      e^{A s} = E0 I + E1 N,
 /// ```
 ///
-/// the form of the decoupled entries (`x + rate phi`), with
+/// the form of the decoupled entries (`x + rate phi`). Where `|l1| s >= 1`
+/// (`l1` the rate of larger magnitude, `l2` the other),
 /// `E0 = e^{m s} cosh(d s)`, `E1 = e^{m s} sinh(d s) / d` (`d = sqrt(q)`; a
 /// series in `q s^2` where `|d s| <= 1`, so equal rates, `tau_mem = tau_syn`,
 /// and nearly equal ones take the same path without cancellation),
-/// `P1 = (E1 - phi(l1, s)) / l1` for the rate `l1` of larger magnitude and
-/// `P0 = (phi(l1, s) + phi(l2, s)) / 2` where `|l1| s >= 1`, and otherwise
-/// the Taylor series `Phi = s sum_k (A s)^k / (k + 1)!` in the same basis.
+/// `P1 = (E1 - phi(l2, s)) / l1` and `P0 = (phi(l1, s) + phi(l2, s)) / 2`.
+/// Where `|l1| s < 1` (where those would cancel), the Taylor series
+/// `Phi = s sum_k (A s)^k / (k + 1)!` in the same basis, in Horner's form to
+/// a degree set by `|l1| s`, and `e^{A s} = I + A Phi` from it.
 ///
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PairRates {
@@ -91,16 +93,33 @@ const SINH_STEP: [f64; 11] = {
     t
 };
 
-/// `1 / (k + 2)` for the 26 terms `k` of the series of `Phi`.
-const INV_FROM_2: [f64; 26] = {
-    let mut t = [0.0; 26];
-    let mut k = 0;
-    while k < 26 {
-        t[k] = 1.0 / ((k + 2) as f64);
+/// `1 / k` at `k` (from 2 to 21): the divisions of the Horner form of
+/// `Phi`'s series ([`PairRates::factors`]).
+const INV_K: [f64; 22] = {
+    let mut t = [0.0; 22];
+    let mut k = 1;
+    while k < 22 {
+        t[k] = 1.0 / (k as f64);
         k += 1;
     }
     t
 };
+
+/// The degree of `Phi`'s series `s sum_{k <= K} (A s)^k / (k + 1)!`
+/// where `z = |l1| s` (the rate of larger magnitude) is at most the
+/// first entry: the terms left out, at most `z^k / (k + 1)!` of `P0 / s`
+/// and `2 k z^(k-1) / (k + 1)!` of `P1 / s^2` (`|p_k| <= |l1|^k`,
+/// `|h_k| <= k |l1|^(k-1)` for `(A s)^k = s^k (p_k I + h_k N)`), sum to
+/// less than `2^-60` of `P0` and of `P1` (which are at least `0.6 s` and
+/// `0.2 s^2` where `z < 1`).
+const SERIES_DEGREE: [(f64, usize); 6] = [
+    (1.0 / 32.0, 9),
+    (1.0 / 16.0, 10),
+    (1.0 / 8.0, 12),
+    (1.0 / 4.0, 14),
+    (1.0 / 2.0, 16),
+    (1.0, 20),
+];
 
 impl PairRates {
     /// The invariants of `a` (row-major).
@@ -165,6 +184,11 @@ impl PairRates {
     /// ```
     pub fn factors(&self, s: f64) -> PairFactors {
         let (m, q) = (self.m, self.q.max(0.0));
+        let (l1, l2) = (self.l1, self.l2);
+        let z = (l1 * s).abs();
+        if z < 1.0 {
+            return self.series_factors(s, z);
+        }
         let w = q * s * s;
         let (e0, e1) = if w <= 1.0 {
             // cosh(d s) and sinh(d s) / d as series in w = (d s)^2.
@@ -188,30 +212,37 @@ impl PairRates {
             let (up, down) = (((m + d) * s).exp(), ((m - d) * s).exp());
             (0.5 * (up + down), (up - down) / (2.0 * d))
         };
-        let (l1, l2) = (self.l1, self.l2);
-        let (p0, p1) = if (l1 * s).abs() >= 1.0 {
-            let (phi1, phi2) = (crate::factor::phi(l1, s), crate::factor::phi(l2, s));
-            (0.5 * (phi1 + phi2), (e1 - phi2) / l1)
-        } else {
-            // Phi = s sum_k (A s)^k / (k + 1)!, (A s)^k = s^k (pk I + hk N).
-            let (mut pk, mut hk) = (1.0, 0.0);
-            let (mut p0, mut p1, mut scale) = (0.0, 0.0, s);
-            for inv in &INV_FROM_2 {
-                let (t0, t1) = (scale * pk, scale * hk);
-                p0 += t0;
-                p1 += t1;
-                // The rest of the series, its terms falling faster than
-                // geometrically (|A s| < 1), is below 1e-18 of the sums.
-                if t0.abs() <= 1e-18 * p0.abs() && t1.abs() <= 1e-18 * p1.abs() {
-                    break;
-                }
-                let next = (m * pk + q * hk, pk + m * hk);
-                (pk, hk) = (next.0 * s, next.1 * s);
-                scale *= inv;
-            }
-            (p0, p1)
-        };
+        let (phi1, phi2) = (crate::factor::phi(l1, s), crate::factor::phi(l2, s));
+        let (p0, p1) = (0.5 * (phi1 + phi2), (e1 - phi2) / l1);
         PairFactors { e0, e1, p0, p1 }
+    }
+
+    /// [`PairRates::factors`] where `z = |l1| s < 1`: `Phi = s sum_k (A s)^k
+    /// / (k + 1)!` in Horner's form (`R = I + (A s) R / k` from `k = K + 1`
+    /// down to 2, `Phi = s R`; each product in the basis `I`, `N`, with
+    /// `N^2 = q I`), of the degree [`SERIES_DEGREE`] gives for `z`, and
+    /// `e^{A s} = I + A Phi` (`E0 = 1 + m P0 + q P1` and `E1 = P0 + m P1`:
+    /// within a few units of rounding, `|m| s < 1`).
+    fn series_factors(&self, s: f64, z: f64) -> PairFactors {
+        let (m, q) = (self.m, self.q.max(0.0));
+        let degree = SERIES_DEGREE
+            .iter()
+            .find(|&&(up_to, _)| z <= up_to)
+            .map_or(20, |&(_, degree)| degree);
+        let (ms, qs) = (m * s, q * s);
+        let (mut r0, mut r1) = (1.0, 0.0);
+        for &inv in INV_K[2..=degree + 1].iter().rev() {
+            // (A s) R = (m s r0 + q s r1) I + (s r0 + m s r1) N.
+            let (x0, x1) = (ms * r0 + qs * r1, s * r0 + ms * r1);
+            (r0, r1) = (1.0 + x0 * inv, x1 * inv);
+        }
+        let (p0, p1) = (s * r0, s * r1);
+        PairFactors {
+            e0: 1.0 + (m * p0 + q * p1),
+            e1: p0 + m * p1,
+            p0,
+            p1,
+        }
     }
 }
 
