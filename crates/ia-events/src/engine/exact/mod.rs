@@ -434,10 +434,12 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         self.factor_lengths
             .resize(self.structure.matrices[self.mode].len(), f64::NAN);
         self.queue.clear();
+        self.queue.begin_batch(self.structure.leaving[self.mode].len());
         for k in 0..self.structure.leaving[self.mode].len() {
             let k = self.structure.leaving[self.mode][k];
             self.predict(k);
         }
+        self.queue.end_batch();
     }
 
     /// Replaces transition `k`'s predicted crossing by one from the
@@ -831,6 +833,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             }
             return Ok(false);
         }
+        self.queue.begin_batch(self.changed.len());
         for c in 0..self.changed.len() {
             let state = self.changed[c];
             for g in 0..self.structure.guards_on[self.mode].on(state).len() {
@@ -861,6 +864,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
                 self.predict(j);
             }
         }
+        self.queue.end_batch();
         Ok(false)
     }
 

@@ -15,6 +15,9 @@ pub(super) struct CrossingQueue {
     heap: Vec<(f64, usize)>,
     /// Each transition's place in `heap` (`usize::MAX`: not queued).
     place: Vec<usize>,
+    /// Within a batch ([`CrossingQueue::begin_batch`]): entries are
+    /// written in place, the heap order restored at its end.
+    batch: bool,
 }
 
 /// Whether `x` comes before `y`: earlier, or as early and declared first.
@@ -31,6 +34,30 @@ impl CrossingQueue {
         Self {
             heap: Vec::with_capacity(transitions),
             place: vec![usize::MAX; transitions],
+            batch: false,
+        }
+    }
+
+    /// Starts a batch of about `changes` predictions when they are many
+    /// against the queue's length (at least a quarter of it): each
+    /// [`CrossingQueue::set`] then writes its entry in place, and
+    /// [`CrossingQueue::end_batch`] restores the heap order at once, in
+    /// time linear in the queue's length (so at most four times the
+    /// batch's), where moving each entry would take its `log` of it (an
+    /// input spike re-predicting a whole layer).
+    pub(super) fn begin_batch(&mut self, changes: usize) {
+        self.batch = changes >= 8 && 4 * changes >= self.heap.len();
+    }
+
+    /// Ends a batch ([`CrossingQueue::begin_batch`]): restores the heap
+    /// order (Floyd's bottom-up construction).
+    pub(super) fn end_batch(&mut self) {
+        if !std::mem::take(&mut self.batch) {
+            return;
+        }
+        for i in (0..self.heap.len() / 2).rev() {
+            let entry = self.heap[i];
+            self.sift_down(i, entry);
         }
     }
 
@@ -95,6 +122,10 @@ impl CrossingQueue {
     /// Transition `k` predicted to cross at `time`, or not at all (`None`).
     pub(super) fn set(&mut self, k: usize, time: Option<f64>) {
         let i = self.place[k];
+        if self.batch {
+            self.set_in_place(k, i, time);
+            return;
+        }
         match (time, i == usize::MAX) {
             (Some(time), true) => {
                 self.heap.push((time, k));
@@ -112,8 +143,31 @@ impl CrossingQueue {
         }
     }
 
-    /// The earliest predicted crossing: its time and transition.
+    /// [`CrossingQueue::set`] within a batch: transition `k` (at `i` in
+    /// the heap, or `usize::MAX`) written in place, out of heap order.
+    fn set_in_place(&mut self, k: usize, i: usize, time: Option<f64>) {
+        match (time, i == usize::MAX) {
+            (Some(time), true) => {
+                self.place[k] = self.heap.len();
+                self.heap.push((time, k));
+            }
+            (Some(time), false) => self.heap[i] = (time, k),
+            (None, false) => {
+                self.place[k] = usize::MAX;
+                let last = self.heap.pop().expect("a queued transition");
+                if i < self.heap.len() {
+                    self.heap[i] = last;
+                    self.place[last.1] = i;
+                }
+            }
+            (None, true) => {}
+        }
+    }
+
+    /// The earliest predicted crossing: its time and transition (not
+    /// within a batch).
     pub(super) fn first(&self) -> Option<(f64, usize)> {
+        debug_assert!(!self.batch, "the queue's first within a batch");
         self.heap.first().copied()
     }
 }
@@ -124,8 +178,8 @@ mod tests {
 
     /// Reference: a plain list of the predictions, searched for its
     /// earliest (then first declared) at each step. Over random sets,
-    /// moves (earlier and later) and removals, with ties, the queue's first
-    /// is the list's.
+    /// moves (earlier and later) and removals, with ties, one at a time or
+    /// in batches, the queue's first is the list's.
     #[test]
     fn the_first_is_the_earliest_prediction() {
         let n = 40;
@@ -144,6 +198,17 @@ mod tests {
             };
             queue.set(k, time);
             list[k] = time;
+            if step % 97 == 0 {
+                // A batch of moves, the heap order restored at its end.
+                queue.begin_batch(n);
+                for j in 0..n / 2 {
+                    let k = (k + 3 * j) % n;
+                    let time = (j % 3 != 0).then(|| f64::from((step % 7 + j % 5) as u32));
+                    queue.set(k, time);
+                    list[k] = time;
+                }
+                queue.end_batch();
+            }
             if step % 1000 == 999 {
                 queue.clear();
                 list.fill(None);
