@@ -289,7 +289,7 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
                 return;
             }
             self.queued[k] = Queued::Exact;
-            let direction = self.problem.system.transitions()[k].guard.direction();
+            let direction = self.structure.directions[k];
             let Level::State(threshold) = self.structure.thresholds[k] else {
                 unreachable!("only state thresholds on pairs are bounded");
             };

@@ -446,7 +446,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
     /// current state.
     fn predict(&mut self, k: usize) {
         self.queued[k] = lazy::Queued::Exact;
-        let direction = self.problem.system.transitions()[k].guard.direction();
+        let direction = self.structure.directions[k];
         let threshold = match self.structure.thresholds[k] {
             Level::State(threshold) => threshold,
             Level::Time(level) => {
@@ -817,7 +817,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             self.enter_mode();
             for j in 0..self.structure.leaving[self.mode].len() {
                 let j = self.structure.leaving[self.mode][j];
-                let direction = system.transitions()[j].guard.direction();
+                let direction = self.structure.directions[j];
                 let g = self.guard_value(j);
                 // Beyond zero and heading back, a guard is disarmed: it has
                 // not crossed, and its component, monotone over the
@@ -838,7 +838,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             let state = self.changed[c];
             for g in 0..self.structure.guards_on[self.mode].on(state).len() {
                 let j = self.structure.guards_on[self.mode].on(state)[g];
-                let direction = system.transitions()[j].guard.direction();
+                let direction = self.structure.directions[j];
                 // Only state thresholds are listed in `guards_on`.
                 let Level::State(threshold) = self.structure.thresholds[j] else {
                     continue;
