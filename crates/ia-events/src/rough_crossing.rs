@@ -400,7 +400,12 @@ mod tests {
                     for direction in [Direction::Rising, Direction::Either, Direction::Falling] {
                         let y = [v, i];
                         let exact = first_crossing(&a, &[0.0; 2], &rates, &y, 0, 1.0, direction);
-                        match rough_crossing(&PairStart::new(&a, &[0.0; 2], &rates, y), 0, 1.0, direction) {
+                        match rough_crossing(
+                            &PairStart::new(&a, &[0.0; 2], &rates, y),
+                            0,
+                            1.0,
+                            direction,
+                        ) {
                             Rough::Never => assert_eq!(exact, None, "{tau_syn} {v} {i}"),
                             Rough::NotBefore(s) => {
                                 let e = exact.expect("a crossing");
@@ -423,7 +428,9 @@ mod tests {
     fn equal_rates_are_left_to_the_exact_search() {
         let a = [[-0.1, 0.1], [0.0, -0.1]];
         let rates = PairRates::of(&a);
-        let rough = rough_crossing(&PairStart::new(&a, &[0.0; 2], &rates, [0.0, 5.0]), 0,
+        let rough = rough_crossing(
+            &PairStart::new(&a, &[0.0; 2], &rates, [0.0, 5.0]),
+            0,
             1.0,
             Direction::Rising,
         );
@@ -651,9 +658,12 @@ mod tests {
                 else {
                     continue;
                 };
-                let Rough::NotBefore(s) =
-                    cheap_bound(&PairStart::new(&a, &[0.0; 2], &rates, y), 0, 1.0, Direction::Rising)
-                else {
+                let Rough::NotBefore(s) = cheap_bound(
+                    &PairStart::new(&a, &[0.0; 2], &rates, y),
+                    0,
+                    1.0,
+                    Direction::Rising,
+                ) else {
                     panic!("no bound for {y:?}");
                 };
                 assert!(s <= e && s >= 0.6 * e, "{y:?}: {s} vs {e}");
@@ -674,7 +684,12 @@ mod tests {
         ];
         for (a, y) in cases {
             let rates = PairRates::of(&a);
-            let bound = cheap_bound(&PairStart::new(&a, &[0.0; 2], &rates, y), 0, 1.0, Direction::Rising);
+            let bound = cheap_bound(
+                &PairStart::new(&a, &[0.0; 2], &rates, y),
+                0,
+                1.0,
+                Direction::Rising,
+            );
             assert_eq!(bound, Rough::Unsure, "{a:?} {y:?}");
         }
     }

@@ -203,11 +203,15 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
             self.bring(threshold.state, t);
         }
         let reset = &self.problem.system.transitions()[k].reset;
-        for &i in reset.reads().unwrap_or(&[]) {
+        let (reads, writes) = (reset.reads().unwrap_or(&[]), reset.writes().unwrap_or(&[]));
+        for &i in reads {
             self.bring(i, t);
         }
-        for &i in reset.writes().unwrap_or(&[]) {
-            self.bring(i, t);
+        // A reset that reads what it writes (a spike's kick) lists them once.
+        if !std::ptr::eq(reads, writes) {
+            for &i in writes {
+                self.bring(i, t);
+            }
         }
     }
 
@@ -271,7 +275,9 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
                 self.queued[k] = queued;
                 Some(self.t + s)
             }
-            Rough::Unsure => first_crossing_from(&start, slot, level, direction).map(|s| self.t + s),
+            Rough::Unsure => {
+                first_crossing_from(&start, slot, level, direction).map(|s| self.t + s)
+            }
         };
         self.queue.set(k, time);
     }

@@ -434,7 +434,8 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         self.factor_lengths
             .resize(self.structure.matrices[self.mode].len(), f64::NAN);
         self.queue.clear();
-        self.queue.begin_batch(self.structure.leaving[self.mode].len());
+        self.queue
+            .begin_batch(self.structure.leaving[self.mode].len());
         for k in 0..self.structure.leaving[self.mode].len() {
             let k = self.structure.leaving[self.mode][k];
             self.predict(k);
