@@ -381,7 +381,7 @@ fn root(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pair_form::{advance_pair, first_crossing};
+    use crate::pair_form::{advance_pair, first_crossing, PairRates};
 
     /// Reference: the exact first crossing ([`first_crossing`], itself
     /// checked against mpmath): over a grid of current-based neurons
