@@ -47,8 +47,9 @@ pub struct PairFactors {
 /// and nearly equal ones take the same path without cancellation),
 /// `P1 = (E1 - phi(l2, s)) / l1` and `P0 = (phi(l1, s) + phi(l2, s)) / 2`.
 /// Where `|l1| s < 1` (where those would cancel), the Taylor series
-/// `Phi = s sum_k (A s)^k / (k + 1)!` in the same basis, in Horner's form to
-/// a degree set by `|l1| s`, and `e^{A s} = I + A Phi` from it.
+/// `Phi = s sum_k (A s)^k / (k + 1)!` in the same basis, its first terms (as
+/// many as `|l1| s` needs) summed with no test, and `e^{A s} = I + A Phi`
+/// from it.
 ///
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PairRates {
@@ -93,25 +94,29 @@ const SINH_STEP: [f64; 11] = {
     t
 };
 
-/// `1 / k` at `k` (from 2 to 21): the divisions of the Horner form of
+/// The most terms of `Phi`'s series [`PairRates::factors`] sums.
+const SERIES_TERMS: usize = 26;
+
+/// `1 / k` at `k` (from 1 to 27): the ratios of the factorials of
 /// `Phi`'s series ([`PairRates::factors`]).
-const INV_K: [f64; 22] = {
-    let mut t = [0.0; 22];
+const INV_K: [f64; SERIES_TERMS + 2] = {
+    let mut t = [0.0; SERIES_TERMS + 2];
     let mut k = 1;
-    while k < 22 {
+    while k < SERIES_TERMS + 2 {
         t[k] = 1.0 / (k as f64);
         k += 1;
     }
     t
 };
 
-/// The degree of `Phi`'s series `s sum_{k <= K} (A s)^k / (k + 1)!`
-/// where `z = |l1| s` (the rate of larger magnitude) is at most the
-/// first entry: the terms left out, at most `z^k / (k + 1)!` of `P0 / s`
-/// and `2 k z^(k-1) / (k + 1)!` of `P1 / s^2` (`|p_k| <= |l1|^k`,
-/// `|h_k| <= k |l1|^(k-1)` for `(A s)^k = s^k (p_k I + h_k N)`), sum to
-/// less than `2^-60` of `P0` and of `P1` (which are at least `0.6 s` and
-/// `0.2 s^2` where `z < 1`).
+/// How many terms `K` of `Phi`'s series `s sum_k (A s)^k / (k + 1)!`
+/// [`PairRates::factors`] sums with no test where `z = |l1| s` (the rate
+/// of larger magnitude) is at most the first entry: those after, at most
+/// `z^k / (k + 1)!` of `P0 / s` and `2 k z^(k-1) / (k + 1)!` of `P1 / s^2`
+/// (`|p_k| <= |l1|^k`, `|h_k| <= k |l1|^(k-1)` for `(A s)^k = s^k (p_k I +
+/// h_k N)`), sum to less than `2^-60` of `P0` and of `P1` (which are at
+/// least `0.6 s` and `0.2 s^2` where `z < 1`): the test of the terms after
+/// the `K`-th stops at once as a rule.
 const SERIES_DEGREE: [(f64, usize); 6] = [
     (1.0 / 32.0, 9),
     (1.0 / 16.0, 10),
@@ -183,14 +188,22 @@ impl PairRates {
     /// assert!((f.e1 - 2.0 * (-2.0f64).exp()).abs() < 1e-16);
     /// ```
     pub fn factors(&self, s: f64) -> PairFactors {
-        let (m, q) = (self.m, self.q.max(0.0));
         let (l1, l2) = (self.l1, self.l2);
         let z = (l1 * s).abs();
         if z < 1.0 {
             return self.series_factors(s, z);
         }
+        let (e0, e1) = self.exponential(s);
+        let (phi1, phi2) = (crate::factor::phi(l1, s), crate::factor::phi(l2, s));
+        let (p0, p1) = (0.5 * (phi1 + phi2), (e1 - phi2) / l1);
+        PairFactors { e0, e1, p0, p1 }
+    }
+
+    /// `E0`, `E1` of `e^{A s}` (see [`PairRates`]).
+    fn exponential(&self, s: f64) -> (f64, f64) {
+        let (m, q) = (self.m, self.q.max(0.0));
         let w = q * s * s;
-        let (e0, e1) = if w <= 1.0 {
+        if w <= 1.0 {
             // cosh(d s) and sinh(d s) / d as series in w = (d s)^2.
             let (mut c, mut sh, mut term_c, mut term_s) = (1.0, 1.0, 1.0, 1.0);
             for k in 1..=10 {
@@ -211,32 +224,45 @@ impl PairRates {
             let d = self.d;
             let (up, down) = (((m + d) * s).exp(), ((m - d) * s).exp());
             (0.5 * (up + down), (up - down) / (2.0 * d))
-        };
-        let (phi1, phi2) = (crate::factor::phi(l1, s), crate::factor::phi(l2, s));
-        let (p0, p1) = (0.5 * (phi1 + phi2), (e1 - phi2) / l1);
-        PairFactors { e0, e1, p0, p1 }
+        }
     }
 
-    /// [`PairRates::factors`] where `z = |l1| s < 1`: `Phi = s sum_k (A s)^k
-    /// / (k + 1)!` in Horner's form (`R = I + (A s) R / k` from `k = K + 1`
-    /// down to 2, `Phi = s R`; each product in the basis `I`, `N`, with
-    /// `N^2 = q I`), of the degree [`SERIES_DEGREE`] gives for `z`, and
-    /// `e^{A s} = I + A Phi` (`E0 = 1 + m P0 + q P1` and `E1 = P0 + m P1`:
-    /// within a few units of rounding, `|m| s < 1`).
+    /// [`PairRates::factors`] where `z = |l1| s < 1`: the Taylor series
+    /// `Phi = s sum_k (A s)^k / (k + 1)!` in the same basis (`(A s)^k =
+    /// s^k (p_k I + h_k N)`), its first [`SERIES_DEGREE`] terms for `z`
+    /// summed with no test, then term by term until a term of each sum is
+    /// below `1e-18` of it (below half an ulp: where the terms were already
+    /// that small, the untested ones moved no sum, so the sums are those of
+    /// a loop testing every term, to the bit), and `e^{A s} = I + A Phi`
+    /// (`E0 = 1 + m P0 + q P1` and `E1 = P0 + m P1`: within a few units of
+    /// rounding, `|m| s < 1`).
     fn series_factors(&self, s: f64, z: f64) -> PairFactors {
         let (m, q) = (self.m, self.q.max(0.0));
         let degree = SERIES_DEGREE
             .iter()
             .find(|&&(up_to, _)| z <= up_to)
             .map_or(20, |&(_, degree)| degree);
-        let (ms, qs) = (m * s, q * s);
-        let (mut r0, mut r1) = (1.0, 0.0);
-        for &inv in INV_K[2..=degree + 1].iter().rev() {
-            // (A s) R = (m s r0 + q s r1) I + (s r0 + m s r1) N.
-            let (x0, x1) = (ms * r0 + qs * r1, s * r0 + ms * r1);
-            (r0, r1) = (1.0 + x0 * inv, x1 * inv);
+        let (mut pk, mut hk) = (1.0, 0.0);
+        let (mut p0, mut p1, mut scale) = (0.0, 0.0, s);
+        // The term k is s^(k+1) (p_k I + h_k N) / (k + 1)!.
+        let mut term = |k: usize| {
+            let (t0, t1) = (scale * pk, scale * hk);
+            p0 += t0;
+            p1 += t1;
+            let next = (m * pk + q * hk, pk + m * hk);
+            (pk, hk) = (next.0 * s, next.1 * s);
+            scale *= INV_K[k + 2];
+            (t0, t1, p0, p1)
+        };
+        for k in 0..degree {
+            term(k);
         }
-        let (p0, p1) = (s * r0, s * r1);
+        for k in degree..SERIES_TERMS {
+            let (t0, t1, p0, p1) = term(k);
+            if t0.abs() <= 1e-18 * p0.abs() && t1.abs() <= 1e-18 * p1.abs() {
+                break;
+            }
+        }
         PairFactors {
             e0: 1.0 + (m * p0 + q * p1),
             e1: p0 + m * p1,
@@ -1002,6 +1028,55 @@ mod tests {
         // e^{A s} = I + s N (N = A here), Phi = s I + s^2 / 2 N.
         assert_eq!((f.e0, f.e1), (1.0, 3.0));
         assert!((f.p0 - 3.0).abs() < 1e-15 && (f.p1 - 4.5).abs() < 1e-14);
+    }
+
+    /// Reference: the Taylor series of `Phi` and of `e^{A s}` summed term
+    /// by term to 40 terms (`(A s)^k = s^k (p_k I + h_k N)`, `p_{k+1} = m
+    /// p_k + q h_k`, `h_{k+1} = p_k + m h_k`). Just below each edge of
+    /// [`SERIES_DEGREE`] (where its count is the lowest for that `|l1| s`)
+    /// and halfway to the one before, for decaying, equal, coupled and
+    /// growing pairs, the factors agree to a few units of rounding.
+    #[test]
+    fn the_series_factors_match_the_long_series() {
+        let matrices = [
+            [[-0.05, 0.05], [0.0, -0.2]],
+            [[-0.1, 0.1], [0.0, -0.1]],
+            [[-0.3, 0.2], [0.05, -0.1]],
+            [[0.2, 0.1], [0.0, -0.4]],
+            [[0.3, 0.1], [0.02, 0.25]],
+        ];
+        let mut checked = 0;
+        for a in matrices {
+            let rates = PairRates::of(&a);
+            let (m, q) = (rates.m, rates.q.max(0.0));
+            for (i, &(edge, _)) in SERIES_DEGREE.iter().enumerate() {
+                let before = if i == 0 { 0.0 } else { SERIES_DEGREE[i - 1].0 };
+                for z in [edge * (1.0 - 1e-9), 0.5 * (before + edge)] {
+                    let s = z / rates.l1.abs();
+                    let f = rates.factors(s);
+                    let (mut pk, mut hk, mut sk, mut fact) = (1.0, 0.0, 1.0, 1.0);
+                    let (mut e0, mut e1, mut p0, mut p1) = (0.0, 0.0, 0.0, 0.0);
+                    for k in 0..40 {
+                        // sk = s^k, fact = k!.
+                        e0 += sk * pk / fact;
+                        e1 += sk * hk / fact;
+                        p0 += s * sk * pk / (fact * (k + 1) as f64);
+                        p1 += s * sk * hk / (fact * (k + 1) as f64);
+                        (pk, hk) = (m * pk + q * hk, pk + m * hk);
+                        sk *= s;
+                        fact *= (k + 1) as f64;
+                    }
+                    let near =
+                        |x: f64, y: f64, ulps: f64| (x - y).abs() <= ulps * f64::EPSILON * y.abs();
+                    assert!(near(f.p0, p0, 4.0), "{a:?} {s}: {} vs {p0}", f.p0);
+                    assert!(near(f.p1, p1, 8.0), "{a:?} {s}: {} vs {p1}", f.p1);
+                    assert!(near(f.e0, e0, 8.0), "{a:?} {s}: {} vs {e0}", f.e0);
+                    assert!(near(f.e1, e1, 16.0), "{a:?} {s}: {} vs {e1}", f.e1);
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 60);
     }
 
     /// Reference: `atanh(z) / z` and its series agree where they meet.
