@@ -40,13 +40,16 @@ pub struct PairFactors {
 /// y'(s) = e^{A s} r0,      e^{A s} = E0 I + E1 N,
 /// ```
 ///
-/// the form of the decoupled entries (`x + rate phi`), with
+/// the form of the decoupled entries (`x + rate phi`). Where `|l1| s >= 1`
+/// (`l1` the rate of larger magnitude, `l2` the other),
 /// `E0 = e^{m s} cosh(d s)`, `E1 = e^{m s} sinh(d s) / d` (`d = sqrt(q)`; a
 /// series in `q s^2` where `|d s| <= 1`, so equal rates, `tau_mem = tau_syn`,
 /// and nearly equal ones take the same path without cancellation),
-/// `P1 = (E1 - phi(l1, s)) / l1` for the rate `l1` of larger magnitude and
-/// `P0 = (phi(l1, s) + phi(l2, s)) / 2` where `|l1| s >= 1`, and otherwise
-/// the Taylor series `Phi = s sum_k (A s)^k / (k + 1)!` in the same basis.
+/// `P1 = (E1 - phi(l2, s)) / l1` and `P0 = (phi(l1, s) + phi(l2, s)) / 2`.
+/// Where `|l1| s < 1` (where those would cancel), the Taylor series
+/// `Phi = s sum_k (A s)^k / (k + 1)!` in the same basis, its first terms (as
+/// many as `|l1| s` needs) summed with no test, and `e^{A s} = I + A Phi`
+/// from it.
 ///
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PairRates {
@@ -59,6 +62,12 @@ pub struct PairRates {
     pub det: f64,
     /// `A - m I`, row-major.
     pub n: [[f64; 2]; 2],
+    /// `sqrt(max(q, 0))`, half the rates' difference where they are real.
+    pub(crate) d: f64,
+    /// The rates as [`PairRates::rates`] gives them (`(m, m)` for complex
+    /// rates, as [`PairRates::factors`] reads them).
+    pub(crate) l1: f64,
+    pub(crate) l2: f64,
 }
 
 /// `1 / ((2k - 1) 2k)` at `k` (from 1): the ratio of `cosh`'s series terms
@@ -85,16 +94,37 @@ const SINH_STEP: [f64; 11] = {
     t
 };
 
-/// `1 / (k + 2)` for the 26 terms `k` of the series of `Phi`.
-const INV_FROM_2: [f64; 26] = {
-    let mut t = [0.0; 26];
-    let mut k = 0;
-    while k < 26 {
-        t[k] = 1.0 / ((k + 2) as f64);
+/// The most terms of `Phi`'s series [`PairRates::factors`] sums.
+const SERIES_TERMS: usize = 26;
+
+/// `1 / k` at `k` (from 1 to 27): the ratios of the factorials of
+/// `Phi`'s series ([`PairRates::factors`]).
+const INV_K: [f64; SERIES_TERMS + 2] = {
+    let mut t = [0.0; SERIES_TERMS + 2];
+    let mut k = 1;
+    while k < SERIES_TERMS + 2 {
+        t[k] = 1.0 / (k as f64);
         k += 1;
     }
     t
 };
+
+/// How many terms `K` of `Phi`'s series `s sum_k (A s)^k / (k + 1)!`
+/// [`PairRates::factors`] sums with no test where `z = |l1| s` (the rate
+/// of larger magnitude) is at most the first entry: those after, at most
+/// `z^k / (k + 1)!` of `P0 / s` and `2 k z^(k-1) / (k + 1)!` of `P1 / s^2`
+/// (`|p_k| <= |l1|^k`, `|h_k| <= k |l1|^(k-1)` for `(A s)^k = s^k (p_k I +
+/// h_k N)`), sum to less than `2^-60` of `P0` and of `P1` (which are at
+/// least `0.6 s` and `0.2 s^2` where `z < 1`): the test of the terms after
+/// the `K`-th stops at once as a rule.
+const SERIES_DEGREE: [(f64, usize); 6] = [
+    (1.0 / 32.0, 9),
+    (1.0 / 16.0, 10),
+    (1.0 / 8.0, 12),
+    (1.0 / 4.0, 14),
+    (1.0 / 2.0, 16),
+    (1.0, 20),
+];
 
 impl PairRates {
     /// The invariants of `a` (row-major).
@@ -109,11 +139,25 @@ impl PairRates {
     pub fn of(a: &[[f64; 2]; 2]) -> Self {
         let m = 0.5 * (a[0][0] + a[1][1]);
         let h = 0.5 * (a[0][0] - a[1][1]);
+        let q = h * h + a[0][1] * a[1][0];
+        let det = a[0][0] * a[1][1] - a[0][1] * a[1][0];
+        let d = q.max(0.0).sqrt();
+        // The rate of larger magnitude first, the other from the
+        // determinant (no cancellation).
+        let (l1, l2) = if q.is_nan() || q < 0.0 {
+            (m, m)
+        } else {
+            let l1 = if m >= 0.0 { m + d } else { m - d };
+            (l1, if l1 == 0.0 { 0.0 } else { det / l1 })
+        };
         Self {
             m,
-            q: h * h + a[0][1] * a[1][0],
-            det: a[0][0] * a[1][1] - a[0][1] * a[1][0],
+            q,
+            det,
             n: [[h, a[0][1]], [a[1][0], -h]],
+            d,
+            l1,
+            l2,
         }
     }
 
@@ -123,14 +167,7 @@ impl PairRates {
         if self.q.is_nan() || self.q < 0.0 {
             return None;
         }
-        let d = self.q.sqrt();
-        let l1 = if self.m >= 0.0 {
-            self.m + d
-        } else {
-            self.m - d
-        };
-        let l2 = if l1 == 0.0 { 0.0 } else { self.det / l1 };
-        Some((l1, l2))
+        Some((self.l1, self.l2))
     }
 
     /// `A^{-1} r` for this pair's matrix `a` (its determinant nonzero).
@@ -151,9 +188,22 @@ impl PairRates {
     /// assert!((f.e1 - 2.0 * (-2.0f64).exp()).abs() < 1e-16);
     /// ```
     pub fn factors(&self, s: f64) -> PairFactors {
+        let (l1, l2) = (self.l1, self.l2);
+        let z = (l1 * s).abs();
+        if z < 1.0 {
+            return self.series_factors(s, z);
+        }
+        let (e0, e1) = self.exponential(s);
+        let (phi1, phi2) = (crate::factor::phi(l1, s), crate::factor::phi(l2, s));
+        let (p0, p1) = (0.5 * (phi1 + phi2), (e1 - phi2) / l1);
+        PairFactors { e0, e1, p0, p1 }
+    }
+
+    /// `E0`, `E1` of `e^{A s}` (see [`PairRates`]).
+    fn exponential(&self, s: f64) -> (f64, f64) {
         let (m, q) = (self.m, self.q.max(0.0));
         let w = q * s * s;
-        let (e0, e1) = if w <= 1.0 {
+        if w <= 1.0 {
             // cosh(d s) and sinh(d s) / d as series in w = (d s)^2.
             let (mut c, mut sh, mut term_c, mut term_s) = (1.0, 1.0, 1.0, 1.0);
             for k in 1..=10 {
@@ -171,34 +221,54 @@ impl PairRates {
             let em = (m * s).exp();
             (em * c, em * s * sh)
         } else {
-            let d = q.sqrt();
+            let d = self.d;
             let (up, down) = (((m + d) * s).exp(), ((m - d) * s).exp());
             (0.5 * (up + down), (up - down) / (2.0 * d))
+        }
+    }
+
+    /// [`PairRates::factors`] where `z = |l1| s < 1`: the Taylor series
+    /// `Phi = s sum_k (A s)^k / (k + 1)!` in the same basis (`(A s)^k =
+    /// s^k (p_k I + h_k N)`), its first [`SERIES_DEGREE`] terms for `z`
+    /// summed with no test, then term by term until a term of each sum is
+    /// below `1e-18` of it (below half an ulp: where the terms were already
+    /// that small, the untested ones moved no sum, so the sums are those of
+    /// a loop testing every term, to the bit), and `e^{A s} = I + A Phi`
+    /// (`E0 = 1 + m P0 + q P1` and `E1 = P0 + m P1`: within a few units of
+    /// rounding, `|m| s < 1`).
+    fn series_factors(&self, s: f64, z: f64) -> PairFactors {
+        let (m, q) = (self.m, self.q.max(0.0));
+        let degree = SERIES_DEGREE
+            .iter()
+            .find(|&&(up_to, _)| z <= up_to)
+            .map_or(20, |&(_, degree)| degree);
+        let (mut pk, mut hk) = (1.0, 0.0);
+        let (mut p0, mut p1, mut scale) = (0.0, 0.0, s);
+        // The term k is s^(k+1) (p_k I + h_k N) / (k + 1)!.
+        let mut term = |k: usize| {
+            let (t0, t1) = (scale * pk, scale * hk);
+            p0 += t0;
+            p1 += t1;
+            let next = (m * pk + q * hk, pk + m * hk);
+            (pk, hk) = (next.0 * s, next.1 * s);
+            scale *= INV_K[k + 2];
+            (t0, t1, p0, p1)
         };
-        let (l1, l2) = self.rates().unwrap_or((m, m));
-        let (p0, p1) = if (l1 * s).abs() >= 1.0 {
-            let (phi1, phi2) = (crate::factor::phi(l1, s), crate::factor::phi(l2, s));
-            (0.5 * (phi1 + phi2), (e1 - phi2) / l1)
-        } else {
-            // Phi = s sum_k (A s)^k / (k + 1)!, (A s)^k = s^k (pk I + hk N).
-            let (mut pk, mut hk) = (1.0, 0.0);
-            let (mut p0, mut p1, mut scale) = (0.0, 0.0, s);
-            for inv in &INV_FROM_2 {
-                let (t0, t1) = (scale * pk, scale * hk);
-                p0 += t0;
-                p1 += t1;
-                // The rest of the series, its terms falling faster than
-                // geometrically (|A s| < 1), is below 1e-18 of the sums.
-                if t0.abs() <= 1e-18 * p0.abs() && t1.abs() <= 1e-18 * p1.abs() {
-                    break;
-                }
-                let next = (m * pk + q * hk, pk + m * hk);
-                (pk, hk) = (next.0 * s, next.1 * s);
-                scale *= inv;
+        for k in 0..degree {
+            term(k);
+        }
+        for k in degree..SERIES_TERMS {
+            let (t0, t1, p0, p1) = term(k);
+            if t0.abs() <= 1e-18 * p0.abs() && t1.abs() <= 1e-18 * p1.abs() {
+                break;
             }
-            (p0, p1)
-        };
-        PairFactors { e0, e1, p0, p1 }
+        }
+        PairFactors {
+            e0: 1.0 + (m * p0 + q * p1),
+            e1: p0 + m * p1,
+            p0,
+            p1,
+        }
     }
 }
 
@@ -259,6 +329,47 @@ pub(crate) fn atanhc(z: f64) -> f64 {
     }
 }
 
+/// A pair's stretch from its state `y0`, as the crossing searches read
+/// it ([`first_crossing`], [`crossing_near`] and the bounds of
+/// [`crate::rough_crossing`]): formed once per prediction, so a bound
+/// refined later does not form its rate again.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PairStart<'a> {
+    /// The pair's matrix and constant term.
+    pub(crate) a: &'a [[f64; 2]; 2],
+    pub(crate) b: &'a [f64; 2],
+    /// The invariants of `a`.
+    pub(crate) rates: &'a PairRates,
+    /// The state at the stretch's start.
+    pub(crate) y0: [f64; 2],
+    /// Its rate `r0 = a y0 + b`, and `N r0`.
+    pub(crate) r0: [f64; 2],
+    pub(crate) nr0: [f64; 2],
+}
+
+impl<'a> PairStart<'a> {
+    /// The stretch of the pair `y' = a y + b` (invariants `rates`) from
+    /// `y0`.
+    #[inline]
+    pub(crate) fn new(
+        a: &'a [[f64; 2]; 2],
+        b: &'a [f64; 2],
+        rates: &'a PairRates,
+        y0: [f64; 2],
+    ) -> Self {
+        let r0 = rate(a, b, &y0);
+        let nr0 = apply(&rates.n, &r0);
+        Self {
+            a,
+            b,
+            rates,
+            y0,
+            r0,
+            nr0,
+        }
+    }
+}
+
 /// Entry `k` of a pair's stretch from `y0` (rate `r0`, `N r0` in `nr0`)
 /// against a level: its value and rate at a delay.
 struct Entry<'a> {
@@ -270,25 +381,15 @@ struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
-    /// Entry `k` of the pair `y' = a y + b` from `y0`, and the rate `r0`.
-    fn of(
-        a: &[[f64; 2]; 2],
-        b: &[f64; 2],
-        rates: &'a PairRates,
-        y0: &[f64; 2],
-        k: usize,
-        level: f64,
-    ) -> (Self, [f64; 2]) {
-        let r0 = rate(a, b, y0);
-        let nr0 = apply(&rates.n, &r0);
-        let entry = Entry {
-            rates,
-            y0: y0[k],
+    /// Entry `k` of the stretch `start`.
+    fn of(start: &PairStart<'a>, k: usize, level: f64) -> Self {
+        Entry {
+            rates: start.rates,
+            y0: start.y0[k],
             level,
-            u: r0[k],
-            w: nr0[k],
-        };
-        (entry, r0)
+            u: start.r0[k],
+            w: start.nr0[k],
+        }
     }
 
     /// `(g(s), g'(s))`, `g` with the arithmetic of [`advance_pair`].
@@ -342,7 +443,18 @@ pub fn first_crossing(
     level: f64,
     direction: Direction,
 ) -> Option<f64> {
-    let (entry, r0) = Entry::of(a, b, rates, y0, k, level);
+    first_crossing_from(&PairStart::new(a, b, rates, *y0), k, level, direction)
+}
+
+/// [`first_crossing`] of entry `k` of the stretch `start`.
+pub(crate) fn first_crossing_from(
+    start: &PairStart<'_>,
+    k: usize,
+    level: f64,
+    direction: Direction,
+) -> Option<f64> {
+    let (rates, y0) = (start.rates, &start.y0);
+    let entry = Entry::of(start, k, level);
     let (u, w) = (entry.u, entry.w);
     if u == 0.0 && w == 0.0 {
         return None;
@@ -351,7 +463,7 @@ pub fn first_crossing(
     let extremum = (w != 0.0)
         .then(|| {
             let r = -u / w;
-            let rd = r * rates.q.max(0.0).sqrt();
+            let rd = r * rates.d;
             (r > 0.0 && rd < 1.0).then(|| r * atanhc(rd))
         })
         .flatten()
@@ -375,7 +487,7 @@ pub fn first_crossing(
     let (l1, l2) = rates.rates()?;
     if l1 < 0.0 && l2 < 0.0 {
         // Decaying: the limit is the equilibrium, y0 - A^{-1} r0.
-        let inv_r = rates.solve(a, &r0);
+        let inv_r = rates.solve(start.a, &start.r0);
         let limit = (y0[k] - inv_r[k]) - level;
         let beyond = if rising { limit > 0.0 } else { limit < 0.0 };
         if !beyond {
@@ -415,12 +527,8 @@ pub fn first_crossing(
 /// before it short of it): the delay [`first_crossing`] defines. `None`
 /// when the bracket leaves `(lo, hi)`, or the segment does not cross in
 /// `direction`: then the caller searches from the start.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn crossing_near(
-    a: &[[f64; 2]; 2],
-    b: &[f64; 2],
-    rates: &PairRates,
-    y0: &[f64; 2],
+    start: &PairStart<'_>,
     k: usize,
     level: f64,
     direction: Direction,
@@ -429,7 +537,7 @@ pub(crate) fn crossing_near(
     if !(lo > 0.0 && estimate > lo && hi > estimate && hi.is_finite()) {
         return None;
     }
-    let (entry, _) = Entry::of(a, b, rates, y0, k, level);
+    let entry = Entry::of(start, k, level);
     let (g, dg) = entry.at(estimate);
     if dg == 0.0 || !dg.is_finite() || !g.is_finite() {
         return None;
@@ -920,6 +1028,55 @@ mod tests {
         // e^{A s} = I + s N (N = A here), Phi = s I + s^2 / 2 N.
         assert_eq!((f.e0, f.e1), (1.0, 3.0));
         assert!((f.p0 - 3.0).abs() < 1e-15 && (f.p1 - 4.5).abs() < 1e-14);
+    }
+
+    /// Reference: the Taylor series of `Phi` and of `e^{A s}` summed term
+    /// by term to 40 terms (`(A s)^k = s^k (p_k I + h_k N)`, `p_{k+1} = m
+    /// p_k + q h_k`, `h_{k+1} = p_k + m h_k`). Just below each edge of
+    /// [`SERIES_DEGREE`] (where its count is the lowest for that `|l1| s`)
+    /// and halfway to the one before, for decaying, equal, coupled and
+    /// growing pairs, the factors agree to a few units of rounding.
+    #[test]
+    fn the_series_factors_match_the_long_series() {
+        let matrices = [
+            [[-0.05, 0.05], [0.0, -0.2]],
+            [[-0.1, 0.1], [0.0, -0.1]],
+            [[-0.3, 0.2], [0.05, -0.1]],
+            [[0.2, 0.1], [0.0, -0.4]],
+            [[0.3, 0.1], [0.02, 0.25]],
+        ];
+        let mut checked = 0;
+        for a in matrices {
+            let rates = PairRates::of(&a);
+            let (m, q) = (rates.m, rates.q.max(0.0));
+            for (i, &(edge, _)) in SERIES_DEGREE.iter().enumerate() {
+                let before = if i == 0 { 0.0 } else { SERIES_DEGREE[i - 1].0 };
+                for z in [edge * (1.0 - 1e-9), 0.5 * (before + edge)] {
+                    let s = z / rates.l1.abs();
+                    let f = rates.factors(s);
+                    let (mut pk, mut hk, mut sk, mut fact) = (1.0, 0.0, 1.0, 1.0);
+                    let (mut e0, mut e1, mut p0, mut p1) = (0.0, 0.0, 0.0, 0.0);
+                    for k in 0..40 {
+                        // sk = s^k, fact = k!.
+                        e0 += sk * pk / fact;
+                        e1 += sk * hk / fact;
+                        p0 += s * sk * pk / (fact * (k + 1) as f64);
+                        p1 += s * sk * hk / (fact * (k + 1) as f64);
+                        (pk, hk) = (m * pk + q * hk, pk + m * hk);
+                        sk *= s;
+                        fact *= (k + 1) as f64;
+                    }
+                    let near =
+                        |x: f64, y: f64, ulps: f64| (x - y).abs() <= ulps * f64::EPSILON * y.abs();
+                    assert!(near(f.p0, p0, 4.0), "{a:?} {s}: {} vs {p0}", f.p0);
+                    assert!(near(f.p1, p1, 8.0), "{a:?} {s}: {} vs {p1}", f.p1);
+                    assert!(near(f.e0, e0, 8.0), "{a:?} {s}: {} vs {e0}", f.e0);
+                    assert!(near(f.e1, e1, 16.0), "{a:?} {s}: {} vs {e1}", f.e1);
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 60);
     }
 
     /// Reference: `atanh(z) / z` and its series agree where they meet.

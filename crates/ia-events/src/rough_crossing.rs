@@ -19,7 +19,7 @@
 //! [`MIN_RATE`] of the level's scale per delay), it answers
 //! [`Rough::Unsure`], and the caller finds the crossing exactly at once.
 
-use crate::pair_form::{apply, atanhc, rate, PairRates};
+use crate::pair_form::{apply, atanhc, PairStart};
 use ia_core::Direction;
 
 /// The relative amount by which a rough root is lowered into a bound:
@@ -106,28 +106,25 @@ impl Fast {
 /// delay with the same arguments, or that there is none, or
 /// [`Rough::Unsure`] (see the [module documentation](self)).
 pub(crate) fn rough_crossing(
-    a: &[[f64; 2]; 2],
-    b: &[f64; 2],
-    rates: &PairRates,
-    y0: &[f64; 2],
+    start: &PairStart<'_>,
     k: usize,
     level: f64,
     direction: Direction,
 ) -> Rough {
-    if rates.q.is_nan() || rates.q <= 0.0 {
+    let (rates, y0) = (start.rates, &start.y0);
+    if !two_distinct_rates(start) {
         return Rough::Unsure;
     }
-    let d = rates.q.sqrt();
-    let r0 = rate(a, b, y0);
-    let nr0 = apply(&rates.n, &r0);
-    let fast = Fast::new(y0[k], level, (r0[k], nr0[k]), (rates.m + d, rates.m - d), d);
+    let d = rates.d;
+    let u_w = (start.r0[k], start.nr0[k]);
+    let fast = Fast::new(y0[k], level, u_w, (rates.m + d, rates.m - d), d);
     let (u, w) = (fast.u, fast.w);
     let scale = 1.0 + level.abs() + y0[k].abs();
     let g0 = y0[k] - level;
     if (u == 0.0 && w == 0.0) || g0 == 0.0 || !scale.is_finite() {
         return Rough::Unsure;
     }
-    if never_reaches(a, rates, (&r0, y0), k, level, direction, (fast.l1, d)) {
+    if never_reaches(start, k, level, direction) {
         return Rough::Never;
     }
     let mut rising = if u != 0.0 { u > 0.0 } else { w > 0.0 };
@@ -163,7 +160,7 @@ pub(crate) fn rough_crossing(
     let (l1, l2) = (fast.l1, fast.l2);
     if l1 < 0.0 && l2 < 0.0 {
         // Decaying to the equilibrium y0 - A^{-1} r0.
-        let inv_r = rates.solve(a, &r0);
+        let inv_r = rates.solve(start.a, &start.r0);
         let limit = (y0[k] - inv_r[k]) - level;
         if !limit.is_finite() || limit.abs() <= LEVEL_MARGIN * scale {
             return Rough::Unsure;
@@ -217,18 +214,16 @@ pub(crate) fn rough_crossing(
 /// on the level, or a crossing in a direction the start's side does not
 /// give first, answer [`Rough::Unsure`].
 pub(crate) fn cheap_bound(
-    a: &[[f64; 2]; 2],
-    b: &[f64; 2],
-    rates: &PairRates,
-    y0: &[f64; 2],
+    start: &PairStart<'_>,
     k: usize,
     level: f64,
     direction: Direction,
 ) -> Rough {
-    if rates.q.is_nan() || rates.q <= 0.0 {
+    let (rates, y0, b) = (start.rates, &start.y0, start.b);
+    if !two_distinct_rates(start) {
         return Rough::Unsure;
     }
-    let d = rates.q.sqrt();
+    let d = rates.d;
     let (l1, l2) = (rates.m + d, rates.m - d);
     if l1.is_nan() || l1 >= 0.0 {
         return Rough::Unsure;
@@ -240,8 +235,7 @@ pub(crate) fn cheap_bound(
         Direction::Falling | Direction::Either if g0 > 0.0 => -1.0,
         _ => return Rough::Unsure,
     };
-    let r0 = rate(a, b, y0);
-    let (u, w) = (sign * r0[k], sign * apply(&rates.n, &r0)[k] / d);
+    let (u, w) = (sign * start.r0[k], sign * start.nr0[k] / d);
     let (c1, c2) = (0.5 * (u + w), 0.5 * (u - w));
     let (a1, a2) = (-l1, -l2);
     let scale =
@@ -271,7 +265,7 @@ pub(crate) fn cheap_bound(
         return Rough::Unsure;
     };
     // A bound found, the entry may still stay short of the level.
-    if never_reaches(a, rates, (&r0, y0), k, level, direction, (l1, d)) {
+    if never_reaches(start, k, level, direction) {
         return Rough::Never;
     }
     let bound = root * (1.0 - MARGIN);
@@ -292,20 +286,14 @@ pub(crate) fn cheap_bound(
 /// rising guard whose upper end is below the level (a falling one whose
 /// lower end is above it) never fires: most neurons a spike's current
 /// does not take to threshold are settled by this alone.
-fn never_reaches(
-    a: &[[f64; 2]; 2],
-    rates: &PairRates,
-    (r0, y0): (&[f64; 2], &[f64; 2]),
-    k: usize,
-    level: f64,
-    direction: Direction,
-    (l1, d): (f64, f64),
-) -> bool {
-    // l1 = m + d is the larger rate.
-    if !(l1 < 0.0 && d > 0.0) || rates.det == 0.0 {
+fn never_reaches(start: &PairStart<'_>, k: usize, level: f64, direction: Direction) -> bool {
+    let (rates, y0) = (start.rates, &start.y0);
+    let d = rates.d;
+    // m + d is the larger rate.
+    if !(rates.m + d < 0.0 && d > 0.0) || rates.det == 0.0 {
         return false;
     }
-    let z = rates.solve(a, r0);
+    let z = rates.solve(start.a, &start.r0);
     let nz = apply(&rates.n, &z)[k] / d;
     let (c1, c2) = (0.5 * (z[k] + nz), 0.5 * (z[k] - nz));
     let limit = y0[k] - z[k];
@@ -325,6 +313,12 @@ fn never_reaches(
         Direction::Falling => above,
         Direction::Either => below || above,
     }
+}
+
+/// Whether the pair's rates are real and distinct (`q > 0`), which both
+/// bounds need.
+fn two_distinct_rates(start: &PairStart<'_>) -> bool {
+    start.rates.q > 0.0
 }
 
 /// Whether a monotone segment (`rising` or not) crosses in `direction`.
@@ -387,7 +381,7 @@ fn root(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pair_form::{advance_pair, first_crossing};
+    use crate::pair_form::{advance_pair, first_crossing, PairRates};
 
     /// Reference: the exact first crossing ([`first_crossing`], itself
     /// checked against mpmath): over a grid of current-based neurons
@@ -406,7 +400,12 @@ mod tests {
                     for direction in [Direction::Rising, Direction::Either, Direction::Falling] {
                         let y = [v, i];
                         let exact = first_crossing(&a, &[0.0; 2], &rates, &y, 0, 1.0, direction);
-                        match rough_crossing(&a, &[0.0; 2], &rates, &y, 0, 1.0, direction) {
+                        match rough_crossing(
+                            &PairStart::new(&a, &[0.0; 2], &rates, y),
+                            0,
+                            1.0,
+                            direction,
+                        ) {
                             Rough::Never => assert_eq!(exact, None, "{tau_syn} {v} {i}"),
                             Rough::NotBefore(s) => {
                                 let e = exact.expect("a crossing");
@@ -430,10 +429,7 @@ mod tests {
         let a = [[-0.1, 0.1], [0.0, -0.1]];
         let rates = PairRates::of(&a);
         let rough = rough_crossing(
-            &a,
-            &[0.0; 2],
-            &rates,
-            &[0.0, 5.0],
+            &PairStart::new(&a, &[0.0; 2], &rates, [0.0, 5.0]),
             0,
             1.0,
             Direction::Rising,
@@ -465,15 +461,15 @@ mod tests {
                         let y = [v, i];
                         let exact = first_crossing(&a, &b, &rates, &y, 0, 1.0, direction);
                         let Rough::NotBefore(lo) =
-                            rough_crossing(&a, &b, &rates, &y, 0, 1.0, direction)
+                            rough_crossing(&PairStart::new(&a, &b, &rates, y), 0, 1.0, direction)
                         else {
                             continue;
                         };
                         bounds += 1;
                         let near = (lo, lo / (1.0 - MARGIN), lo * (1.0 + 4.0 * MARGIN));
-                        let seeded = crate::pair_form::crossing_near(
-                            &a, &b, &rates, &y, 0, 1.0, direction, near,
-                        );
+                        let start = PairStart::new(&a, &b, &rates, y);
+                        let seeded =
+                            crate::pair_form::crossing_near(&start, 0, 1.0, direction, near);
                         if let Some(s) = seeded {
                             // The evaluated guard may step back and forth
                             // over the level within a few doubles (more
@@ -533,11 +529,9 @@ mod tests {
                         return Ok(());
                     }
                     let (b, y) = ([b0, b1], [v, i]);
-                    let r0 = crate::pair_form::rate(&a, &b, &y);
-                    let d = rates.q.sqrt();
+                    let start = PairStart::new(&a, &b, &rates, y);
                     for k in 0..2 {
-                        if never_reaches(&a, &rates, (&r0, &y), k, 1.0, direction, (rates.m + d, d))
-                        {
+                        if never_reaches(&start, k, 1.0, direction) {
                             settled.set(settled.get() + 1);
                             let exact = first_crossing(&a, &b, &rates, &y, k, 1.0, direction);
                             prop_assert_eq!(exact, None, "{:?} {:?} {:?} {}", a, b, y, k);
@@ -608,7 +602,7 @@ mod tests {
                 let level = 1.0;
                 let exact = first_crossing(&a, &b, &rates, &y, k, level, direction);
                 let side = (y[k] - level).signum();
-                match cheap_bound(&a, &b, &rates, &y, k, level, direction) {
+                match cheap_bound(&PairStart::new(&a, &b, &rates, y), k, level, direction) {
                     Rough::NotBefore(s) => {
                         bounds.set(bounds.get() + 1);
                         if let Some(e) = exact {
@@ -664,9 +658,12 @@ mod tests {
                 else {
                     continue;
                 };
-                let Rough::NotBefore(s) =
-                    cheap_bound(&a, &[0.0; 2], &rates, &y, 0, 1.0, Direction::Rising)
-                else {
+                let Rough::NotBefore(s) = cheap_bound(
+                    &PairStart::new(&a, &[0.0; 2], &rates, y),
+                    0,
+                    1.0,
+                    Direction::Rising,
+                ) else {
                     panic!("no bound for {y:?}");
                 };
                 assert!(s <= e && s >= 0.6 * e, "{y:?}: {s} vs {e}");
@@ -687,7 +684,12 @@ mod tests {
         ];
         for (a, y) in cases {
             let rates = PairRates::of(&a);
-            let bound = cheap_bound(&a, &[0.0; 2], &rates, &y, 0, 1.0, Direction::Rising);
+            let bound = cheap_bound(
+                &PairStart::new(&a, &[0.0; 2], &rates, y),
+                0,
+                1.0,
+                Direction::Rising,
+            );
             assert_eq!(bound, Rough::Unsure, "{a:?} {y:?}");
         }
     }

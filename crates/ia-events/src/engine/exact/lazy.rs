@@ -31,7 +31,7 @@ use super::Run;
 use crate::closed_form::advance_component;
 use crate::factor::phi;
 use crate::geometry::{EventAt, GeometryWorkspace};
-use crate::pair_form::{advance_pair, crossing_near};
+use crate::pair_form::{advance_pair, crossing_near, first_crossing_from};
 use crate::rough_crossing::{cheap_bound, rough_crossing, Rough, MARGIN};
 use crate::vocabulary::LazyJump;
 use crate::vocabulary::{ExtraState, Observer};
@@ -203,11 +203,15 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
             self.bring(threshold.state, t);
         }
         let reset = &self.problem.system.transitions()[k].reset;
-        for &i in reset.reads().unwrap_or(&[]) {
+        let (reads, writes) = (reset.reads().unwrap_or(&[]), reset.writes().unwrap_or(&[]));
+        for &i in reads {
             self.bring(i, t);
         }
-        for &i in reset.writes().unwrap_or(&[]) {
-            self.bring(i, t);
+        // A reset that reads what it writes (a spike's kick) lists them once.
+        if !std::ptr::eq(reads, writes) {
+            for &i in writes {
+                self.bring(i, t);
+            }
         }
     }
 
@@ -246,8 +250,8 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
     /// Queues a lower bound of transition `k`'s crossing (a threshold on
     /// entry `slot` of pair `pair`, whose block is at the run's time) when
     /// [`cheap_bound`] or else [`rough_crossing`] gives one, or nothing
-    /// when either shows there is none; returns whether it did either
-    /// (else the caller finds the crossing exactly).
+    /// when either shows there is none, else the crossing found exactly
+    /// (from the same [`PairStart`](crate::pair_form::PairStart)).
     pub(super) fn predict_roughly(
         &mut self,
         k: usize,
@@ -255,26 +259,27 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
         slot: usize,
         threshold: Threshold,
         direction: Direction,
-    ) -> bool {
-        let p = &self.structure.pairs[self.mode][pair];
-        let y = [self.x[p.entries[0]], self.x[p.entries[1]]];
+    ) {
+        let start = self.pair_start(pair);
         let level = threshold.level;
-        let (queued, rough) = match cheap_bound(&p.a, &p.b, &p.rates, &y, slot, level, direction) {
+        let (queued, rough) = match cheap_bound(&start, slot, level, direction) {
             Rough::Unsure => (
                 Queued::Rough,
-                rough_crossing(&p.a, &p.b, &p.rates, &y, slot, level, direction),
+                rough_crossing(&start, slot, level, direction),
             ),
             cheap => (Queued::Cheap, cheap),
         };
-        match rough {
-            Rough::Never => self.queue.set(k, None),
+        let time = match rough {
+            Rough::Never => None,
             Rough::NotBefore(s) => {
                 self.queued[k] = queued;
-                self.queue.set(k, Some(self.t + s));
+                Some(self.t + s)
             }
-            Rough::Unsure => return false,
-        }
-        true
+            Rough::Unsure => {
+                first_crossing_from(&start, slot, level, direction).map(|s| self.t + s)
+            }
+        };
+        self.queue.set(k, time);
     }
 
     /// Finds exactly the crossings whose lower bounds come first in the
@@ -290,25 +295,24 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
                 return;
             }
             self.queued[k] = Queued::Exact;
-            let direction = self.problem.system.transitions()[k].guard.direction();
+            let direction = self.structure.directions[k];
             let Level::State(threshold) = self.structure.thresholds[k] else {
                 unreachable!("only state thresholds on pairs are bounded");
             };
             let (pair, slot) = self.structure.pair_of[self.mode][threshold.state];
             let since = self.entry_time[threshold.state];
+            let start = self.pair_start(pair);
+            let level = threshold.level;
             if queued == Queued::Cheap {
-                let p = &self.structure.pairs[self.mode][pair];
-                let y = [self.x[p.entries[0]], self.x[p.entries[1]]];
-                let level = threshold.level;
-                let time = match rough_crossing(&p.a, &p.b, &p.rates, &y, slot, level, direction) {
+                let time = match rough_crossing(&start, slot, level, direction) {
                     Rough::Never => None,
                     Rough::NotBefore(s) => {
                         self.queued[k] = Queued::Rough;
                         Some(since + s)
                     }
-                    Rough::Unsure => self
-                        .pair_crossing(pair, slot, threshold, direction)
-                        .map(|s| since + s),
+                    Rough::Unsure => {
+                        first_crossing_from(&start, slot, level, direction).map(|s| since + s)
+                    }
                 };
                 self.queue.set(k, time);
                 continue;
@@ -317,14 +321,9 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
             // from there, searched from the start only when it is not.
             let lo = bound - since;
             let (estimate, hi) = (lo / (1.0 - MARGIN), lo * (1.0 + 4.0 * MARGIN));
-            let p = &self.structure.pairs[self.mode][pair];
-            let y = [self.x[p.entries[0]], self.x[p.entries[1]]];
-            let (level, near) = (threshold.level, (lo, estimate, hi));
-            let delay = match crossing_near(&p.a, &p.b, &p.rates, &y, slot, level, direction, near)
-            {
-                Some(s) => Some(s),
-                None => self.pair_crossing(pair, slot, threshold, direction),
-            };
+            let near = (lo, estimate, hi);
+            let delay = crossing_near(&start, slot, level, direction, near)
+                .or_else(|| first_crossing_from(&start, slot, level, direction));
             let time = delay.map(|s| since + s);
             debug_assert!(time.is_none_or(|time| time >= bound), "{time:?} < {bound}");
             self.queue.set(k, time);

@@ -122,6 +122,7 @@ pub use crate::pair_form::{
 
 use crate::closed_form::advance_component;
 use crate::geometry::{EventAt, GeometryWorkspace};
+use crate::pair_form::{first_crossing_from, PairStart};
 use crate::problem::Problem;
 #[cfg(doc)]
 use crate::problem::PROGRESS_EVERY_STEPS;
@@ -433,17 +434,20 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         self.factor_lengths
             .resize(self.structure.matrices[self.mode].len(), f64::NAN);
         self.queue.clear();
+        self.queue
+            .begin_batch(self.structure.leaving[self.mode].len());
         for k in 0..self.structure.leaving[self.mode].len() {
             let k = self.structure.leaving[self.mode][k];
             self.predict(k);
         }
+        self.queue.end_batch();
     }
 
     /// Replaces transition `k`'s predicted crossing by one from the
     /// current state.
     fn predict(&mut self, k: usize) {
         self.queued[k] = lazy::Queued::Exact;
-        let direction = self.problem.system.transitions()[k].guard.direction();
+        let direction = self.structure.directions[k];
         let threshold = match self.structure.thresholds[k] {
             Level::State(threshold) => threshold,
             Level::Time(level) => {
@@ -457,7 +461,8 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         let i = threshold.state;
         let (pair, slot) = self.structure.pair_of[self.mode][i];
         if pair != NO_PAIR {
-            if self.lazy && self.predict_roughly(k, pair, slot, threshold, direction) {
+            if self.lazy {
+                self.predict_roughly(k, pair, slot, threshold, direction);
                 return;
             }
             let delay = self.pair_crossing(pair, slot, threshold, direction);
@@ -481,17 +486,15 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         threshold: Threshold,
         direction: Direction,
     ) -> Option<f64> {
+        first_crossing_from(&self.pair_start(pair), slot, threshold.level, direction)
+    }
+
+    /// The stretch of pair `pair` of the mode from its state
+    /// ([`PairStart`]), for its crossing searches.
+    fn pair_start(&self, pair: usize) -> PairStart<'_> {
         let pair = &self.structure.pairs[self.mode][pair];
         let y = [self.x[pair.entries[0]], self.x[pair.entries[1]]];
-        first_crossing(
-            &pair.a,
-            &pair.b,
-            &pair.rates,
-            &y,
-            slot,
-            threshold.level,
-            direction,
-        )
+        PairStart::new(&pair.a, &pair.b, &pair.rates, y)
     }
 
     fn context(&self) -> RunContext<'p> {
@@ -815,7 +818,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             self.enter_mode();
             for j in 0..self.structure.leaving[self.mode].len() {
                 let j = self.structure.leaving[self.mode][j];
-                let direction = system.transitions()[j].guard.direction();
+                let direction = self.structure.directions[j];
                 let g = self.guard_value(j);
                 // Beyond zero and heading back, a guard is disarmed: it has
                 // not crossed, and its component, monotone over the
@@ -831,11 +834,12 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             }
             return Ok(false);
         }
+        self.queue.begin_batch(self.changed.len());
         for c in 0..self.changed.len() {
             let state = self.changed[c];
             for g in 0..self.structure.guards_on[self.mode].on(state).len() {
                 let j = self.structure.guards_on[self.mode].on(state)[g];
-                let direction = system.transitions()[j].guard.direction();
+                let direction = self.structure.directions[j];
                 // Only state thresholds are listed in `guards_on`.
                 let Level::State(threshold) = self.structure.thresholds[j] else {
                     continue;
@@ -861,6 +865,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
                 self.predict(j);
             }
         }
+        self.queue.end_batch();
         Ok(false)
     }
 

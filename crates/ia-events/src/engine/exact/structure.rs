@@ -45,6 +45,9 @@ pub(super) struct Structure {
     pub(super) pair_of: Vec<Vec<(usize, usize)>>,
     /// The level of each transition's guard.
     pub(super) thresholds: Vec<Level>,
+    /// The direction of each transition's guard (read at every
+    /// prediction: no call through the guard each time).
+    pub(super) directions: Vec<Direction>,
     /// Per mode, for each state entry the transitions out of that mode
     /// whose guard reads that entry or the other entry of its pair.
     pub(super) guards_on: Vec<GuardsOn>,
@@ -200,6 +203,11 @@ impl Structure {
         let guards_on = (0..modes.len())
             .map(|mode| GuardsOn::of(n, reads.iter().filter(|r| r.0 == mode)))
             .collect();
+        let directions = system
+            .transitions()
+            .iter()
+            .map(|tr| tr.guard.direction())
+            .collect();
         Ok(Self {
             a,
             b,
@@ -207,6 +215,7 @@ impl Structure {
             matrices,
             pair_of,
             thresholds,
+            directions,
             guards_on,
             leaving,
         })
