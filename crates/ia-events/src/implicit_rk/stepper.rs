@@ -189,7 +189,7 @@ pub struct NewtonStats {
 
 impl ImplicitStepper {
     /// Whether the error norm keeps the state and each column carried after
-    /// it apart (the largest of their RMS norms, [`controlled_norm`])
+    /// it apart (the largest of their RMS norms)
     /// whatever the right-hand side says ([`OdeRhs::controlled_apart`]):
     /// true, CVODES's sensitivity norm (see [`ImplicitStepper`]). The one
     /// place this rule is stated: [`crate::SolverChoice::columns_apart`]
