@@ -142,3 +142,51 @@ fn run_in(dir: &Path, command: &mut Command) -> Result<(), String> {
         Err(format!("`{shown}` failed ({status})"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// A crate whose manifest says `autotests = false` builds its
+    /// integration tests as one binary, `tests/main.rs`, and cargo compiles
+    /// only the files it declares. The reference is each crate's `tests`
+    /// folder: every `tests/*.rs` there must be a `mod` of its `main.rs`.
+    #[test]
+    fn every_integration_test_file_is_declared() {
+        let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&crates).expect("the crates folder") {
+            let folder = entry.expect("a folder entry").path();
+            let manifest = std::fs::read_to_string(folder.join("Cargo.toml")).unwrap_or_default();
+            if !manifest.contains("\nautotests = false") {
+                continue;
+            }
+            let tests = folder.join("tests");
+            let main = std::fs::read_to_string(tests.join("main.rs")).unwrap_or_else(|e| {
+                panic!(
+                    "{} says autotests = false but has no tests/main.rs: {e}",
+                    folder.display()
+                )
+            });
+            for file in std::fs::read_dir(&tests).expect("the tests folder") {
+                let path = file.expect("a folder entry").path();
+                let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+                    continue;
+                };
+                if path.extension().is_some_and(|e| e == "rs") && stem != "main" {
+                    assert!(
+                        main.contains(&format!("\nmod {stem};")),
+                        "{} is not declared in its tests/main.rs (`mod {stem};`): cargo would \
+                         not compile it",
+                        path.display()
+                    );
+                }
+            }
+            checked += 1;
+        }
+        assert!(
+            checked >= 6,
+            "only {checked} crates with one integration-test binary found"
+        );
+    }
+}
