@@ -145,7 +145,119 @@ fn run_in(dir: &Path, command: &mut Command) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;
+    use std::process::Command;
+
+    /// `package version -> feature lists` of a `cargo tree` graph (a
+    /// package built for the host and for the target may have two lists).
+    fn features_of(args: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let output = Command::new(cargo)
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+            .args([
+                "tree",
+                "--offline",
+                "-e",
+                "normal,build",
+                "--prefix",
+                "none",
+            ])
+            .args(["--no-dedupe", "--format", "{p}|{f}"])
+            .args(args)
+            .output()
+            .expect("cargo tree starts");
+        assert!(
+            output.status.success(),
+            "cargo tree {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let mut features: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for line in String::from_utf8_lossy(&output.stdout).lines() {
+            let Some((package, list)) = line.split_once('|') else {
+                continue;
+            };
+            // `name version (path)` or `name version (proc-macro)`: the
+            // name and the version identify the package.
+            let package = package.split(" (").next().unwrap_or(package).trim();
+            features
+                .entry(package.to_string())
+                .or_default()
+                .insert(list.trim_end_matches(" (*)").trim().to_string());
+        }
+        features
+    }
+
+    /// The `[profile.release.package.*]` sections of a manifest, each with
+    /// its settings, comments and blank lines left out.
+    fn release_overrides(manifest: &str) -> Vec<String> {
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(manifest),
+        )
+        .unwrap_or_else(|e| panic!("cannot read {manifest}: {e}"));
+        let mut sections = Vec::new();
+        let mut inside = false;
+        for line in text.lines().map(str::trim) {
+            if line.starts_with('[') {
+                inside = line.starts_with("[profile.release.package.");
+                if inside {
+                    sections.push(line.to_string());
+                }
+            } else if inside && !line.is_empty() && !line.starts_with('#') {
+                if let Some(section) = sections.last_mut() {
+                    section.push(' ');
+                    section.push_str(line);
+                }
+            }
+        }
+        sections.sort();
+        sections
+    }
+
+    /// `cargo xtask test` compiles xtask's graph in the release profile,
+    /// then maturin compiles the Python extension's (crates/ia-py) in the
+    /// same profile and target folder. A package is compiled once for both
+    /// only if it has the same features in both graphs (its build's hash
+    /// includes its features and its dependencies' hashes), so each manifest
+    /// turns on the features the other graph needs (xtask/Cargo.toml,
+    /// crates/ia-py/Cargo.toml). The reference is `cargo tree`'s features of
+    /// every package the two graphs share.
+    #[test]
+    fn the_wheel_shares_xtasks_release_build() {
+        let workspace = release_overrides("Cargo.toml");
+        assert!(
+            !workspace.is_empty(),
+            "the workspace's Cargo.toml has no [profile.release.package.*] section"
+        );
+        assert_eq!(
+            workspace,
+            release_overrides("crates/ia-py/Cargo.toml"),
+            "crates/ia-py/Cargo.toml must repeat the workspace's [profile.release.package.*] \
+             sections (a package built with other settings is compiled again for the wheel)"
+        );
+        let xtask = features_of(&["--package", "xtask"]);
+        let wheel = features_of(&["--manifest-path", "crates/ia-py/Cargo.toml"]);
+        let shared: Vec<&String> = xtask.keys().filter(|p| wheel.contains_key(*p)).collect();
+        assert!(
+            shared.len() >= 50,
+            "only {} packages shared: is nalgebra still in both graphs?",
+            shared.len()
+        );
+        let differing: Vec<String> = shared
+            .iter()
+            .filter(|p| xtask[**p] != wheel[**p])
+            .map(|p| format!("{p}: xtask {:?}, ia-py {:?}", xtask[*p], wheel[*p]))
+            .collect();
+        assert!(
+            differing.is_empty(),
+            "packages with other features in xtask's graph than in the wheel's (the wheel \
+             would compile them and everything above them again; turn the missing features \
+             on in xtask/Cargo.toml or crates/ia-py/Cargo.toml):\n{}",
+            differing.join("\n")
+        );
+    }
 
     /// A crate whose manifest says `autotests = false` builds its
     /// integration tests as one binary, `tests/main.rs`, and cargo compiles
