@@ -157,7 +157,7 @@ mod tests {
             .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
             .args([
                 "tree",
-                "--offline",
+                "--locked",
                 "-e",
                 "normal,build",
                 "--prefix",
