@@ -11,7 +11,8 @@
 //!
 //! Arguments: `primal`, `forward`, `adjoint`, `error` or `steps` (default
 //! `forward`), the tolerance (rtol = atol, default 1e-8), the repetitions
-//! (default 20), the method (`kvaerno5`, the default, or `dopri5`) and the
+//! (default 20), the method (`kvaerno5`, the default, `kvaerno3`, `trbdf2`
+//! or `dopri5`) and the
 //! problem (`drug`, the default, `relay` or `relay_slow`, the files of that
 //! stem). Prints the steps taken and the first entry of the result; `error`
 //! prints the forward Jacobian's and the primal's steps and the Jacobian's
@@ -92,6 +93,16 @@ fn main() {
     // comparison of issue 28 in instructions.
     let solver = match args.next().as_deref() {
         Some("dopri5") => SolverChoice::dopri5(tol),
+        Some("trbdf2") => SolverChoice::Trbdf2 {
+            rtol: tol,
+            atol: tol,
+            max_step: None,
+        },
+        Some("kvaerno3") => SolverChoice::Kvaerno3 {
+            rtol: tol,
+            atol: tol,
+            max_step: None,
+        },
         _ => SolverChoice::Kvaerno5 {
             rtol: tol,
             atol: tol,

@@ -138,8 +138,14 @@ pub struct StepCounters {
 pub trait Stepper {
     /// Method name, as in the [`crate::SolverChoice`] that built it.
     fn name(&self) -> &str;
-    /// Sets the state to `(t, y)`, discarding the previous step; keeps the
-    /// step-size proposal of an earlier segment, if any.
+    /// Sets the state to `(t, y)`, discarding the previous step. The first
+    /// step of a run follows the stepper's start-of-run rule (with error
+    /// control: Hairer's starting step from `(t, y)` and its rates). After
+    /// a reset the implicit steppers take that rule again, never above the
+    /// proposal carried over from the earlier segment (a switch may excite
+    /// a fast transient the carried proposal knows nothing of); the
+    /// explicit ones keep the carried proposal (see
+    /// [`crate::RkStepper`]).
     fn start(&mut self, rhs: &mut dyn OdeRhs, t: f64, y: &[f64]) -> Result<(), StepFailure>;
     /// Takes one accepted step that ends at or before `t_limit`; a step that
     /// would pass `t_limit` is shortened to end on it exactly.
@@ -271,4 +277,57 @@ pub(crate) fn controlled_norm(
         largest = largest.max(value);
     }
     largest
+}
+
+/// The step a run or a segment starts with: Hairer's starting step (Solving
+/// ODEs I, II.4, the rule of his DOPRI5), from the state `y` at `t` and its
+/// rates `rate`, for a method of order `order`, within `span`. With `d0` and
+/// `d1` the scaled RMS norms of `y` and `rate`, `h0 = 0.01 d0 / d1` (`1e-6`
+/// when either is below `1e-5`); with `d2` that of the change of the rates
+/// over an explicit Euler step of `h0`, divided by `h0` (one call of
+/// `eval`), `h1 = (0.01 / max(d1, d2))^(1/order)`; the result is the smaller
+/// of `100 h0` and `h1`. Norms over the first `controlled` components,
+/// `sc_i = atol + rtol |y_i|`. `probe` and `probe_rate` are scratch of
+/// `y`'s length. Every stepper with error control calls it at the start of
+/// a run, and the implicit ones after every reset too ([`Stepper::start`]).
+pub(crate) fn starting_step(
+    mut eval: impl FnMut(f64, &[f64], &mut [f64]),
+    (t, y, rate): (f64, &[f64], &[f64]),
+    (order, rtol, atol): (u32, f64, f64),
+    controlled: usize,
+    span: f64,
+    (probe, probe_rate): (&mut [f64], &mut [f64]),
+) -> f64 {
+    let controlled = controlled.clamp(1, y.len().max(1));
+    let norm = |v: &[f64], y: &[f64]| {
+        let s: f64 = v
+            .iter()
+            .zip(y)
+            .take(controlled)
+            .map(|(a, b)| (a / (atol + rtol * b.abs())).powi(2))
+            .sum();
+        (s / controlled as f64).sqrt()
+    };
+    let d0 = norm(y, y);
+    let d1 = norm(rate, y);
+    let mut h0 = if d0 < 1e-5 || d1 < 1e-5 {
+        1e-6
+    } else {
+        0.01 * d0 / d1
+    };
+    h0 = h0.min(span.abs());
+    for (p, (&y, &f)) in probe.iter_mut().zip(y.iter().zip(rate)) {
+        *p = y + h0 * f;
+    }
+    eval(t + h0, probe, probe_rate);
+    for (pf, &f) in probe_rate.iter_mut().zip(rate) {
+        *pf -= f;
+    }
+    let d2 = norm(probe_rate, y) / h0;
+    let h1 = if d1.max(d2) <= 1e-15 {
+        (h0 * 1e-3).max(1e-6)
+    } else {
+        (0.01 / d1.max(d2)).powf(1.0 / order as f64)
+    };
+    (100.0 * h0).min(h1)
 }

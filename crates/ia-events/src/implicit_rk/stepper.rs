@@ -6,7 +6,7 @@
 use super::linear::IterationMatrix;
 use super::tableau::EsdirkTableau;
 use crate::explicit_rk::{min_step, step_factor};
-use crate::stepper::{controlled_norm, OdeRhs, StepCounters, StepFailure, Stepper};
+use crate::stepper::{controlled_norm, starting_step, OdeRhs, StepCounters, StepFailure, Stepper};
 
 /// Stage convergence: Newton stops when its estimated remaining error,
 /// `theta / (1 - theta) ||dY||`, is below this fraction of the tolerance
@@ -124,6 +124,9 @@ pub struct ImplicitStepper {
     t_prev: f64,
     t: f64,
     h_next: f64,
+    /// Set by [`Stepper::start`]: the next step begins a run or a segment
+    /// and takes the start-of-run rule ([`starting_step`]).
+    segment_start: bool,
     h_taken: f64,
     y_prev: Vec<f64>,
     y: Vec<f64>,
@@ -218,6 +221,7 @@ impl ImplicitStepper {
             t_prev: 0.0,
             t: 0.0,
             h_next: 0.0,
+            segment_start: true,
             h_taken: 0.0,
             y_prev: Vec::new(),
             y: Vec::new(),
@@ -542,13 +546,19 @@ impl ImplicitStepper {
         controlled_norm(norm, self.closed.min(controlled), controlled, apart)
     }
 
-    /// A first step: a hundredth of the time the state takes to change by
-    /// its own scale at its initial rate, within the span.
-    fn initial_step(&self, span: f64) -> f64 {
-        let n = self.closed.max(1);
-        let d0 = self.scaled_norm(&self.y[..n], &self.y[..n]);
-        let d1 = self.scaled_norm(&self.k[..n], &self.y[..n]);
-        (0.01 * d0.max(1e-5) / d1.max(1e-5)).min(span.abs())
+    /// The start-of-run rule ([`starting_step`]) over the closed block
+    /// (the state), from it and its rates at the start.
+    fn initial_step(&mut self, rhs: &mut dyn OdeRhs, span: f64) -> f64 {
+        let c = self.closed.max(1).min(self.dim);
+        self.counters.rhs_evaluations += 1;
+        starting_step(
+            |t, y, dydt| rhs.eval_closed(t, y, dydt),
+            (self.t, &self.y[..c], &self.k[..c]),
+            (self.tableau.order, self.rtol, self.atol),
+            c,
+            span,
+            (&mut self.z[..c], &mut self.f[..c]),
+        )
     }
 
     fn accept(&mut self, h: f64) {
@@ -617,6 +627,7 @@ impl Stepper for ImplicitStepper {
         self.y_prev.copy_from_slice(y);
         self.t = t;
         self.t_prev = t;
+        self.segment_start = true;
         // A new segment (a reset may have changed the mode): a new Jacobian,
         // of the mode's layout (dense or its declared sparsity).
         self.matrix.configure(rhs, closed);
@@ -643,9 +654,18 @@ impl Stepper for ImplicitStepper {
         }
         let remaining = t_limit - self.t;
         let min_step = min_step(self.t, t_limit);
-        if self.h_next <= 0.0 {
-            // No shorter than a step that can be taken at all.
-            self.h_next = self.initial_step(remaining).max(16.0 * min_step);
+        if self.h_next <= 0.0 || self.segment_start {
+            // A run, or a segment after a reset: the start-of-run rule, never
+            // above the proposal carried over, and no shorter than a step
+            // that can be taken at all.
+            let start = self.initial_step(rhs, remaining);
+            let start = if self.h_next > 0.0 {
+                self.h_next.min(start)
+            } else {
+                start
+            };
+            self.h_next = start.max(16.0 * min_step);
+            self.segment_start = false;
         }
         let controlled = rhs.controlled_dim().min(n);
         let apart = Self::COLUMNS_APART || rhs.controlled_apart();
