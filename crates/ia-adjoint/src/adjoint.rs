@@ -5,9 +5,11 @@
 //! transition, time, cascade root, state before the reset, time shift
 //! (by its nonzero entries for a system of 16 states or more) and
 //! guard partials. The backward pass walks
-//! the tape in reverse: each Runge-Kutta step's stages are recomputed from
-//! its start state and the step is transposed exactly (the step size held
-//! fixed), each event applies `lambda- = Xi^T lambda+` and
+//! the tape in reverse: each Runge-Kutta step is transposed exactly (the
+//! step size held fixed) at the stage states the taped run formed and the
+//! tape kept with its start state (formed again from its start, with the
+//! same method object and the same bits, in a checkpointed segment), each
+//! event applies `lambda- = Xi^T lambda+` and
 //! `dL/dp += xi_p^T lambda+`, and a loss that reads event times adds
 //! `-(dL/dt*) g_x / gdot` to `lambda-` and `-(dL/dt*) g_p / gdot` to `dL/dp`.
 //!
@@ -509,9 +511,16 @@ impl<'a> Backward<'a> {
                     step -= 1;
                     if let Some(y0) = tape.kept_state(step, self.n) {
                         match self.stepping {
-                            Stepping::RungeKutta(_) => {
-                                self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
-                            }
+                            Stepping::RungeKutta(tab) => match tape.kept_stages(step, self.n) {
+                                // The stage states the forward step formed
+                                // (the same function of its start as
+                                // `Backward::step` forms: the same bits).
+                                Some(stages) if stages.len() == tab.solution_stages() * self.n => {
+                                    self.vectors.stage_states.copy_from_slice(stages);
+                                    self.transpose_step(mode, t0, h, &mut lambda, &mut param_bar);
+                                }
+                                _ => self.step(mode, t0, h, y0, &mut lambda, &mut param_bar),
+                            },
                             Stepping::Implicit(tab) => {
                                 match tape.kept_stages(step, self.n) {
                                     // The stages the forward pass solved
@@ -948,6 +957,53 @@ mod tests {
         // The passes start inside the tape, earlier for earlier outputs.
         assert!(ends.iter().all(|&e| e < tape.end()), "{ends:?}");
         assert!(ends[0] < ends[2] && ends[2] < ends[4], "{ends:?}");
+    }
+
+    /// Reference: the same backward pass with the stage states formed
+    /// again from each step's kept start (`Backward::step`, what the pass
+    /// did before the tape kept an explicit method's stages: the tape's
+    /// stage slots set to NaN, which it reads as not kept). The stages the
+    /// taped run formed are the same function of the same start, so the
+    /// gradients are the same to the bit, with and without derivative
+    /// probes carried after the state.
+    #[rstest::rstest]
+    fn kept_stage_states_give_the_gradient_of_stages_formed_again(
+        #[values(
+            SolverChoice::dopri5(1e-10),
+            SolverChoice::Dop853 { rtol: 1e-10, atol: 1e-10, max_step: None },
+            SolverChoice::Rk4 { dt: 1e-2 }
+        )]
+        solver: SolverChoice,
+        #[values(true, false)] probes: bool,
+    ) {
+        let system = ball();
+        let run = Problem::new(&system, vec![H0, 0.0], vec![G, E], 2.0)
+            .with_solver(solver)
+            .with_observations(vec![0.3, 1.0]);
+        let mut workspace = crate::Workspace::new();
+        let mut tape = Tape::default();
+        let trajectory = if probes {
+            workspace.run_on_taped_steps(&run, &mut ia_events::NoExtraState, &mut tape)
+        } else {
+            ia_events::run(&run, &mut ia_events::NoExtraState, &mut tape)
+        }
+        .unwrap();
+        assert_eq!(trajectory.events.len(), 3);
+        let tableau = run.solver.tableau().unwrap();
+        let (n, s) = (2, tableau.solution_stages());
+        assert_eq!(tape.width, s * n, "the records carry the stages");
+        let mut seeds = LossSeeds::zeros(&trajectory);
+        seeds.final_state[0] = 1.0;
+        seeds.observations[1][1] = 0.5;
+        seeds.event_times[1] = -0.25;
+        let mut backward = Backward::new(&system, &run.params, tableau);
+        let kept = backward.gradient(&tape, &trajectory, &seeds).unwrap();
+        for record in tape.states.chunks_exact_mut(s * n) {
+            record[n..].fill(f64::NAN);
+        }
+        assert!(tape.kept_stages(0, n).is_none());
+        let formed = backward.gradient(&tape, &trajectory, &seeds).unwrap();
+        assert_eq!(kept, formed);
     }
 
     #[test]
