@@ -735,7 +735,11 @@ impl<'a> Backward<'a> {
     }
 
     /// Transposes the step of [`Backward::step`] whose stage states are in
-    /// `self.vectors.stage_states`.
+    /// `self.vectors.stage_states`. A state of up to
+    /// [`TRANSPOSED_IN_REGISTERS`] entries is transposed by a copy of the
+    /// same arithmetic made for its size (its loops unrolled: the same
+    /// operations in the same order, so the same bits), any other by the
+    /// general one.
     fn transpose_step(
         &mut self,
         mode: usize,
@@ -744,55 +748,83 @@ impl<'a> Backward<'a> {
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
-        let n = self.n;
+        let step = (mode, t0, h);
+        match self.n {
+            1 => self.transpose_step_of(1, step, lambda, param_bar),
+            2 => self.transpose_step_of(2, step, lambda, param_bar),
+            3 => self.transpose_step_of(3, step, lambda, param_bar),
+            4 => self.transpose_step_of(4, step, lambda, param_bar),
+            5 => self.transpose_step_of(5, step, lambda, param_bar),
+            6 => self.transpose_step_of(6, step, lambda, param_bar),
+            7 => self.transpose_step_of(7, step, lambda, param_bar),
+            TRANSPOSED_IN_REGISTERS => {
+                self.transpose_step_of(TRANSPOSED_IN_REGISTERS, step, lambda, param_bar)
+            }
+            n => self.transpose_step_of(n, step, lambda, param_bar),
+        }
+    }
+
+    /// [`Backward::transpose_step`] of a state of `n` entries (`self.n`;
+    /// inlined into each of its callers, so that a constant `n` sizes its
+    /// loops).
+    #[inline(always)]
+    fn transpose_step_of(
+        &mut self,
+        n: usize,
+        (mode, t0, h): (usize, f64, f64),
+        lambda: &mut [f64],
+        param_bar: &mut [f64],
+    ) {
         let Stepping::RungeKutta(tab) = self.stepping else {
             unreachable!("a Runge-Kutta step on the tape of a Runge-Kutta run")
         };
         let s = tab.solution_stages();
         let flow = &self.system.modes()[mode].flow;
-        for i in 0..s {
-            for (kb, &l) in self.vectors.stage_bars[i * n..(i + 1) * n]
-                .iter_mut()
-                .zip(lambda.iter())
-            {
+        let lambda = &mut lambda[..n];
+        let vectors = &mut self.vectors;
+        let scratch = &mut vectors.scratch[..n];
+        let state_bar = &mut vectors.state_bar[..n];
+        for (i, k_bar) in vectors.stage_bars[..s * n].chunks_exact_mut(n).enumerate() {
+            for (kb, &l) in k_bar.iter_mut().zip(lambda.iter()) {
                 *kb = h * tab.b[i] * l;
             }
         }
-        self.vectors.state_bar.copy_from_slice(lambda);
+        state_bar.copy_from_slice(lambda);
         for i in (0..s).rev() {
-            let k_bar = &self.vectors.stage_bars[i * n..(i + 1) * n];
+            let (before, rest) = vectors.stage_bars.split_at_mut(i * n);
+            let k_bar = &rest[..n];
             if k_bar.iter().all(|&v| v == 0.0) {
                 continue;
             }
             let stage_time = t0 + tab.c[i] * h;
-            let stage_state = &self.vectors.stage_states[i * n..(i + 1) * n];
+            let stage_state = &vectors.stage_states[i * n..(i + 1) * n];
             // Y_bar = f_x^T K_bar; p_bar += f_p^T K_bar
             flow_transpose(
                 &**flow,
                 &mut self.partials,
                 (stage_time, stage_state, self.params),
                 k_bar,
-                &mut self.vectors.scratch,
+                scratch,
                 param_bar,
             );
-            for (sb, &yb) in self.vectors.state_bar.iter_mut().zip(&self.vectors.scratch) {
+            for (sb, &yb) in state_bar.iter_mut().zip(scratch.iter()) {
                 *sb += yb;
             }
-            let (before, _) = self.vectors.stage_bars.split_at_mut(i * n);
-            for (j, &a) in tab.a[i].iter().enumerate() {
+            for (&a, kb_j) in tab.a[i].iter().zip(before.chunks_exact_mut(n)) {
                 if a != 0.0 {
-                    for (kb, &yb) in before[j * n..(j + 1) * n]
-                        .iter_mut()
-                        .zip(&self.vectors.scratch)
-                    {
+                    for (kb, &yb) in kb_j.iter_mut().zip(scratch.iter()) {
                         *kb += h * a * yb;
                     }
                 }
             }
         }
-        lambda.copy_from_slice(&self.vectors.state_bar);
+        lambda.copy_from_slice(state_bar);
     }
 }
+
+/// The largest state whose Runge-Kutta steps [`Backward::transpose_step`]
+/// transposes by a copy made for its size.
+const TRANSPOSED_IN_REGISTERS: usize = 8;
 
 impl Backward<'_> {
     /// Transposes one implicit step whose stage states are in
