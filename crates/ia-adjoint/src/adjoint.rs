@@ -133,13 +133,15 @@ pub(crate) struct Backward<'a> {
     /// products: formed on first use (`n (n + n_p)` floats, 96 MB for a
     /// network of 1,000 neurons and its 11,003 parameters).
     partials: Option<FlowPartials>,
-    saltation: SaltationWorkspace,
-    vectors: BackwardVectors,
+    // The larger buffers boxed: a pass takes them from its
+    // `BackwardBuffers` and gives them back, moving a pointer each.
+    saltation: Box<SaltationWorkspace>,
+    vectors: Box<BackwardVectors>,
     /// Checkpointing: the tape position of the first step whose stage
     /// states `vectors.replay` holds.
     replay_from: usize,
     /// The implicit steps' stage solves and transposed solves.
-    implicit: ImplicitBuffers,
+    implicit: Box<ImplicitBuffers>,
 }
 
 /// The buffers of a [`Backward`] pass, kept between passes by a
@@ -147,10 +149,10 @@ pub(crate) struct Backward<'a> {
 #[derive(Default)]
 pub(crate) struct BackwardBuffers {
     partials: Option<FlowPartials>,
-    saltation: Option<SaltationWorkspace>,
-    vectors: BackwardVectors,
+    saltation: Option<Box<SaltationWorkspace>>,
+    vectors: Option<Box<BackwardVectors>>,
     linear: Vec<f64>,
-    implicit: ImplicitBuffers,
+    implicit: Option<Box<ImplicitBuffers>>,
     /// The loss seeds of the last pass, for the next one's.
     seeds: Option<LossSeeds>,
 }
@@ -181,12 +183,17 @@ impl BackwardBuffers {
     /// The bytes of the checkpointing replay buffer, the one of these that
     /// grows with the run (the others are a few vectors of `n` or `s n`).
     pub(crate) fn replay_bytes(&self) -> usize {
-        self.vectors.replay.capacity() * std::mem::size_of::<f64>()
+        self.vectors
+            .as_ref()
+            .map_or(0, |v| v.replay.capacity() * std::mem::size_of::<f64>())
     }
 
     /// Keeps `v`, a returned gradient's vector, for the next gradients.
     pub(crate) fn give_result(&mut self, v: Vec<f64>) {
-        self.vectors.results.give(v);
+        self.vectors
+            .get_or_insert_with(Box::default)
+            .results
+            .give(v);
     }
 
     /// Zero loss seeds shaped for `trajectory` ([`LossSeeds::zeros`]), in
@@ -205,24 +212,24 @@ impl BackwardBuffers {
 }
 
 impl BackwardVectors {
-    /// Ready for a pass of `n` states through a method of `s` stages.
-    fn prepare(self, s: usize, n: usize) -> Self {
+    /// Ready for a pass of `n` states through a method of `s` stages (in
+    /// place).
+    fn prepare(&mut self, s: usize, n: usize) {
         use ia_events::workspace::refill;
-        let mut guard_terms = self.guard_terms;
-        guard_terms.clear();
-        guard_terms.reserve(n);
-        Self {
-            stages: refill(self.stages, s * n, 0.0),
-            stage_states: refill(self.stage_states, s * n, 0.0),
-            stage_bars: refill(self.stage_bars, s * n, 0.0),
-            state_bar: refill(self.state_bar, n, 0.0),
-            scratch: refill(self.scratch, n, 0.0),
-            guard_terms,
-            replay: refill(self.replay, 0, 0.0),
-            replay_state: refill(self.replay_state, 0, 0.0),
-            replay_next: refill(self.replay_next, 0, 0.0),
-            results: self.results,
-            lazy: self.lazy,
+        use std::mem::take;
+        self.guard_terms.clear();
+        self.guard_terms.reserve(n);
+        for (vector, len) in [
+            (&mut self.stages, s * n),
+            (&mut self.stage_states, s * n),
+            (&mut self.stage_bars, s * n),
+            (&mut self.state_bar, n),
+            (&mut self.scratch, n),
+            (&mut self.replay, 0),
+            (&mut self.replay_state, 0),
+            (&mut self.replay_next, 0),
+        ] {
+            *vector = refill(take(vector), len, 0.0);
         }
     }
 }
@@ -289,7 +296,7 @@ impl<'a> Backward<'a> {
                 w.forget();
                 w
             }
-            _ => SaltationWorkspace::new(n, np),
+            _ => Box::new(SaltationWorkspace::new(n, np)),
         };
         Self {
             system,
@@ -301,10 +308,14 @@ impl<'a> Backward<'a> {
             n,
             partials,
             saltation,
-            vectors: take(&mut kept.vectors).prepare(s, n),
+            vectors: {
+                let mut vectors = kept.vectors.take().unwrap_or_default();
+                vectors.prepare(s, n);
+                vectors
+            },
             replay_from: 0,
             implicit: {
-                let mut implicit = take(&mut kept.implicit);
+                let mut implicit = kept.implicit.take().unwrap_or_default();
                 implicit.begin();
                 implicit
             },
@@ -316,9 +327,9 @@ impl<'a> Backward<'a> {
         *kept = BackwardBuffers {
             partials: self.partials,
             saltation: Some(self.saltation),
-            vectors: self.vectors,
+            vectors: Some(self.vectors),
             linear: self.linear,
-            implicit: self.implicit,
+            implicit: Some(self.implicit),
             seeds: kept.seeds.take(),
         };
     }
@@ -781,7 +792,7 @@ impl<'a> Backward<'a> {
         let s = tab.solution_stages();
         let flow = &self.system.modes()[mode].flow;
         let lambda = &mut lambda[..n];
-        let vectors = &mut self.vectors;
+        let vectors = &mut *self.vectors;
         let scratch = &mut vectors.scratch[..n];
         let state_bar = &mut vectors.state_bar[..n];
         for (i, k_bar) in vectors.stage_bars[..s * n].chunks_exact_mut(n).enumerate() {
@@ -842,7 +853,7 @@ impl Backward<'_> {
         let s = tab.stages();
         let hg = h * tab.gamma;
         let flow = &*self.system.modes()[mode].flow;
-        let vectors = &mut self.vectors;
+        let vectors = &mut *self.vectors;
         // K_bar: h gamma lambda on the last stage (y_1 = W_s + h gamma K_s).
         vectors.stage_bars.iter_mut().for_each(|v| *v = 0.0);
         for (kb, &l) in vectors.stage_bars[(s - 1) * n..]

@@ -278,7 +278,11 @@ impl Observer for Tape {
             .chunks_exact_mut(n)
             .zip(stages.chunks_exact(block).skip(1))
         {
-            slot.copy_from_slice(&stage[..n]);
+            // Entry by entry: a few floats a stage, where a call to copy
+            // them cost more than the copy.
+            for (kept, &value) in slot.iter_mut().zip(stage) {
+                *kept = value;
+            }
         }
     }
 
