@@ -5,9 +5,11 @@
 //! transition, time, cascade root, state before the reset, time shift
 //! (by its nonzero entries for a system of 16 states or more) and
 //! guard partials. The backward pass walks
-//! the tape in reverse: each Runge-Kutta step's stages are recomputed from
-//! its start state and the step is transposed exactly (the step size held
-//! fixed), each event applies `lambda- = Xi^T lambda+` and
+//! the tape in reverse: each Runge-Kutta step is transposed exactly (the
+//! step size held fixed) at the stage states the taped run formed and the
+//! tape kept with its start state (formed again from its start, with the
+//! same method object and the same bits, in a checkpointed segment), each
+//! event applies `lambda- = Xi^T lambda+` and
 //! `dL/dp += xi_p^T lambda+`, and a loss that reads event times adds
 //! `-(dL/dt*) g_x / gdot` to `lambda-` and `-(dL/dt*) g_p / gdot` to `dL/dp`.
 //!
@@ -131,13 +133,15 @@ pub(crate) struct Backward<'a> {
     /// products: formed on first use (`n (n + n_p)` floats, 96 MB for a
     /// network of 1,000 neurons and its 11,003 parameters).
     partials: Option<FlowPartials>,
-    saltation: SaltationWorkspace,
-    vectors: BackwardVectors,
+    // The larger buffers boxed: a pass takes them from its
+    // `BackwardBuffers` and gives them back, moving a pointer each.
+    saltation: Box<SaltationWorkspace>,
+    vectors: Box<BackwardVectors>,
     /// Checkpointing: the tape position of the first step whose stage
     /// states `vectors.replay` holds.
     replay_from: usize,
     /// The implicit steps' stage solves and transposed solves.
-    implicit: ImplicitBuffers,
+    implicit: Box<ImplicitBuffers>,
 }
 
 /// The buffers of a [`Backward`] pass, kept between passes by a
@@ -145,10 +149,10 @@ pub(crate) struct Backward<'a> {
 #[derive(Default)]
 pub(crate) struct BackwardBuffers {
     partials: Option<FlowPartials>,
-    saltation: Option<SaltationWorkspace>,
-    vectors: BackwardVectors,
+    saltation: Option<Box<SaltationWorkspace>>,
+    vectors: Option<Box<BackwardVectors>>,
     linear: Vec<f64>,
-    implicit: ImplicitBuffers,
+    implicit: Option<Box<ImplicitBuffers>>,
     /// The loss seeds of the last pass, for the next one's.
     seeds: Option<LossSeeds>,
 }
@@ -179,12 +183,17 @@ impl BackwardBuffers {
     /// The bytes of the checkpointing replay buffer, the one of these that
     /// grows with the run (the others are a few vectors of `n` or `s n`).
     pub(crate) fn replay_bytes(&self) -> usize {
-        self.vectors.replay.capacity() * std::mem::size_of::<f64>()
+        self.vectors
+            .as_ref()
+            .map_or(0, |v| v.replay.capacity() * std::mem::size_of::<f64>())
     }
 
     /// Keeps `v`, a returned gradient's vector, for the next gradients.
     pub(crate) fn give_result(&mut self, v: Vec<f64>) {
-        self.vectors.results.give(v);
+        self.vectors
+            .get_or_insert_with(Box::default)
+            .results
+            .give(v);
     }
 
     /// Zero loss seeds shaped for `trajectory` ([`LossSeeds::zeros`]), in
@@ -203,24 +212,24 @@ impl BackwardBuffers {
 }
 
 impl BackwardVectors {
-    /// Ready for a pass of `n` states through a method of `s` stages.
-    fn prepare(self, s: usize, n: usize) -> Self {
+    /// Ready for a pass of `n` states through a method of `s` stages (in
+    /// place).
+    fn prepare(&mut self, s: usize, n: usize) {
         use ia_events::workspace::refill;
-        let mut guard_terms = self.guard_terms;
-        guard_terms.clear();
-        guard_terms.reserve(n);
-        Self {
-            stages: refill(self.stages, s * n, 0.0),
-            stage_states: refill(self.stage_states, s * n, 0.0),
-            stage_bars: refill(self.stage_bars, s * n, 0.0),
-            state_bar: refill(self.state_bar, n, 0.0),
-            scratch: refill(self.scratch, n, 0.0),
-            guard_terms,
-            replay: refill(self.replay, 0, 0.0),
-            replay_state: refill(self.replay_state, 0, 0.0),
-            replay_next: refill(self.replay_next, 0, 0.0),
-            results: self.results,
-            lazy: self.lazy,
+        use std::mem::take;
+        self.guard_terms.clear();
+        self.guard_terms.reserve(n);
+        for (vector, len) in [
+            (&mut self.stages, s * n),
+            (&mut self.stage_states, s * n),
+            (&mut self.stage_bars, s * n),
+            (&mut self.state_bar, n),
+            (&mut self.scratch, n),
+            (&mut self.replay, 0),
+            (&mut self.replay_state, 0),
+            (&mut self.replay_next, 0),
+        ] {
+            *vector = refill(take(vector), len, 0.0);
         }
     }
 }
@@ -287,7 +296,7 @@ impl<'a> Backward<'a> {
                 w.forget();
                 w
             }
-            _ => SaltationWorkspace::new(n, np),
+            _ => Box::new(SaltationWorkspace::new(n, np)),
         };
         Self {
             system,
@@ -299,10 +308,14 @@ impl<'a> Backward<'a> {
             n,
             partials,
             saltation,
-            vectors: take(&mut kept.vectors).prepare(s, n),
+            vectors: {
+                let mut vectors = kept.vectors.take().unwrap_or_default();
+                vectors.prepare(s, n);
+                vectors
+            },
             replay_from: 0,
             implicit: {
-                let mut implicit = take(&mut kept.implicit);
+                let mut implicit = kept.implicit.take().unwrap_or_default();
                 implicit.begin();
                 implicit
             },
@@ -314,9 +327,9 @@ impl<'a> Backward<'a> {
         *kept = BackwardBuffers {
             partials: self.partials,
             saltation: Some(self.saltation),
-            vectors: self.vectors,
+            vectors: Some(self.vectors),
             linear: self.linear,
-            implicit: self.implicit,
+            implicit: Some(self.implicit),
             seeds: kept.seeds.take(),
         };
     }
@@ -509,9 +522,16 @@ impl<'a> Backward<'a> {
                     step -= 1;
                     if let Some(y0) = tape.kept_state(step, self.n) {
                         match self.stepping {
-                            Stepping::RungeKutta(_) => {
-                                self.step(mode, t0, h, y0, &mut lambda, &mut param_bar);
-                            }
+                            Stepping::RungeKutta(tab) => match tape.kept_stages(step, self.n) {
+                                // The stage states the forward step formed
+                                // (the same function of its start as
+                                // `Backward::step` forms: the same bits).
+                                Some(stages) if stages.len() == tab.solution_stages() * self.n => {
+                                    self.vectors.stage_states.copy_from_slice(stages);
+                                    self.transpose_step(mode, t0, h, &mut lambda, &mut param_bar);
+                                }
+                                _ => self.step(mode, t0, h, y0, &mut lambda, &mut param_bar),
+                            },
                             Stepping::Implicit(tab) => {
                                 match tape.kept_stages(step, self.n) {
                                     // The stages the forward pass solved
@@ -726,7 +746,11 @@ impl<'a> Backward<'a> {
     }
 
     /// Transposes the step of [`Backward::step`] whose stage states are in
-    /// `self.vectors.stage_states`.
+    /// `self.vectors.stage_states`. A state of up to
+    /// [`TRANSPOSED_IN_REGISTERS`] entries is transposed by a copy of the
+    /// same arithmetic made for its size (its loops unrolled: the same
+    /// operations in the same order, so the same bits), any other by the
+    /// general one.
     fn transpose_step(
         &mut self,
         mode: usize,
@@ -735,55 +759,83 @@ impl<'a> Backward<'a> {
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
-        let n = self.n;
+        let step = (mode, t0, h);
+        match self.n {
+            1 => self.transpose_step_of(1, step, lambda, param_bar),
+            2 => self.transpose_step_of(2, step, lambda, param_bar),
+            3 => self.transpose_step_of(3, step, lambda, param_bar),
+            4 => self.transpose_step_of(4, step, lambda, param_bar),
+            5 => self.transpose_step_of(5, step, lambda, param_bar),
+            6 => self.transpose_step_of(6, step, lambda, param_bar),
+            7 => self.transpose_step_of(7, step, lambda, param_bar),
+            TRANSPOSED_IN_REGISTERS => {
+                self.transpose_step_of(TRANSPOSED_IN_REGISTERS, step, lambda, param_bar)
+            }
+            n => self.transpose_step_of(n, step, lambda, param_bar),
+        }
+    }
+
+    /// [`Backward::transpose_step`] of a state of `n` entries (`self.n`;
+    /// inlined into each of its callers, so that a constant `n` sizes its
+    /// loops).
+    #[inline(always)]
+    fn transpose_step_of(
+        &mut self,
+        n: usize,
+        (mode, t0, h): (usize, f64, f64),
+        lambda: &mut [f64],
+        param_bar: &mut [f64],
+    ) {
         let Stepping::RungeKutta(tab) = self.stepping else {
             unreachable!("a Runge-Kutta step on the tape of a Runge-Kutta run")
         };
         let s = tab.solution_stages();
         let flow = &self.system.modes()[mode].flow;
-        for i in 0..s {
-            for (kb, &l) in self.vectors.stage_bars[i * n..(i + 1) * n]
-                .iter_mut()
-                .zip(lambda.iter())
-            {
+        let lambda = &mut lambda[..n];
+        let vectors = &mut *self.vectors;
+        let scratch = &mut vectors.scratch[..n];
+        let state_bar = &mut vectors.state_bar[..n];
+        for (i, k_bar) in vectors.stage_bars[..s * n].chunks_exact_mut(n).enumerate() {
+            for (kb, &l) in k_bar.iter_mut().zip(lambda.iter()) {
                 *kb = h * tab.b[i] * l;
             }
         }
-        self.vectors.state_bar.copy_from_slice(lambda);
+        state_bar.copy_from_slice(lambda);
         for i in (0..s).rev() {
-            let k_bar = &self.vectors.stage_bars[i * n..(i + 1) * n];
+            let (before, rest) = vectors.stage_bars.split_at_mut(i * n);
+            let k_bar = &rest[..n];
             if k_bar.iter().all(|&v| v == 0.0) {
                 continue;
             }
             let stage_time = t0 + tab.c[i] * h;
-            let stage_state = &self.vectors.stage_states[i * n..(i + 1) * n];
+            let stage_state = &vectors.stage_states[i * n..(i + 1) * n];
             // Y_bar = f_x^T K_bar; p_bar += f_p^T K_bar
             flow_transpose(
                 &**flow,
                 &mut self.partials,
                 (stage_time, stage_state, self.params),
                 k_bar,
-                &mut self.vectors.scratch,
+                scratch,
                 param_bar,
             );
-            for (sb, &yb) in self.vectors.state_bar.iter_mut().zip(&self.vectors.scratch) {
+            for (sb, &yb) in state_bar.iter_mut().zip(scratch.iter()) {
                 *sb += yb;
             }
-            let (before, _) = self.vectors.stage_bars.split_at_mut(i * n);
-            for (j, &a) in tab.a[i].iter().enumerate() {
+            for (&a, kb_j) in tab.a[i].iter().zip(before.chunks_exact_mut(n)) {
                 if a != 0.0 {
-                    for (kb, &yb) in before[j * n..(j + 1) * n]
-                        .iter_mut()
-                        .zip(&self.vectors.scratch)
-                    {
+                    for (kb, &yb) in kb_j.iter_mut().zip(scratch.iter()) {
                         *kb += h * a * yb;
                     }
                 }
             }
         }
-        lambda.copy_from_slice(&self.vectors.state_bar);
+        lambda.copy_from_slice(state_bar);
     }
 }
+
+/// The largest state whose Runge-Kutta steps [`Backward::transpose_step`]
+/// transposes by a copy made for its size.
+const TRANSPOSED_IN_REGISTERS: usize = 8;
 
 impl Backward<'_> {
     /// Transposes one implicit step whose stage states are in
@@ -801,7 +853,7 @@ impl Backward<'_> {
         let s = tab.stages();
         let hg = h * tab.gamma;
         let flow = &*self.system.modes()[mode].flow;
-        let vectors = &mut self.vectors;
+        let vectors = &mut *self.vectors;
         // K_bar: h gamma lambda on the last stage (y_1 = W_s + h gamma K_s).
         vectors.stage_bars.iter_mut().for_each(|v| *v = 0.0);
         for (kb, &l) in vectors.stage_bars[(s - 1) * n..]
@@ -948,6 +1000,53 @@ mod tests {
         // The passes start inside the tape, earlier for earlier outputs.
         assert!(ends.iter().all(|&e| e < tape.end()), "{ends:?}");
         assert!(ends[0] < ends[2] && ends[2] < ends[4], "{ends:?}");
+    }
+
+    /// Reference: the same backward pass with the stage states formed
+    /// again from each step's kept start (`Backward::step`, what the pass
+    /// did before the tape kept an explicit method's stages: the tape's
+    /// stage slots set to NaN, which it reads as not kept). The stages the
+    /// taped run formed are the same function of the same start, so the
+    /// gradients are the same to the bit, with and without derivative
+    /// probes carried after the state.
+    #[rstest::rstest]
+    fn kept_stage_states_give_the_gradient_of_stages_formed_again(
+        #[values(
+            SolverChoice::dopri5(1e-10),
+            SolverChoice::Dop853 { rtol: 1e-10, atol: 1e-10, max_step: None },
+            SolverChoice::Rk4 { dt: 1e-2 }
+        )]
+        solver: SolverChoice,
+        #[values(true, false)] probes: bool,
+    ) {
+        let system = ball();
+        let run = Problem::new(&system, vec![H0, 0.0], vec![G, E], 2.0)
+            .with_solver(solver)
+            .with_observations(vec![0.3, 1.0]);
+        let mut workspace = crate::Workspace::new();
+        let mut tape = Tape::default();
+        let trajectory = if probes {
+            workspace.run_on_taped_steps(&run, &mut ia_events::NoExtraState, &mut tape)
+        } else {
+            ia_events::run(&run, &mut ia_events::NoExtraState, &mut tape)
+        }
+        .unwrap();
+        assert_eq!(trajectory.events.len(), 3);
+        let tableau = run.solver.tableau().unwrap();
+        let (n, s) = (2, tableau.solution_stages());
+        assert_eq!(tape.width, s * n, "the records carry the stages");
+        let mut seeds = LossSeeds::zeros(&trajectory);
+        seeds.final_state[0] = 1.0;
+        seeds.observations[1][1] = 0.5;
+        seeds.event_times[1] = -0.25;
+        let mut backward = Backward::new(&system, &run.params, tableau);
+        let kept = backward.gradient(&tape, &trajectory, &seeds).unwrap();
+        for record in tape.states.chunks_exact_mut(s * n) {
+            record[n..].fill(f64::NAN);
+        }
+        assert!(tape.kept_stages(0, n).is_none());
+        let formed = backward.gradient(&tape, &trajectory, &seeds).unwrap();
+        assert_eq!(kept, formed);
     }
 
     #[test]

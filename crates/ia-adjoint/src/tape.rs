@@ -10,8 +10,8 @@ use ia_events::{EventJump, LazyJump, Observer, RunContext};
 /// With [`AdjointOptions::checkpoints`] left `None`, the tape keeps
 /// `K = AUTOMATIC_CHECKPOINT_FLOATS / n` states of `n` floats (so between 16
 /// and 32 MB of them): every step's state for all but runs of more than
-/// 2^21 / n steps (records of `s n` floats, `K` divided by `s`, with an
-/// implicit method's `s` stage states).
+/// 2^21 / n steps (records of `s n` floats, `K` divided by `s`, with a
+/// Runge-Kutta method's `s` stage states, which the taped run keeps).
 pub const AUTOMATIC_CHECKPOINT_FLOATS: usize = 1 << 21;
 
 /// The largest `K` a tape takes: kept states are numbered in 32 bits.
@@ -31,8 +31,8 @@ pub struct AdjointOptions {
     /// others (see the [module documentation](crate::adjoint)); `None` chooses `K` from
     /// the state dimension, [`AUTOMATIC_CHECKPOINT_FLOATS`] `/ n`, and
     /// `Some(usize::MAX)` keeps every step's state (at most 2^31 of them).
-    /// With an implicit method a kept step keeps its `s` stage states
-    /// (`s n` floats), and the automatic `K` is
+    /// With a Runge-Kutta method (explicit or implicit) a kept step keeps
+    /// its `s` stage states (`s n` floats), and the automatic `K` is
     /// [`AUTOMATIC_CHECKPOINT_FLOATS`] `/ (s n)`.
     pub checkpoints: Option<usize>,
 }
@@ -149,11 +149,12 @@ pub(crate) struct Tape {
     pub(crate) entries: Vec<PackedEntry>,
     /// The kept records, [`Tape::width`] floats each: step number `m` is
     /// kept record `m / stride` when `m` is a multiple of `stride`. A
-    /// record is the step's start state (`n` floats), followed, for an
-    /// implicit method whose stages were solved to rounding
-    /// ([`Observer::step_stages`]), by its other stage states (`n` floats
-    /// each): the backward pass transposes the step at them rather than
-    /// solving its stages again.
+    /// record is the step's start state (`n` floats), followed, for a
+    /// method whose stepper offers them ([`Observer::step_stages`]: an
+    /// implicit method's stages solved to rounding, an explicit method's
+    /// stages as formed), by its other stage states (`n` floats each): the
+    /// backward pass transposes the step at them rather than solving or
+    /// forming its stages again.
     pub(crate) states: Vec<f64>,
     /// Floats of a kept record: `n`, or `s n` once the first step brought
     /// its `s` stages (0 before the first step).
@@ -248,8 +249,10 @@ impl Observer for Tape {
         }
     }
 
-    /// An implicit method's taped run solves its stages to rounding and
-    /// the tape keeps them (the backward pass transposes them).
+    /// An implicit method's taped run solves its stages to rounding, an
+    /// explicit one keeps the stage states it formed, and the tape keeps
+    /// them (the backward pass transposes the steps at them rather than
+    /// forming them again).
     fn wants_step_stages(&self) -> bool {
         true
     }
@@ -275,7 +278,11 @@ impl Observer for Tape {
             .chunks_exact_mut(n)
             .zip(stages.chunks_exact(block).skip(1))
         {
-            slot.copy_from_slice(&stage[..n]);
+            // Entry by entry: a few floats a stage, where a call to copy
+            // them cost more than the copy.
+            for (kept, &value) in slot.iter_mut().zip(stage) {
+                *kept = value;
+            }
         }
     }
 

@@ -60,7 +60,15 @@ pub struct RkStepper {
     /// Stages of the last step, `dim` each; the last block holds `F(t, y)` at
     /// the step's end (first stage of the next step, and dense output).
     k: Vec<f64>,
+    /// A stage state, the error estimate and other scratch (the first
+    /// `dim` floats); with [`RkStepper::keep_stages`], then the last
+    /// attempt's `s` stage states (`dim` each, stage 0 its start), which
+    /// [`Stepper::stage_states`] offers for the step accepted.
     stage: Vec<f64>,
+    /// Whether the stage states of each step are kept
+    /// ([`Stepper::set_stages_to_rounding`]: the adjoint's tape keeps them
+    /// so that its backward pass reads them rather than forming them again).
+    keep_stages: bool,
     y_new: Vec<f64>,
     /// Coefficients of the continuous extension of the last step,
     /// [`DENSE_WIDTH`] per component, for the leading `dense_ready`
@@ -190,6 +198,7 @@ impl RkStepper {
             y: Vec::new(),
             k: Vec::new(),
             stage: Vec::new(),
+            keep_stages: false,
             y_new: Vec::new(),
             dense: Vec::new(),
             dense_ready: 0,
@@ -210,6 +219,15 @@ impl RkStepper {
     fn attempt(&mut self, rhs: &mut dyn OdeRhs, h: f64) {
         let n = self.dim;
         let s = self.stages();
+        // With the stages kept, stage `i`'s state at `n + i n` (stage 0 the
+        // start); otherwise each in the first `n` floats.
+        let stage_states = if self.keep_stages {
+            let kept = &mut self.stage[n..];
+            kept[..n].copy_from_slice(&self.y);
+            kept
+        } else {
+            &mut self.stage[..n]
+        };
         self.tableau.stages(
             &mut |t, y, out| rhs.eval(t, y, out),
             self.t,
@@ -217,7 +235,7 @@ impl RkStepper {
             &self.y,
             1,
             &mut self.k[..s * n],
-            &mut self.stage,
+            stage_states,
         );
         self.tableau
             .solution(h, &self.y, &self.k[..s * n], &mut self.y_new);
@@ -230,7 +248,9 @@ impl RkStepper {
             let m = rhs.closed_dim().min(n);
             let last = &self.k[(s - 1) * n..(s - 1) * n + m];
             let end = &self.k[s * n..s * n + m];
-            self.h_lambda = h_lambda(h, end, last, &self.y_new[..m], &self.stage[..m]);
+            let at = if self.keep_stages { s * n } else { 0 };
+            let last_state = &self.stage[at..at + m];
+            self.h_lambda = h_lambda(h, end, last, &self.y_new[..m], last_state);
         }
     }
 
@@ -496,6 +516,12 @@ impl Stepper for RkStepper {
                 buffer.resize(len, 0.0);
             }
         }
+        let stage_len = if self.keep_stages {
+            (self.stages() + 1) * n
+        } else {
+            n
+        };
+        self.stage.resize(stage_len, 0.0);
         self.y.copy_from_slice(y);
         self.y_prev.copy_from_slice(y);
         self.t = t;
@@ -717,6 +743,21 @@ impl Stepper for RkStepper {
 
     fn tableau(&self) -> Option<&'static ButcherTableau> {
         Some(self.tableau)
+    }
+
+    /// The stage states of the last accepted step, `dim` floats each
+    /// (stage 0 its start), when they are kept
+    /// ([`Stepper::set_stages_to_rounding`]).
+    fn stage_states(&self) -> Option<(&[f64], usize)> {
+        let (n, s) = (self.dim, self.stages());
+        (self.keep_stages && self.t != self.t_prev).then(|| (&self.stage[n..(s + 1) * n], n))
+    }
+
+    /// Keeps the stage states of every step (explicit stages are formed
+    /// once whatever the accuracy asked; this only keeps them) for
+    /// [`Stepper::stage_states`]. Set before [`Stepper::start`].
+    fn set_stages_to_rounding(&mut self, on: bool) {
+        self.keep_stages = on;
     }
 }
 

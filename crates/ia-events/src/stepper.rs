@@ -215,19 +215,22 @@ pub trait Stepper {
         None
     }
     /// The stage states of the last accepted step when its stages are
-    /// implicit and were solved to rounding: `(states, block)`, the states
-    /// stage by stage, `block` floats each (the closed block of the
-    /// right-hand side, [`OdeRhs::closed_dim`]), stage 0 the step's start.
-    /// `None` otherwise (explicit stages, or implicit ones solved only to
-    /// the Newton tolerance): the discrete adjoint keeps these rather than
-    /// solving the stages again.
+    /// implicit and were solved to rounding, or explicit and kept
+    /// ([`Stepper::set_stages_to_rounding`]): `(states, block)`, the states
+    /// stage by stage, `block` floats each (at least the closed block of
+    /// the right-hand side, [`OdeRhs::closed_dim`]; all of the explicit
+    /// stepper's components), stage 0 the step's start. `None` otherwise
+    /// (implicit stages solved only to the Newton tolerance, explicit ones
+    /// not asked for): the discrete adjoint keeps these rather than
+    /// forming the stages again.
     fn stage_states(&self) -> Option<(&[f64], usize)> {
         None
     }
     /// Asks an implicit stepper to solve every stage to rounding and offer
     /// its stage states ([`Stepper::stage_states`]) whether or not
-    /// sensitivities are carried (`false`: only when they are). Set before
-    /// each run; steppers with explicit stages ignore it.
+    /// sensitivities are carried (`false`: only when they are), and an
+    /// explicit Runge-Kutta stepper to keep its stage states and offer
+    /// them (their values are the same either way). Set before each run.
     fn set_stages_to_rounding(&mut self, _on: bool) {}
 }
 

@@ -388,15 +388,17 @@ pub trait Observer {
     /// Every accepted step: mode, start time, size and the start state.
     fn step_taken(&mut self, _run: RunContext<'_>, _mode: usize, _t0: f64, _h: f64, _y0: &[f64]) {}
     /// Right after [`Observer::step_taken`], for a step of an implicit
-    /// method whose stages were solved to rounding
+    /// method whose stages were solved to rounding, or of an explicit
+    /// Runge-Kutta method when [`Observer::wants_step_stages`]
     /// ([`crate::Stepper::stage_states`]): its stage states, stage by stage,
-    /// `block` floats each (the state first, then any carried components
-    /// of the closed block), stage 0 the step's start state.
+    /// `block` floats each (the state first, then any carried components),
+    /// stage 0 the step's start state.
     fn step_stages(&mut self, _run: RunContext<'_>, _stages: &[f64], _block: usize) {}
     /// Whether [`Observer::step_stages`] is read: an implicit method then
     /// solves every stage to rounding (its steps' stages are then those of
     /// the stage equations solved exactly, whether or not sensitivities
-    /// are carried). The default is `false`.
+    /// are carried), an explicit one keeps its stage states (the same
+    /// numbers). The default is `false`.
     fn wants_step_stages(&self) -> bool {
         false
     }

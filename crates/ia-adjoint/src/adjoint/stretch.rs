@@ -29,7 +29,7 @@ impl Backward<'_> {
         param_bar: &mut [f64],
     ) {
         let n = self.n;
-        let vectors = &mut self.vectors;
+        let vectors = &mut *self.vectors;
         let (a, b) = mode_linear(&self.linear, n, mode);
         // Stage bars: lambda (phi - chi) at x0, lambda chi at x0 + rate0.
         let at_start = &mut vectors.stage_bars[..n];
