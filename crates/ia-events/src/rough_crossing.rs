@@ -210,7 +210,7 @@ pub(crate) fn rough_crossing(
 /// rounding of the few operations here and of the exact search), the first
 /// positive root of `U` lies below the crossing, and no root shows `h`
 /// stays below `-margin` for ever (where there is a root, `never_reaches`
-/// may still show there is no crossing: asked only where `h0` plus the
+/// may still show there is no crossing: asked only where `h(0)` plus the
 /// positive terms' limits `c / a` is not clearly above zero, which is what
 /// it tests). Equal, growing or complex rates, a start
 /// on the level, or a crossing in a direction the start's side does not
