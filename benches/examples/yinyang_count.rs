@@ -10,7 +10,9 @@
 //!
 //! Arguments: the number of hidden neurons (default 120), then `primal`
 //! for the exact solver's run alone (no tape: lazy, as the
-//! `yinyang_scaling` bench's `exact_primal`) instead of the gradient.
+//! `yinyang_scaling` bench's `exact_primal`) instead of the gradient; it
+//! prints the number of events and fingerprints of their times and of the
+//! final state, to the bit.
 
 use ia_benches::yinyang_net::YinYangNet;
 
@@ -22,7 +24,20 @@ fn main() {
     let net = YinYangNet::new(hidden, (0.31, 0.64));
     if args.next().as_deref() == Some("primal") {
         let run = ia_events::exact::simulate(&net.problem()).expect("the exact run");
-        eprintln!("{} events", run.events.len());
+        // A fingerprint of every event's transition and time to the bit
+        // (FNV-1a), and of the final state, to show a change moved none.
+        let fnv = |h: u64, v: u64| (h ^ v).wrapping_mul(0x0100_0000_01b3);
+        let events = run.events.iter().fold(0xcbf2_9ce4_8422_2325, |h, e| {
+            fnv(fnv(h, e.transition as u64), e.time.to_bits())
+        });
+        let state = run
+            .final_state
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325, |h, x| fnv(h, x.to_bits()));
+        eprintln!(
+            "{} events, fingerprints {events:016x} (events) {state:016x} (final state)",
+            run.events.len()
+        );
         return;
     }
     let loss = |t: &ia_core::Trajectory, s: &mut ia_adjoint::LossSeeds| net.loss(t, s);

@@ -174,7 +174,13 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
         let mut y = [self.x[p], self.x[q]];
         let m = pair.matrix;
         if self.factor_lengths[m].to_bits() != s.to_bits() {
-            (self.pair_factors[m], self.factor_lengths[m]) = (pair.rates.factors(s), s);
+            // The most recent two lengths are kept, the latest in front.
+            let spare = &mut self.spare_factors[m];
+            std::mem::swap(&mut self.factor_lengths[m], &mut spare.0);
+            std::mem::swap(&mut self.pair_factors[m], &mut spare.1);
+            if self.factor_lengths[m].to_bits() != s.to_bits() {
+                (self.pair_factors[m], self.factor_lengths[m]) = (pair.rates.factors(s), s);
+            }
         }
         advance_pair(&pair.a, &pair.b, &pair.rates, &self.pair_factors[m], &mut y);
         (self.x[p], self.x[q]) = (y[0], y[1]);

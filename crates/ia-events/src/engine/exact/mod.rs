@@ -199,6 +199,11 @@ struct Run<'p, E, O> {
     /// their factors are formed once).
     phi_lengths: Vec<f64>,
     factor_lengths: Vec<f64>,
+    /// In a lazy run, per matrix, the length and factors formed before
+    /// those in `factor_lengths` and `pair_factors` (the two most recent:
+    /// an input reaching a layer brings most neurons over one length and
+    /// those that fired since over others, alternately).
+    spare_factors: Vec<(f64, PairFactors)>,
     /// In a lazy run, per transition, whether its queued time is exact or
     /// a lower bound ([`crate::rough_crossing`]), to be made tighter or
     /// found exactly when it comes first.
@@ -310,6 +315,7 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
             entry_time: Vec::new(),
             phi_lengths: Vec::new(),
             factor_lengths: Vec::new(),
+            spare_factors: Vec::new(),
             queued: vec![lazy::Queued::Exact; transitions],
             taping: None,
             recorder: Recorder::new(problem, records),
@@ -433,6 +439,9 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         self.factor_lengths.clear();
         self.factor_lengths
             .resize(self.structure.matrices[self.mode].len(), f64::NAN);
+        self.spare_factors.clear();
+        self.spare_factors
+            .resize(self.structure.matrices[self.mode].len(), (f64::NAN, zero));
         self.queue.clear();
         self.queue
             .begin_batch(self.structure.leaving[self.mode].len());

@@ -115,7 +115,14 @@ impl Structure {
                         "must be finite (the parameters give a block x' = A x + b)",
                     ));
                 }
-                let rates = PairRates::of(&pair.a);
+                // The rates of a matrix met before are that matrix's (one
+                // per layer of a network, not one per neuron).
+                let kind = pair.a.map(|row| row.map(f64::to_bits));
+                let known = kinds.iter().position(|k| *k == kind);
+                let rates = match known {
+                    Some(m) => mode_matrices[m],
+                    None => PairRates::of(&pair.a),
+                };
                 if rates.rates().is_none() {
                     return Err(HybridError::Unsupported(format!(
                         "the exact solver needs real rates in every linear pair; the pair ({}, {}) of mode '{}' has complex rates at these parameters ({} +- {}i, an oscillating block): use a Runge-Kutta solver (dopri5, dop853)",
@@ -126,8 +133,7 @@ impl Structure {
                         (-rates.q).sqrt()
                     )));
                 }
-                let kind = pair.a.map(|row| row.map(f64::to_bits));
-                let matrix = match kinds.iter().position(|k| *k == kind) {
+                let matrix = match known {
                     Some(m) => m,
                     None => {
                         kinds.push(kind);
