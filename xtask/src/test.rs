@@ -155,14 +155,7 @@ mod tests {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let output = Command::new(cargo)
             .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-            .args([
-                "tree",
-                "--locked",
-                "-e",
-                "normal,build",
-                "--prefix",
-                "none",
-            ])
+            .args(["tree", "--locked", "-e", "normal,build", "--prefix", "none"])
             .args(["--no-dedupe", "--format", "{p}|{f}"])
             .args(args)
             .output()
