@@ -13,7 +13,7 @@
 //! x_i(t + s) = x_i + (a_i x_i + b_i) phi(a_i, s),   phi(a, s) = (e^{a s} - 1) / a   (s where a = 0),
 //! ```
 //!
-//! and a guard that declares a [`Threshold`](ia_core::Threshold), `g = x_k - c`, crosses at the
+//! and a guard that declares a [`Threshold`], `g = x_k - c`, crosses at the
 //! delay `s` where `x_k(t + s) = c`:
 //!
 //! ```text
