@@ -146,3 +146,17 @@ class PeriodicOrbit:
         """Plain lists and numbers (a complex number as ``{"re", "im"}``),
         for JSON."""
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+
+_CLASSES = {cls.__name__: cls for cls in (Simulation, Jacobian, Gradient, PeriodicOrbit)}
+
+
+def _build(name, values):
+    """The result class ``name`` with ``values`` (a dict of every field) as
+    its fields: how the extension makes each result. A frozen dataclass's
+    ``__init__`` sets its fields one ``object.__setattr__`` call at a time,
+    most of a small run's time spent outside the numbers; this sets them at
+    once (the tests check that every field is there)."""
+    result = object.__new__(_CLASSES[name])
+    result.__dict__.update(values)
+    return result

@@ -239,3 +239,27 @@ def test_kvaerno5_runs_ready_and_equation_models(closed_form, method):
             for w, want in row.items():
                 got = jac.final_derivative(s, w)
                 assert abs(got - want) <= 1e-7 * max(abs(want), 1.0), (s, w, got, want)
+
+
+def test_results_have_every_field_of_their_class():
+    """The extension fills each result's fields at once (``_results._build``,
+    not the frozen dataclass's ``__init__``): every declared field is set,
+    nothing else is, and the result stays frozen (reference: the dataclass
+    declarations in ``impact_adjoint/_results.py``)."""
+    import dataclasses
+
+    ball = ia.Model.ready("ball2d-flat")
+    wheel = ia.Model.ready("rimless-wheel")
+    params = {"g": 9.81, "l": 1.0, "alpha": 0.3927, "gamma": 0.08}
+    results = [
+        ball.simulate(),
+        ball.jacobian(),
+        ball.gradient(loss=[{"of": "final.x", "weight": 1.0}]),
+        wheel.periodic_orbit("step", [0.08 - 0.3927, 1.2], params, max_period=5.0),
+    ]
+    for result in results:
+        declared = {f.name for f in dataclasses.fields(result)}
+        assert set(vars(result)) == declared, type(result).__name__
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            result.model = "changed"
+    assert results[2].value == results[2].final("x")

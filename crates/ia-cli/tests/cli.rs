@@ -82,9 +82,9 @@ fn example_files() -> Vec<PathBuf> {
 /// included).
 fn spec_of(file: &Path) -> ia_models::ModelSpec {
     let text = std::fs::read_to_string(file).expect("read scenario");
-    ia_cli::scenario::Scenario::parse(&text, "scenario")
-        .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
-        .spec
+    let scenario = ia_cli::scenario::Scenario::parse(&text, "scenario")
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    std::sync::Arc::unwrap_or_clone(scenario.spec)
 }
 
 /// Checks the documented keys and key order of one output document.

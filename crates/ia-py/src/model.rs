@@ -22,8 +22,10 @@ use std::sync::Arc;
 /// (`periodic_orbit`).
 #[pyclass(frozen, module = "impact_adjoint")]
 pub struct Model {
-    pub(crate) model: Arc<dyn ia_models::Model>,
-    pub(crate) spec: ia_models::ModelSpec,
+    /// The scenario of the model's defaults (its run length, the default
+    /// solver): each run's scenario is a clone with the run's options set,
+    /// sharing the model's description and hybrid system, built once here.
+    defaults: Scenario,
 }
 
 /// The options of a run, by the scenario key each stands for.
@@ -41,25 +43,29 @@ pub(crate) struct RunOptions<'a, 'py> {
 }
 
 impl Model {
-    pub(crate) fn new(model: Box<dyn ia_models::Model>) -> Self {
-        let spec = model.spec();
-        Self {
-            model: Arc::from(model),
-            spec,
-        }
+    pub(crate) fn new(model: Box<dyn ia_models::Model>) -> PyResult<Self> {
+        let model: Arc<dyn ia_models::Model> = Arc::from(model);
+        let defaults = Scenario::of_defaults(model).map_err(to_py)?;
+        Ok(Self { defaults })
+    }
+
+    fn model_spec(&self) -> &ia_models::ModelSpec {
+        &self.defaults.spec
     }
 
     /// The checked scenario of a run with `options`: each read as its
     /// scenario key and set in the order of the scenario's keys.
     pub(crate) fn scenario(&self, options: &RunOptions<'_, '_>) -> PyResult<Scenario> {
-        let t_end = match options.t_end.filter(|v| !v.is_none()) {
-            None => self.spec.t_end,
-            Some(v) => number(&to_json(v, "t_end")?, "t_end").map_err(to_py)?,
-        };
-        let mut scenario = Scenario::new(self.model.clone(), t_end).map_err(to_py)?;
+        let mut scenario = self.defaults.clone();
+        if let Some(v) = options.t_end.filter(|v| !v.is_none()) {
+            let t_end = number(&to_json(v, "t_end")?, "t_end").map_err(to_py)?;
+            scenario.set_t_end(t_end).map_err(to_py)?;
+        }
+        let t_end = scenario.t_end;
         if let Some(v) = options.mode.filter(|v| !v.is_none()) {
             let value = to_json(v, "initial_mode")?;
-            let mode = ia_scenario::scenario::read_mode(&value, &self.spec.modes).map_err(to_py)?;
+            let mode = ia_scenario::scenario::read_mode(&value, &self.model_spec().modes)
+                .map_err(to_py)?;
             scenario.set_initial_mode(mode).map_err(to_py)?;
         }
         if let Some(v) = options.observe.filter(|v| !v.is_none()) {
@@ -112,20 +118,21 @@ impl Model {
         x0: Option<&Bound<'_, PyAny>>,
         params: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Vec<f64>, Vec<f64>)> {
-        let spec = &self.spec;
+        let defaults = &self.defaults;
+        let system = &defaults.system;
         let x0 = by_name(
             x0,
             "x0",
             "state",
-            &spec.state_names(),
-            &spec.default_state(),
+            system.state_names(),
+            &defaults.initial_state,
         )?;
         let params = by_name(
             params,
             "params",
             "parameter",
-            &spec.param_names(),
-            &spec.default_params(),
+            system.param_names(),
+            &defaults.params,
         )?;
         Ok((x0, params))
     }
@@ -177,7 +184,7 @@ impl Model {
             ),
         };
         let model = ia_scenario::catalogue_model(&name, size, connections).map_err(to_py)?;
-        Ok(Self::new(model))
+        Self::new(model)
     }
 
     /// A model written as equations: a dict, or its JSON text, with
@@ -202,87 +209,90 @@ impl Model {
             )));
         };
         let model = ia_scenario::model::equations_model(&form, "the equations").map_err(to_py)?;
-        Ok(Self::new(Box::new(model)))
+        Self::new(Box::new(model))
     }
 
     /// The model's name.
     #[getter]
     fn name(&self) -> String {
-        self.spec.name.clone()
+        self.model_spec().name.clone()
     }
 
     /// The model's equations, in words.
     #[getter]
     fn description(&self) -> String {
-        self.spec.description.clone()
+        self.model_spec().description.clone()
     }
 
     /// State names, in order (the entries of `x0` and of every state array).
     #[getter]
     fn state_names(&self) -> Vec<String> {
-        self.spec.state_names()
+        self.model_spec().state_names()
     }
 
     /// Parameter names, in order (the entries of `params`).
     #[getter]
     fn param_names(&self) -> Vec<String> {
-        self.spec.param_names()
+        self.model_spec().param_names()
     }
 
     /// Mode names, in order.
     #[getter]
     fn mode_names(&self) -> Vec<String> {
-        self.spec.modes.clone()
+        self.model_spec().modes.clone()
     }
 
     /// The mode a run starts in unless `mode` is given.
     #[getter]
     fn initial_mode(&self) -> String {
-        self.spec.initial_mode.clone()
+        self.model_spec().initial_mode.clone()
     }
 
     /// Transition names, in order.
     #[getter]
     fn transition_names(&self) -> Vec<String> {
-        self.spec.transition_names()
+        self.model_spec().transition_names()
     }
 
     /// The names of the derivative columns: `initial.<state>`, then
     /// `param.<name>`.
     #[getter]
     fn wrt_names(&self) -> Vec<String> {
-        self.model.system().wrt_names().to_vec()
+        self.defaults.system.wrt_names().to_vec()
     }
 
     /// The default initial state.
     #[getter]
     fn default_state<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        PyArray1::from_vec(py, self.spec.default_state())
+        PyArray1::from_vec(py, self.model_spec().default_state())
     }
 
     /// The default parameters.
     #[getter]
     fn default_params<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        PyArray1::from_vec(py, self.spec.default_params())
+        PyArray1::from_vec(py, self.model_spec().default_params())
     }
 
     /// The default run length.
     #[getter]
     fn t_end(&self) -> f64 {
-        self.spec.t_end
+        self.model_spec().t_end
     }
 
     /// The model's description as `impact-adjoint models --json` prints it:
     /// states and parameters with defaults and units, modes, transitions.
     fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let value = serde_json::to_value(&self.spec)
+        let value = serde_json::to_value(self.model_spec())
             .map_err(|e| invalid(format!("model description: {e}")))?;
         from_json(py, &value)
     }
 
     fn __repr__(&self) -> String {
-        match self.model.name() {
-            "equations" => format!("<impact_adjoint.Model {:?} (equations)>", self.spec.name),
+        match self.defaults.model.name() {
+            "equations" => format!(
+                "<impact_adjoint.Model {:?} (equations)>",
+                self.model_spec().name
+            ),
             name => format!("Model.ready({name:?})"),
         }
     }
@@ -326,7 +336,7 @@ impl Model {
             .map_err(to_py)?;
         results::simulation(
             py,
-            &self.spec.name,
+            &self.model_spec().name,
             &scenario.system,
             scenario.t_end,
             &trajectory,
@@ -384,7 +394,7 @@ impl Model {
             .map_err(to_py)?;
         results::jacobian(
             py,
-            &self.spec.name,
+            &self.model_spec().name,
             &scenario.system,
             scenario.t_end,
             method.name(),
@@ -441,7 +451,7 @@ impl Model {
             .map_err(to_py)?;
         results::gradient(
             py,
-            &self.spec.name,
+            &self.model_spec().name,
             &scenario.system,
             scenario.t_end,
             method.name(),
@@ -507,7 +517,7 @@ impl Model {
                 )
             })
             .map_err(to_py)?;
-        results::periodic_orbit(py, &self.spec.name, &orbit)
+        results::periodic_orbit(py, &self.model_spec().name, &orbit)
     }
 }
 

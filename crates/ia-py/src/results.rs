@@ -7,6 +7,7 @@ use ia_adjoint::{Gradient, Sensitivities};
 use ia_core::{HybridSystem, Trajectory};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 /// A `rows x cols` float array from its entries in row-major order.
@@ -102,7 +103,7 @@ pub fn simulation<'py>(
     trajectory: &Trajectory,
 ) -> PyResult<Bound<'py, PyAny>> {
     let fields = run_fields(py, model, system, t_end, trajectory)?;
-    result_class(py, "Simulation")?.call((), Some(&fields))
+    build(py, "Simulation", fields)
 }
 
 /// A `Jacobian` result.
@@ -133,7 +134,7 @@ pub fn jacobian<'py>(
         "event_time_gradients",
         dense(py, &sens.event_time_gradients)?,
     )?;
-    result_class(py, "Jacobian")?.call((), Some(&fields))
+    build(py, "Jacobian", fields)
 }
 
 /// A `Gradient` result.
@@ -150,7 +151,7 @@ pub fn gradient<'py>(
     fields.set_item("value", grad.value)?;
     fields.set_item("wrt", &grad.wrt[..])?;
     fields.set_item("gradient", PyArray1::from_vec(py, grad.concatenated()))?;
-    result_class(py, "Gradient")?.call((), Some(&fields))
+    build(py, "Gradient", fields)
 }
 
 /// A periodic orbit as `impact_adjoint.PeriodicOrbit`: the multipliers
@@ -218,9 +219,18 @@ pub fn periodic_orbit<'py>(
         "sensitivities_unavailable",
         orbit.sensitivities_unavailable.as_deref(),
     )?;
-    result_class(py, "PeriodicOrbit")?.call((), Some(&fields))
+    build(py, "PeriodicOrbit", fields)
 }
 
-fn result_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    py.import("impact_adjoint._results")?.getattr(name)
+/// The result class `name` of `impact_adjoint/_results.py` with `fields`
+/// (every field), by its `_build` (looked up once).
+fn build<'py>(
+    py: Python<'py>,
+    name: &str,
+    fields: Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyAny>> {
+    static BUILD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    BUILD
+        .import(py, "impact_adjoint._results", "_build")?
+        .call1((name, fields))
 }

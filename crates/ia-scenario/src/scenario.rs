@@ -33,12 +33,17 @@ impl std::fmt::Debug for ProgressHook {
 }
 
 /// A checked scenario: a model with every value filled in.
-#[derive(Debug)]
+///
+/// A clone shares the model's description and hybrid system (built once,
+/// by [`Scenario::new`] or [`Scenario::for_model`]): a front end that runs
+/// one model many times keeps a scenario of its defaults and sets each
+/// run's options on a clone of it.
+#[derive(Clone, Debug)]
 pub struct Scenario {
     /// The model's description.
-    pub spec: ModelSpec,
+    pub spec: Arc<ModelSpec>,
     /// The model's hybrid system.
-    pub system: HybridSystem,
+    pub system: Arc<HybridSystem>,
     /// Parameter values, in the model's order.
     pub params: Vec<f64>,
     /// Initial state, in the model's order.
@@ -72,6 +77,20 @@ pub struct Scenario {
     pub progress: Option<ProgressHook>,
 }
 
+/// `t_end` if it is finite and positive, else the key's error.
+fn checked_t_end(t_end: f64) -> Result<f64, ScenarioError> {
+    let t_end = finite(t_end, "t_end")?;
+    if t_end <= 0.0 {
+        return Err(HybridError::invalid_num(
+            "t_end",
+            t_end,
+            "must be greater than 0 (runs start at t = 0)",
+        )
+        .into());
+    }
+    Ok(t_end)
+}
+
 /// The most derivative probes a scenario asks for
 /// (`adjoint.derivative_probes`): each costs about one forward sensitivity
 /// column per step.
@@ -100,18 +119,23 @@ impl Scenario {
     /// reads; the `set_*` methods then set the other values with the
     /// reader's checks.
     pub fn new(model: Arc<dyn Model>, t_end: f64) -> Result<Self, ScenarioError> {
-        let t_end = finite(t_end, "t_end")?;
-        if t_end <= 0.0 {
-            return Err(HybridError::invalid_num(
-                "t_end",
-                t_end,
-                "must be greater than 0 (runs start at t = 0)",
-            )
-            .into());
-        }
         let spec = model.spec();
+        Self::built(model, spec, t_end)
+    }
+
+    /// [`Scenario::new`] with the model's own run length
+    /// ([`ModelSpec::t_end`]): the defaults a front end's runs start from.
+    pub fn of_defaults(model: Arc<dyn Model>) -> Result<Self, ScenarioError> {
+        let spec = model.spec();
+        let t_end = spec.t_end;
+        Self::built(model, spec, t_end)
+    }
+
+    /// [`Scenario::new`] with `model`'s description already built.
+    fn built(model: Arc<dyn Model>, spec: ModelSpec, t_end: f64) -> Result<Self, ScenarioError> {
+        let t_end = checked_t_end(t_end)?;
         Ok(Self {
-            system: model.system(),
+            system: Arc::new(model.system()),
             params: spec.default_params(),
             initial_state: spec.default_state(),
             initial_mode: spec.initial_mode.clone(),
@@ -124,9 +148,18 @@ impl Scenario {
             derivative_probes: None,
             fit: None,
             progress: None,
-            spec,
+            spec: Arc::new(spec),
             model,
         })
+    }
+
+    /// Sets the end time (finite, `> 0`; the key `t_end`), as
+    /// [`Scenario::new`] takes it: the parameters are checked against the
+    /// model's rules for a run of that length ([`Model::check_run`]) when
+    /// they are set and when a run's problem is made.
+    pub fn set_t_end(&mut self, t_end: f64) -> Result<(), ScenarioError> {
+        self.t_end = checked_t_end(t_end)?;
+        Ok(())
     }
 
     /// Sets parameters by name (the others keep their values), each finite,
