@@ -149,6 +149,29 @@ enum PointRun {
     Fresh,
 }
 
+/// The runs of a call ([`SolverCore::problems`]): one held in place, or
+/// a batch's vector; a slice of them either way.
+// The one run is held in place on purpose: boxing it would bring back the
+// allocation this type exists to avoid.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Problems<'a> {
+    /// A call of one run.
+    One([Problem<'a>; 1]),
+    /// A batch.
+    Many(Vec<Problem<'a>>),
+}
+
+impl<'a> std::ops::Deref for Problems<'a> {
+    type Target = [Problem<'a>];
+
+    fn deref(&self) -> &[Problem<'a>] {
+        match self {
+            Problems::One(one) => one,
+            Problems::Many(many) => many,
+        }
+    }
+}
+
 /// The sizes of a solver's inputs and outputs.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Sizes {
@@ -321,46 +344,66 @@ impl SolverCore {
 
     /// The runs from the rows of `x0s` and `params` (`batch` of each),
     /// until the entries of `t_ends` when given (checked as the scenario's
-    /// `t_end` is), otherwise the solver's `t_end`.
+    /// `t_end` is), otherwise the solver's `t_end`. One run (a jitted call
+    /// outside `jax.vmap`) is held without a vector of problems: its
+    /// allocation (a `Problem` is a few hundred bytes) cost more than the
+    /// rest of a handler's bookkeeping.
     fn problems(
         &self,
         batch: usize,
         x0s: &[f64],
         params: &[f64],
         t_ends: Option<&[f64]>,
-    ) -> Result<Vec<Problem<'_>>, ScenarioError> {
+    ) -> Result<Problems<'_>, ScenarioError> {
         let Sizes { n, n_params, .. } = self.sizes();
         check_len("initial states of the batch", x0s.len(), batch * n)?;
         check_len("parameters of the batch", params.len(), batch * n_params)?;
         if let Some(t_ends) = t_ends {
             check_len("final times of the batch", t_ends.len(), batch)?;
         }
+        let row = |b: usize| {
+            self.problem(
+                &x0s[b * n..(b + 1) * n],
+                &params[b * n_params..(b + 1) * n_params],
+                t_ends.map(|t| t[b]),
+            )
+        };
+        if batch == 1 {
+            return Ok(Problems::One([row(0)?]));
+        }
         (0..batch)
-            .map(|b| {
-                let mut problem = self.scenario.problem_from(
-                    x0s[b * n..(b + 1) * n].to_vec(),
-                    params[b * n_params..(b + 1) * n_params].to_vec(),
-                )?;
-                if let Some(t_ends) = t_ends {
-                    problem.t_end = t_ends[b];
-                    if !problem.t_end.is_finite() {
-                        return Err(HybridError::invalid_num(
-                            "t_end",
-                            problem.t_end,
-                            "must be a finite number after the start time 0",
-                        )
-                        .into());
-                    }
-                    problem.validate()?;
-                    self.scenario.model.check_run_named(
-                        self.scenario.system.param_names(),
-                        &problem.params,
-                        problem.t_end,
-                    )?;
-                }
-                Ok(problem)
-            })
-            .collect()
+            .map(row)
+            .collect::<Result<_, _>>()
+            .map(Problems::Many)
+    }
+
+    /// The run from `x0` and `params` until `t_end` when given (checked as
+    /// the scenario's `t_end` is), otherwise the solver's `t_end`.
+    fn problem(
+        &self,
+        x0: &[f64],
+        params: &[f64],
+        t_end: Option<f64>,
+    ) -> Result<Problem<'_>, ScenarioError> {
+        let mut problem = self.scenario.problem_from(x0.to_vec(), params.to_vec())?;
+        if let Some(t_end) = t_end {
+            problem.t_end = t_end;
+            if !problem.t_end.is_finite() {
+                return Err(HybridError::invalid_num(
+                    "t_end",
+                    problem.t_end,
+                    "must be a finite number after the start time 0",
+                )
+                .into());
+            }
+            problem.validate()?;
+            self.scenario.model.check_run_named(
+                self.scenario.system.param_names(),
+                &problem.params,
+                problem.t_end,
+            )?;
+        }
+        Ok(problem)
     }
 
     /// The error of a run in the command line's words.
@@ -409,7 +452,7 @@ impl SolverCore {
             };
             let runs = match kept.as_deref_mut() {
                 Some(workspace) => vec![record(&problems[0], workspace)],
-                None => pool()?.map_in(&problems, record),
+                None => pool()?.map_in(&problems[..], record),
             };
             let mut keep = Vec::with_capacity(batch);
             for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
@@ -423,7 +466,7 @@ impl SolverCore {
         count(&self.counts.runs, batch);
         let runs = match kept.as_deref_mut() {
             Some(workspace) => vec![ia_events::simulate_in(&problems[0], workspace.integrator())],
-            None => pool()?.simulate(&problems),
+            None => pool()?.simulate(&problems[..]),
         };
         for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
             let trajectory = run.map_err(|e| self.explain(problem, e))?;
@@ -534,7 +577,7 @@ impl SolverCore {
             observations: &input.observed[b * n_obs * n..(b + 1) * n_obs * n],
         };
         let options = ia_adjoint::AdjointOptions::default();
-        if let [problem] = problems.as_slice() {
+        if let [problem] = &problems[..] {
             // One item (a jitted jax.grad or jax.value_and_grad of one
             // point): its pass on this thread, without the batch's
             // bookkeeping of points below (the same passes, the same

@@ -139,7 +139,7 @@ fn batch_gradient_probe() {
     floor(&mut reference);
     let mut run_workspace = ia_events::Workspace::default();
     let primal = timed("primal", seconds, || {
-        for problem in &problems {
+        for problem in problems.iter() {
             let run = ia_events::simulate_in(problem, &mut run_workspace).unwrap();
             std::hint::black_box(run.final_state[0]);
             run_workspace.recycle(run);
