@@ -271,8 +271,8 @@ impl IterationMatrix {
         match (&mut self.sparse, self.use_sparse) {
             (Some(sparse), true) => sparse.factor(&self.jacobian, hg),
             _ => {
-                self.dense.set_iteration_matrix(self.n, &self.jacobian, hg);
-                self.dense.factor()
+                self.dense
+                    .factor_iteration_matrix(self.n, &self.jacobian, hg)
             }
         }
     }
