@@ -83,10 +83,19 @@ impl DenseLu {
 
     /// Overwrites `b` with `A^{-1} b`.
     pub fn solve(&self, b: &mut [f64]) {
+        self.solve_sized(self.n, b);
+    }
+
+    /// [`DenseLu::solve`], the order `n` (the matrix's) given by a caller
+    /// that knows it, so that the compiler can choose the order's solve
+    /// where the caller is inlined.
+    #[inline(always)]
+    pub(crate) fn solve_sized(&self, n: usize, b: &mut [f64]) {
+        debug_assert_eq!(n, self.n);
         let (a, pivots) = (&self.lu[..], &self.pivots[..]);
         // Small orders by their own unrolled copies of the loops (the
         // same operations in the same order: the same numbers).
-        match self.n {
+        match n {
             1 => solve_lu(1, a, pivots, b),
             2 => solve_lu(2, a, pivots, b),
             3 => solve_lu3(a, pivots, b),
@@ -100,6 +109,7 @@ impl DenseLu {
     /// Overwrites each `n`-long block of `v` (its length a multiple of
     /// `n`) with `A^{-1}` times it: [`DenseLu::solve`] block by block, the
     /// order dispatched once.
+    #[inline]
     pub fn solve_blocks(&self, v: &mut [f64]) {
         let (a, pivots, n) = (&self.lu[..], &self.pivots[..], self.n);
         match n {
@@ -109,6 +119,7 @@ impl DenseLu {
     }
 
     /// Overwrites `b` with `A^{-T} b`.
+    #[inline]
     pub fn solve_transpose(&self, b: &mut [f64]) {
         let (a, pivots) = (&self.lu[..], &self.pivots[..]);
         match self.n {

@@ -374,10 +374,11 @@ impl ImplicitStepper {
         for i in 1..s {
             let ti = self.t + tab.c[i] * h;
             // W_i = y + h sum_{j<i} a_ij K_j over every component.
-            self.w[..n].copy_from_slice(&self.y[..n]);
-            for (j, &a) in tab.a[i].iter().enumerate() {
+            let w = &mut self.w[..n];
+            w.copy_from_slice(&self.y[..n]);
+            for (&a, kj) in tab.a[i].iter().zip(self.k.chunks_exact(n)) {
                 if a != 0.0 {
-                    for (w, &kj) in self.w[..n].iter_mut().zip(&self.k[j * n..(j + 1) * n]) {
+                    for (w, &kj) in w.iter_mut().zip(kj) {
                         *w += h * a * kj;
                     }
                 }
@@ -387,8 +388,9 @@ impl ImplicitStepper {
             }
             self.stages[i * c..(i + 1) * c].copy_from_slice(&self.z[..c]);
             // K_i = (Y_i - W_i) / (h gamma) of the state.
-            for r in 0..c {
-                self.k[i * n + r] = (self.z[r] - self.w[r]) / hg;
+            let ki = &mut self.k[i * n..i * n + c];
+            for ((k, &z), &w) in ki.iter_mut().zip(&self.z[..c]).zip(&self.w[..c]) {
+                *k = (z - w) / hg;
             }
             if n > c {
                 // The sensitivities: (I - h gamma J(Y_i)) K = G(Y_i, W_i),
@@ -447,8 +449,9 @@ impl ImplicitStepper {
         c: usize,
     ) -> Option<bool> {
         // Predictor: the previous stage's rate.
-        for r in 0..c {
-            self.z[r] = self.w[r] + hg * self.k[(i - 1) * n + r];
+        let previous_rate = &self.k[(i - 1) * n..(i - 1) * n + c];
+        for ((z, &w), &k) in self.z[..c].iter_mut().zip(&self.w[..c]).zip(previous_rate) {
+            *z = w + hg * k;
         }
         // Carrying sensitivities (components after the closed block) or
         // asked to ([`Stepper::set_stages_to_rounding`]: the adjoint keeps
@@ -477,12 +480,13 @@ impl ImplicitStepper {
             self.stats.iterations += 1;
             rhs.eval_closed(ti, &self.z[..c], &mut self.f[..c]);
             self.counters.rhs_evaluations += 1;
-            for r in 0..c {
-                self.dz[r] = self.w[r] + hg * self.f[r] - self.z[r];
+            let (z, dz) = (&mut self.z[..c], &mut self.dz[..c]);
+            for (((dz, &w), &f), &z) in dz.iter_mut().zip(&self.w[..c]).zip(&self.f[..c]).zip(&*z) {
+                *dz = w + hg * f - z;
             }
-            self.matrix.solve(&mut self.dz[..c]);
-            for r in 0..c {
-                self.z[r] += self.dz[r];
+            self.matrix.solve_sized(c, dz);
+            for (z, &dz) in z.iter_mut().zip(&*dz) {
+                *z += dz;
             }
             if linear {
                 return (!self.z[..c].iter().all(|v| v.is_finite())).then_some(true);
