@@ -270,23 +270,32 @@ impl IterationMatrix {
     pub fn factor(&mut self, hg: f64) -> bool {
         match (&mut self.sparse, self.use_sparse) {
             (Some(sparse), true) => sparse.factor(&self.jacobian, hg),
-            _ => {
-                self.dense.set_iteration_matrix(self.n, &self.jacobian, hg);
-                self.dense.factor()
-            }
+            _ => self
+                .dense
+                .factor_iteration_matrix(self.n, &self.jacobian, hg),
         }
     }
 
     /// Overwrites `b` (`n` long) with `(I - hg J)^{-1} b`.
+    #[inline]
     pub fn solve(&mut self, b: &mut [f64]) {
+        self.solve_sized(self.n, b);
+    }
+
+    /// [`IterationMatrix::solve`] for a caller that knows the order `n`
+    /// (the closed block's), the dense solve chosen by it where the caller
+    /// is inlined.
+    #[inline(always)]
+    pub(crate) fn solve_sized(&mut self, n: usize, b: &mut [f64]) {
         match (&mut self.sparse, self.use_sparse) {
             (Some(sparse), true) => sparse.solve(b, false),
-            _ => self.dense.solve(b),
+            _ => self.dense.solve_sized(n, b),
         }
     }
 
     /// Overwrites each `n`-long block of `v` (the state's, then each
     /// sensitivity column's) with `(I - hg J)^{-1}` times it.
+    #[inline]
     pub fn solve_blocks(&mut self, v: &mut [f64]) {
         match (&mut self.sparse, self.use_sparse) {
             (Some(sparse), true) => v
@@ -297,6 +306,7 @@ impl IterationMatrix {
     }
 
     /// Overwrites `b` (`n` long) with `(I - hg J)^{-T} b`.
+    #[inline]
     pub fn solve_transpose(&mut self, b: &mut [f64]) {
         match (&mut self.sparse, self.use_sparse) {
             (Some(sparse), true) => sparse.solve(b, true),

@@ -35,58 +35,67 @@ impl DenseLu {
         self.n = n;
         self.lu.resize(n * n, 0.0);
         self.pivots.resize(n, 0);
-        for (m, &j) in self.lu.iter_mut().zip(&jacobian[..n * n]) {
-            *m = -hg * j;
+        set_iteration_matrix(n, &mut self.lu, jacobian, hg);
+    }
+
+    /// [`DenseLu::set_iteration_matrix`] and [`DenseLu::factor`] in one
+    /// call, small orders dispatched once: the same numbers.
+    pub fn factor_iteration_matrix(&mut self, n: usize, jacobian: &[f64], hg: f64) -> bool {
+        self.n = n;
+        self.lu.resize(n * n, 0.0);
+        self.pivots.resize(n, 0);
+        let (a, pivots) = (&mut self.lu[..], &mut self.pivots[..]);
+        #[inline(always)]
+        fn set_and_factor(
+            n: usize,
+            a: &mut [f64],
+            pivots: &mut [usize],
+            jacobian: &[f64],
+            hg: f64,
+        ) -> bool {
+            set_iteration_matrix(n, a, jacobian, hg);
+            factor_lu(n, a, pivots)
         }
-        for i in 0..n {
-            self.lu[i * n + i] += 1.0;
+        match n {
+            1 => set_and_factor(1, a, pivots, jacobian, hg),
+            2 => set_and_factor(2, a, pivots, jacobian, hg),
+            3 => set_and_factor(3, a, pivots, jacobian, hg),
+            4 => set_and_factor(4, a, pivots, jacobian, hg),
+            n => set_and_factor(n, a, pivots, jacobian, hg),
         }
     }
 
     /// Factorises the matrix set last; false when it is singular (or not
     /// finite), and the solves must not be used.
     pub fn factor(&mut self) -> bool {
-        let n = self.n;
-        let a = &mut self.lu;
-        for k in 0..n {
-            let (mut p, mut best) = (k, a[k * n + k].abs());
-            for r in k + 1..n {
-                let v = a[k * n + r].abs();
-                if v > best {
-                    (p, best) = (r, v);
-                }
-            }
-            if !(best > 0.0 && best.is_finite()) {
-                return false;
-            }
-            self.pivots[k] = p;
-            if p != k {
-                for c in 0..n {
-                    a.swap(c * n + k, c * n + p);
-                }
-            }
-            let pivot = a[k * n + k];
-            for r in k + 1..n {
-                a[k * n + r] /= pivot;
-            }
-            for c in k + 1..n {
-                let akc = a[c * n + k];
-                if akc != 0.0 {
-                    for r in k + 1..n {
-                        a[c * n + r] -= a[k * n + r] * akc;
-                    }
-                }
-            }
+        let (a, pivots) = (&mut self.lu[..], &mut self.pivots[..]);
+        // Small orders by their own copies of the loops, unrolled by the
+        // compiler (the same operations in the same order: the same
+        // numbers), as the solves below.
+        match self.n {
+            1 => factor_lu(1, a, pivots),
+            2 => factor_lu(2, a, pivots),
+            3 => factor_lu(3, a, pivots),
+            4 => factor_lu(4, a, pivots),
+            n => factor_lu(n, a, pivots),
         }
-        true
     }
 
     /// Overwrites `b` with `A^{-1} b`.
     pub fn solve(&self, b: &mut [f64]) {
+        self.solve_sized(self.n, b);
+    }
+
+    /// [`DenseLu::solve`], the order `n` (the matrix's) given by a caller
+    /// that knows it, so that the compiler can choose the order's solve
+    /// where the caller is inlined.
+    #[inline(always)]
+    pub(crate) fn solve_sized(&self, n: usize, b: &mut [f64]) {
+        debug_assert_eq!(n, self.n);
         let (a, pivots) = (&self.lu[..], &self.pivots[..]);
         // Small orders by their own unrolled copies of the loops (the
         // same operations in the same order: the same numbers).
-        match self.n {
+        match n {
             1 => solve_lu(1, a, pivots, b),
             2 => solve_lu(2, a, pivots, b),
             3 => solve_lu3(a, pivots, b),
@@ -100,6 +109,7 @@ impl DenseLu {
     /// Overwrites each `n`-long block of `v` (its length a multiple of
     /// `n`) with `A^{-1}` times it: [`DenseLu::solve`] block by block, the
     /// order dispatched once.
+    #[inline]
     pub fn solve_blocks(&self, v: &mut [f64]) {
         let (a, pivots, n) = (&self.lu[..], &self.pivots[..], self.n);
         match n {
@@ -109,6 +119,7 @@ impl DenseLu {
     }
 
     /// Overwrites `b` with `A^{-T} b`.
+    #[inline]
     pub fn solve_transpose(&self, b: &mut [f64]) {
         let (a, pivots) = (&self.lu[..], &self.pivots[..]);
         match self.n {
@@ -121,6 +132,56 @@ impl DenseLu {
             n => solve_lu_transpose(n, a, pivots, b),
         }
     }
+}
+
+/// `a <- I - hg J` of order `n`, `J` column-major.
+#[inline(always)]
+fn set_iteration_matrix(n: usize, a: &mut [f64], jacobian: &[f64], hg: f64) {
+    let a = &mut a[..n * n];
+    for (m, &j) in a.iter_mut().zip(&jacobian[..n * n]) {
+        *m = -hg * j;
+    }
+    for i in 0..n {
+        a[i * n + i] += 1.0;
+    }
+}
+
+/// `P A = L U` of the order-`n` matrix `a` (column-major) in place, the
+/// row exchanges into `pivots`; false when a pivot is zero or not finite.
+#[inline(always)]
+fn factor_lu(n: usize, a: &mut [f64], pivots: &mut [usize]) -> bool {
+    let (a, pivots) = (&mut a[..n * n], &mut pivots[..n]);
+    for k in 0..n {
+        let (mut p, mut best) = (k, a[k * n + k].abs());
+        for r in k + 1..n {
+            let v = a[k * n + r].abs();
+            if v > best {
+                (p, best) = (r, v);
+            }
+        }
+        if !(best > 0.0 && best.is_finite()) {
+            return false;
+        }
+        pivots[k] = p;
+        if p != k {
+            for c in 0..n {
+                a.swap(c * n + k, c * n + p);
+            }
+        }
+        let pivot = a[k * n + k];
+        for r in k + 1..n {
+            a[k * n + r] /= pivot;
+        }
+        for c in k + 1..n {
+            let akc = a[c * n + k];
+            if akc != 0.0 {
+                for r in k + 1..n {
+                    a[c * n + r] -= a[k * n + r] * akc;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// `b <- A^{-1} b` from `P A = L U` of order `n` (`a` column-major, `L`

@@ -329,7 +329,22 @@ impl ImplicitStepper {
     /// One attempt of a step of size `h` from `(t, y)` into `y_new`, the
     /// rates into `k` (block 0 must hold `F(t, y)`).
     fn attempt(&mut self, rhs: &mut dyn OdeRhs, h: f64) -> Attempt {
-        let (n, c) = (self.dim, self.closed);
+        // Small closed systems by their own copies of the stage arithmetic,
+        // the sizes known to the compiler (its loops unrolled, no calls to
+        // copy a few floats): the same operations in the same order, so the
+        // same numbers.
+        match (self.dim, self.closed) {
+            (1, 1) => self.attempt_sized(rhs, h, 1, 1),
+            (2, 2) => self.attempt_sized(rhs, h, 2, 2),
+            (3, 3) => self.attempt_sized(rhs, h, 3, 3),
+            (4, 4) => self.attempt_sized(rhs, h, 4, 4),
+            (n, c) => self.attempt_sized(rhs, h, n, c),
+        }
+    }
+
+    /// [`ImplicitStepper::attempt`] for `dim = n` and `closed = c`.
+    #[inline(always)]
+    fn attempt_sized(&mut self, rhs: &mut dyn OdeRhs, h: f64, n: usize, c: usize) -> Attempt {
         let tab = self.tableau;
         let hg = h * tab.gamma;
         // A Jacobian declared constant is evaluated once a segment (a
@@ -359,21 +374,23 @@ impl ImplicitStepper {
         for i in 1..s {
             let ti = self.t + tab.c[i] * h;
             // W_i = y + h sum_{j<i} a_ij K_j over every component.
-            self.w.copy_from_slice(&self.y);
-            for (j, &a) in tab.a[i].iter().enumerate() {
+            let w = &mut self.w[..n];
+            w.copy_from_slice(&self.y[..n]);
+            for (&a, kj) in tab.a[i].iter().zip(self.k.chunks_exact(n)) {
                 if a != 0.0 {
-                    for (w, &kj) in self.w.iter_mut().zip(&self.k[j * n..(j + 1) * n]) {
+                    for (w, &kj) in w.iter_mut().zip(kj) {
                         *w += h * a * kj;
                     }
                 }
             }
-            if let Some(failed) = self.newton(rhs, i, ti, hg) {
+            if let Some(failed) = self.newton(rhs, (i, ti, hg), n, c) {
                 return Attempt::NewtonFailed(failed);
             }
             self.stages[i * c..(i + 1) * c].copy_from_slice(&self.z[..c]);
             // K_i = (Y_i - W_i) / (h gamma) of the state.
-            for r in 0..c {
-                self.k[i * n + r] = (self.z[r] - self.w[r]) / hg;
+            let ki = &mut self.k[i * n..i * n + c];
+            for ((k, &z), &w) in ki.iter_mut().zip(&self.z[..c]).zip(&self.w[..c]) {
+                *k = (z - w) / hg;
             }
             if n > c {
                 // The sensitivities: (I - h gamma J(Y_i)) K = G(Y_i, W_i),
@@ -421,13 +438,20 @@ impl ImplicitStepper {
 
     /// Simplified Newton on stage `i` at time `ti` with `h gamma = hg` (its
     /// `W_i` in `self.w`; the factorised matrix may be of a nearby `hg`),
-    /// the state block into `self.z`; `None` when converged, else whether a
-    /// non-finite value stopped it.
-    fn newton(&mut self, rhs: &mut dyn OdeRhs, i: usize, ti: f64, hg: f64) -> Option<bool> {
-        let (n, c) = (self.dim, self.closed);
+    /// the state block into `self.z`, for `dim = n` and `closed = c`;
+    /// `None` when converged, else whether a non-finite value stopped it.
+    #[inline(always)]
+    fn newton(
+        &mut self,
+        rhs: &mut dyn OdeRhs,
+        (i, ti, hg): (usize, f64, f64),
+        n: usize,
+        c: usize,
+    ) -> Option<bool> {
         // Predictor: the previous stage's rate.
-        for r in 0..c {
-            self.z[r] = self.w[r] + hg * self.k[(i - 1) * n + r];
+        let previous_rate = &self.k[(i - 1) * n..(i - 1) * n + c];
+        for ((z, &w), &k) in self.z[..c].iter_mut().zip(&self.w[..c]).zip(previous_rate) {
+            *z = w + hg * k;
         }
         // Carrying sensitivities (components after the closed block) or
         // asked to ([`Stepper::set_stages_to_rounding`]: the adjoint keeps
@@ -456,12 +480,13 @@ impl ImplicitStepper {
             self.stats.iterations += 1;
             rhs.eval_closed(ti, &self.z[..c], &mut self.f[..c]);
             self.counters.rhs_evaluations += 1;
-            for r in 0..c {
-                self.dz[r] = self.w[r] + hg * self.f[r] - self.z[r];
+            let (z, dz) = (&mut self.z[..c], &mut self.dz[..c]);
+            for (((dz, &w), &f), &z) in dz.iter_mut().zip(&self.w[..c]).zip(&self.f[..c]).zip(&*z) {
+                *dz = w + hg * f - z;
             }
-            self.matrix.solve(&mut self.dz[..c]);
-            for r in 0..c {
-                self.z[r] += self.dz[r];
+            self.matrix.solve_sized(c, dz);
+            for (z, &dz) in z.iter_mut().zip(&*dz) {
+                *z += dz;
             }
             if linear {
                 return (!self.z[..c].iter().all(|v| v.is_finite())).then_some(true);
@@ -523,16 +548,28 @@ impl ImplicitStepper {
     /// after it ([`controlled_norm`]) when `apart`, one RMS norm over them
     /// otherwise (see [`ImplicitStepper::COLUMNS_APART`]).
     fn error_norm(&mut self, h: f64, controlled: usize, apart: bool) -> f64 {
-        let n = self.dim;
-        self.err.iter_mut().for_each(|e| *e = 0.0);
+        // Small systems sized for the compiler, as [`ImplicitStepper::attempt`].
+        match self.dim {
+            1 => self.error_norm_sized(h, controlled, apart, 1),
+            2 => self.error_norm_sized(h, controlled, apart, 2),
+            3 => self.error_norm_sized(h, controlled, apart, 3),
+            4 => self.error_norm_sized(h, controlled, apart, 4),
+            n => self.error_norm_sized(h, controlled, apart, n),
+        }
+    }
+
+    /// [`ImplicitStepper::error_norm`] for `dim = n`.
+    #[inline(always)]
+    fn error_norm_sized(&mut self, h: f64, controlled: usize, apart: bool, n: usize) -> f64 {
+        self.err[..n].iter_mut().for_each(|e| *e = 0.0);
         for (j, &e) in self.tableau.error.iter().enumerate() {
             if e != 0.0 {
-                for (acc, &kj) in self.err.iter_mut().zip(&self.k[j * n..(j + 1) * n]) {
+                for (acc, &kj) in self.err[..n].iter_mut().zip(&self.k[j * n..(j + 1) * n]) {
                     *acc += h * e * kj;
                 }
             }
         }
-        self.matrix.solve_blocks(&mut self.err);
+        self.matrix.solve_blocks(&mut self.err[..n]);
         let norm = |range: std::ops::Range<usize>| {
             let count = range.len().max(1) as f64;
             let sum: f64 = range
