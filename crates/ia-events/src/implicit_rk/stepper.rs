@@ -522,7 +522,7 @@ impl ImplicitStepper {
     /// of the RMS norms of the closed block and of each controlled column
     /// after it ([`controlled_norm`]) when `apart`, one RMS norm over them
     /// otherwise (see [`ImplicitStepper::COLUMNS_APART`]).
-    fn error_norm(&mut self, h: f64, controlled: usize, apart: bool) -> f64 {
+    fn error_norm(&mut self, h: f64, controlled: usize, apart: (bool, f64)) -> f64 {
         let n = self.dim;
         self.err.iter_mut().for_each(|e| *e = 0.0);
         for (j, &e) in self.tableau.error.iter().enumerate() {
@@ -668,7 +668,10 @@ impl Stepper for ImplicitStepper {
             self.segment_start = false;
         }
         let controlled = rhs.controlled_dim().min(n);
-        let apart = Self::COLUMNS_APART || rhs.controlled_apart();
+        let apart = (
+            Self::COLUMNS_APART || rhs.controlled_apart(),
+            rhs.controlled_weight(),
+        );
         let order = self.tableau.error_order();
         let mut rejected_last = false;
         loop {
