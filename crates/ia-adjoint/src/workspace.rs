@@ -26,7 +26,7 @@
 
 use crate::adjoint::BackwardBuffers;
 use crate::forward::ForwardSensitivity;
-use crate::probe::{probes_for, Probed, Probes};
+use crate::probe::{probe_weight, probes_for, Probed, Probes};
 use crate::results::{Gradient, Sensitivities};
 use crate::tape::AdjointOptions;
 use crate::tape::Tape;
@@ -178,6 +178,7 @@ impl Workspace {
             Some(kept) => kept.renew(problem.system, count),
             None => Probes::new(problem.system, count),
         };
+        probes.weigh(probe_weight(problem));
         let mut probed = Probed {
             probes: &mut probes,
             inner: extra,

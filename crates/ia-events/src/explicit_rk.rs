@@ -260,13 +260,15 @@ impl RkStepper {
     ///
     /// With the components kept apart ([`OdeRhs::controlled_apart`]), the
     /// largest of the norms over the closed components and over each
-    /// column after them ([`controlled_norm`], [`controlled_blocks`]).
+    /// column after them, the columns' times the weight
+    /// ([`OdeRhs::controlled_weight`], [`controlled_norm`],
+    /// [`controlled_blocks`]).
     fn error_norm(
         &mut self,
         h: f64,
         (rtol, atol): (f64, f64),
         (closed, controlled): (usize, usize),
-        apart: bool,
+        (apart, weight): (bool, f64),
     ) -> f64 {
         match self.tableau.error {
             Some(ErrorEstimate::Embedded(weights)) => {
@@ -278,7 +280,7 @@ impl RkStepper {
                     },
                     closed,
                     controlled,
-                    apart,
+                    (apart, weight),
                 )
             }
             Some(ErrorEstimate::Corrected { fifth, third }) => {
@@ -294,6 +296,7 @@ impl RkStepper {
                     let denominator = fifth_sum + 0.01 * third_sum;
                     let denominator = if denominator > 0.0 { denominator } else { 1.0 };
                     let norm = h.abs() * fifth_sum / (count * denominator).sqrt();
+                    let norm = if range.start > 0 { weight * norm } else { norm };
                     if !norm.is_finite() {
                         return norm;
                     }
@@ -584,7 +587,7 @@ impl Stepper for RkStepper {
                 }
                 let controlled = rhs.controlled_dim().min(self.dim);
                 let closed = rhs.closed_dim().min(controlled);
-                let apart = rhs.controlled_apart();
+                let apart = (rhs.controlled_apart(), rhs.controlled_weight());
                 let mut rejected_last = false;
                 loop {
                     let proposal = self.h_next.min(max_step);

@@ -27,6 +27,15 @@ pub trait OdeRhs {
     fn controlled_apart(&self) -> bool {
         false
     }
+    /// The factor on the norm of each column after the closed components
+    /// when they are normed apart ([`OdeRhs::controlled_apart`]): the error
+    /// estimate of such a column counts this many times over, so it is
+    /// held to the tolerance divided by it. 1 unless the right-hand side
+    /// says otherwise (derivative probes ask for a safety factor:
+    /// [`crate::ExtraState::controlled_weight`]).
+    fn controlled_weight(&self) -> f64 {
+        1.0
+    }
     /// Writes `F(t, y)` into `dydt`.
     fn eval(&mut self, t: f64, y: &[f64], dydt: &mut [f64]);
     /// How many leading components form a system of their own: their rates
@@ -258,14 +267,15 @@ pub(crate) fn controlled_blocks(
 /// `norm(range)`, the scaled RMS norm over `range`: that norm over all of
 /// them, or, `apart` ([`OdeRhs::controlled_apart`]), the largest of the
 /// norms of the state and of each column after it ([`controlled_blocks`]),
-/// as CVODES norms its sensitivities: every column's error then follows
-/// the tolerance, rather than their root mean square. A non-finite block
-/// norm is returned as it is.
+/// each column's times `weight` ([`OdeRhs::controlled_weight`]), as CVODES
+/// norms its sensitivities: every column's error then follows the
+/// tolerance, rather than their root mean square. A non-finite block norm
+/// is returned as it is.
 pub(crate) fn controlled_norm(
     mut norm: impl FnMut(std::ops::Range<usize>) -> f64,
     closed: usize,
     controlled: usize,
-    apart: bool,
+    (apart, weight): (bool, f64),
 ) -> f64 {
     if !apart || closed >= controlled {
         // One block (every step of a plain run): no loop.
@@ -273,7 +283,9 @@ pub(crate) fn controlled_norm(
     }
     let mut largest = 0.0f64;
     for block in controlled_blocks(closed, controlled, apart) {
+        let column = block.start > 0;
         let value = norm(block);
+        let value = if column { weight * value } else { value };
         if !value.is_finite() {
             return value;
         }

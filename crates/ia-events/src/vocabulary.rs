@@ -297,6 +297,14 @@ pub trait ExtraState {
     fn controlled_apart(&self) -> bool {
         false
     }
+    /// The factor on the error norm of each controlled column after the
+    /// state when they are normed apart ([`ExtraState::controlled_apart`]):
+    /// a column's error is held to the tolerance divided by it. 1 unless
+    /// the extra state says otherwise (derivative probes: a safety factor
+    /// on a random projection; see [`crate::OdeRhs::controlled_weight`]).
+    fn controlled_weight(&self) -> f64 {
+        1.0
+    }
     /// Writes the extra components' initial values.
     fn initial(&mut self, run: RunContext<'_>, extra: &mut [f64]);
     /// Writes the extra components' rate in mode `mode` at `(t, x)`.

@@ -199,12 +199,46 @@ const ROUNDING_AMPLIFIED: f64 = 4.0;
 /// (see [`heated_rod_adjoint_against_forward_on_the_same_steps`]).
 const STABILITY_HELD: &[&str] = &["heated_rod"];
 
+/// A run's derivative error: the larger of its final Jacobian's and its
+/// event-time gradients' (normwise relative, against the reference).
+fn derivative_error(e: &Errors) -> f64 {
+    e.jacobian.max(e.time_gradients)
+}
+
+/// The (problem, method) pairs whose adjoint is not within the forward
+/// pass's accuracy at [`TOL`], issue 28 item 5's open gap, all explicit:
+/// their steps are held by stability on these problems, so that the error
+/// of either pass is set by where a few steps near the events fall and by
+/// the rounding those steps amplify (the heated rod), not by the
+/// tolerance: the forward pass's error is not monotone in the tolerance
+/// (DOP853 on the slowly switching relay: 4.3e-9 at 1e-8, 4.6e-8 at
+/// 1e-9). Measured at [`TOL`] (forward / adjoint, normwise, the larger of
+/// Jacobian and event-time gradients): slowly switching relay DOPRI5
+/// 4.8e-10 / 1.1e-8, drug DOP853 2.5e-11 / 3.1e-10, relay DOP853 1.9e-11 /
+/// 2.7e-11, heated rod DOPRI5 1.3e-9 / 1.1e-8 (its steps amplify rounding
+/// 2e7-fold: [`heated_rod_adjoint_against_forward_on_the_same_steps`]).
+/// Two to eight probes, Rademacher directions, a safety factor up to 10
+/// on the probes' norm (`ia_adjoint::PROBE_SAFETY`, which the implicit
+/// methods take) and probes normed against the state's weights were
+/// measured (`ia-benches`'s `probe_accuracy` example): none put every
+/// explicit case within the forward pass's accuracy for every seed of the
+/// directions, and the safety factor moved DOP853's adjoint on the heated
+/// rod from 5.0e-10 to 4.7e-8, past [`ADJOINT_TOL`].
+const KNOWN_GAPS: &[(&str, &str)] = &[
+    ("relay_slow", "dopri5"),
+    ("drug", "dop853"),
+    ("relay", "dop853"),
+    ("heated_rod", "dopri5"),
+];
+
 /// Runs `name` with every method, forward and adjoint, and checks each
 /// against the reference: state and event times within `STATE_TOL`, the
 /// forward pass's derivatives within `FORWARD_TOL` and the adjoint's within
 /// `ADJOINT_TOL` (normwise relative), and the adjoint against the forward
 /// pass on its steps within [`SAME_STEPS_TOL`] (rounding amplified by the
-/// steps, for the problems in [`STABILITY_HELD`]).
+/// steps, for the problems in [`STABILITY_HELD`]), and the adjoint's
+/// derivative error ([`derivative_error`]) at most the forward pass's but
+/// for the [`KNOWN_GAPS`] (issue 28, item 5).
 ///
 /// The forward pass's error control sees its sensitivities; the adjoint's
 /// taped run sees the state and the derivative probes (pseudo-random
@@ -237,7 +271,7 @@ fn check_piecewise_linear_with(name: &str, methods: &[(&str, MethodAt)]) {
     let mut failures = Vec::new();
     for &(method, solver) in methods {
         let problem = reference_problem(&system, &model, &reference, solver(TOL));
-        let mut adjoint = None;
+        let (mut forward, mut adjoint) = (None, None);
         for sensitivity in [Method::Forward, Method::Adjoint] {
             let run = jacobian(&problem, sensitivity).unwrap();
             let e = errors(&run, &model, &reference);
@@ -252,13 +286,25 @@ fn check_piecewise_linear_with(name: &str, methods: &[(&str, MethodAt)]) {
             if e.jacobian > derivative_tol || e.time_gradients > derivative_tol {
                 failures.push(format!("{method} {sensitivity:?}: {e:?}"));
             }
-            if sensitivity == Method::Adjoint {
-                adjoint = Some(run);
+            match sensitivity {
+                Method::Adjoint => adjoint = Some((run, e)),
+                _ => forward = Some(e),
             }
+        }
+        // Issue 28, item 5: the adjoint within the forward pass's accuracy.
+        let (adjoint, adjoint_errors) = adjoint.unwrap();
+        let (f, a) = (
+            derivative_error(&forward.unwrap()),
+            derivative_error(&adjoint_errors),
+        );
+        if a > f && !KNOWN_GAPS.contains(&(name, method)) {
+            failures.push(format!(
+                "{method}: adjoint {a:e} above the forward pass's {f:e}"
+            ));
         }
         // Forward on the adjoint's steps: its exact transpose, so the two
         // agree to rounding (issue 28's target: 1e-10 relative).
-        let transposed = same_steps_gap(&problem, &adjoint.unwrap());
+        let transposed = same_steps_gap(&problem, &adjoint);
         println!("{name} {method}: adjoint against forward on its steps {transposed:e}");
         let stability_held = STABILITY_HELD.contains(&name) && problem.solver.tableau().is_some();
         let same_steps_tol = if stability_held {
@@ -333,9 +379,10 @@ fn slowly_switching_relay_at_the_issues_tolerance() {
     // references.py); the forward pass on the adjoint's steps is its exact
     // transpose. Measured (normwise, forward / adjoint, largest of state,
     // times, Jacobian and time gradients; adjoint against forward on its
-    // steps): Kvaerno 3(2) 1.1e-7 / 1.3e-7, 1.0e-14; Kvaerno 5(4) 3.6e-7 /
-    // 2.9e-7, 4.2e-15; DOPRI5 1.4e-7 / 1.1e-6, 2.2e-14; TR-BDF2 (same
-    // steps only) 1.3e-14.
+    // steps): Kvaerno 3(2) 1.1e-7 / 6.5e-8, 8.9e-15; Kvaerno 5(4) 3.6e-7 /
+    // 1.5e-7, 4.8e-15 (the implicit probes held to half the tolerance,
+    // `ia_adjoint::PROBE_SAFETY`); DOPRI5 1.4e-7 / 1.1e-6, 3.2e-14;
+    // TR-BDF2 (same steps only) 5.7e-15.
     const ISSUE_TOL: f64 = 1e-8;
     const ISSUE_BOUND: f64 = 1e-5;
     let (model, reference) = problem_files("relay_slow");
@@ -655,46 +702,48 @@ fn kvaerno3(tol: f64) -> SolverChoice {
 #[test]
 fn low_order_implicit_methods_adjoint_within_the_forward_passs_accuracy() {
     // Reference: the mpmath matrix-exponential references of
-    // references/stiff/. TR-BDF2 and Kvaerno 3(2) at 1e-7 (their orders, 2
-    // and 3, would take tens of thousands of steps at TOL): their adjoints,
-    // with the default derivative probes (two for the implicit methods,
-    // `ia_adjoint::IMPLICIT_PROBES`), are within the forward pass's
-    // accuracy (normwise, measured: forward / adjoint / adjoint without the
-    // probes): drug TR-BDF2 1.3e-5 / 8.2e-6 / 2.5e-5, drug Kvaerno 3(2)
-    // 3.2e-8 / 1.6e-8 / 8.7e-8, relay TR-BDF2 3.7e-5 / 2.7e-5 / 6.9e-5,
-    // relay Kvaerno 3(2) 1.7e-7 / 1.1e-7 / 4.6e-7. (The forward pass norms
-    // each sensitivity column apart; with one probe the relay's adjoints
-    // were 4.2e-5 and 2.2e-7, above the forward pass's.)
-    let cases: &[(&str, &str, MethodAt)] = &[
-        ("drug", "trbdf2", trbdf2),
-        ("drug", "kvaerno3", kvaerno3),
-        ("relay", "trbdf2", trbdf2),
-        ("relay", "kvaerno3", kvaerno3),
+    // references/stiff/ (references.py). Issue 28, item 5: every method's
+    // adjoint within the forward pass's accuracy (normwise, the larger of
+    // the final Jacobian's and the event-time gradients' errors), here for
+    // the cases `check_piecewise_linear` does not run: TR-BDF2 and Kvaerno
+    // 3(2) at 1e-7 on every problem (their orders, 2 and 3, would take
+    // tens of thousands of steps at TOL), and DOP853 on the slowly
+    // switching relay at TOL (its forward pass is above FORWARD_TOL there).
+    // The implicit methods' taped runs carry two probes
+    // (`ia_adjoint::IMPLICIT_PROBES`), each held to half the tolerance
+    // (`ia_adjoint::PROBE_SAFETY`). Measured (forward / adjoint): drug
+    // TR-BDF2 1.7e-5 / 6.7e-6, Kvaerno 3(2) 1.3e-7 / 3.2e-8; Kelvin-Voigt
+    // ball 2.8e-6 / 2.0e-6 and 5.1e-8 / 3.2e-8; relay 3.7e-5 / 1.7e-5 and
+    // 1.7e-7 / 5.5e-8; slowly switching relay 1.8e-4 / 1.2e-4 and 1.1e-6 /
+    // 6.4e-7 (without the safety factor 1.9e-4 and 1.3e-6, above the
+    // forward pass); DOP853 there 1.7e-8 / 1.0e-8.
+    let cases: &[(&str, &str, MethodAt, f64)] = &[
+        ("drug", "trbdf2", trbdf2, 1e-7),
+        ("drug", "kvaerno3", kvaerno3, 1e-7),
+        ("ball_kelvin_voigt", "trbdf2", trbdf2, 1e-7),
+        ("ball_kelvin_voigt", "kvaerno3", kvaerno3, 1e-7),
+        ("relay", "trbdf2", trbdf2, 1e-7),
+        ("relay", "kvaerno3", kvaerno3, 1e-7),
+        ("relay_slow", "trbdf2", trbdf2, 1e-7),
+        ("relay_slow", "kvaerno3", kvaerno3, 1e-7),
+        ("relay_slow", "dop853", dop853, TOL),
     ];
-    // Not the slowly switching relay (relay_slow.json): there the adjoints
-    // are a little less accurate than the forward pass (measured at 1e-7:
-    // TR-BDF2 1.86e-4 against 1.82e-4, Kvaerno 3(2) 1.27e-6 against
-    // 1.08e-6), a gap of issue 28's item 5 left open; its same-steps and
-    // reference checks are in `slowly_switching_relay_at_the_issues_tolerance`.
     let mut failures = Vec::new();
-    for &(name, method, solver) in cases {
+    for &(name, method, solver, tol) in cases {
         let (model, reference) = problem_files(name);
         let system = model.system();
-        let problem = |probes| {
-            reference_problem(&system, &model, &reference, solver(1e-7))
-                .with_derivative_probes(probes)
-        };
-        let error = |probes, sensitivity| {
-            let run = jacobian(&problem(probes), sensitivity).unwrap();
+        let problem = reference_problem(&system, &model, &reference, solver(tol));
+        let error = |sensitivity| {
+            let run = jacobian(&problem, sensitivity).unwrap();
             (
-                errors(&run, &model, &reference).jacobian,
+                derivative_error(&errors(&run, &model, &reference)),
                 run.trajectory.stats.steps,
             )
         };
-        let (forward, forward_steps) = error(None, Method::Forward);
-        let (adjoint, taped_steps) = error(None, Method::Adjoint);
+        let (forward, forward_steps) = error(Method::Forward);
+        let (adjoint, taped_steps) = error(Method::Adjoint);
         println!(
-            "{name} {method}: forward {forward:e} ({forward_steps} steps), adjoint {adjoint:e} ({taped_steps} steps)"
+            "{name} {method} at {tol:e}: forward {forward:e} ({forward_steps} steps), adjoint {adjoint:e} ({taped_steps} steps)"
         );
         if adjoint > forward {
             failures.push(format!(

@@ -547,7 +547,7 @@ impl ImplicitStepper {
     /// of the RMS norms of the closed block and of each controlled column
     /// after it ([`controlled_norm`]) when `apart`, one RMS norm over them
     /// otherwise (see [`ImplicitStepper::COLUMNS_APART`]).
-    fn error_norm(&mut self, h: f64, controlled: usize, apart: bool) -> f64 {
+    fn error_norm(&mut self, h: f64, controlled: usize, apart: (bool, f64)) -> f64 {
         // Small systems sized for the compiler, as [`ImplicitStepper::attempt`].
         match self.dim {
             1 => self.error_norm_sized(h, controlled, apart, 1),
@@ -560,7 +560,7 @@ impl ImplicitStepper {
 
     /// [`ImplicitStepper::error_norm`] for `dim = n`.
     #[inline(always)]
-    fn error_norm_sized(&mut self, h: f64, controlled: usize, apart: bool, n: usize) -> f64 {
+    fn error_norm_sized(&mut self, h: f64, controlled: usize, apart: (bool, f64), n: usize) -> f64 {
         self.err[..n].iter_mut().for_each(|e| *e = 0.0);
         for (j, &e) in self.tableau.error.iter().enumerate() {
             if e != 0.0 {
@@ -705,7 +705,10 @@ impl Stepper for ImplicitStepper {
             self.segment_start = false;
         }
         let controlled = rhs.controlled_dim().min(n);
-        let apart = Self::COLUMNS_APART || rhs.controlled_apart();
+        let apart = (
+            Self::COLUMNS_APART || rhs.controlled_apart(),
+            rhs.controlled_weight(),
+        );
         let order = self.tableau.error_order();
         let mut rejected_last = false;
         loop {

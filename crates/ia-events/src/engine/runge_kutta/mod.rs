@@ -88,6 +88,10 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
         self.extra.controlled_apart()
     }
 
+    fn controlled_weight(&self) -> f64 {
+        self.extra.controlled_weight()
+    }
+
     fn eval_closed(&mut self, t: f64, x: &[f64], dx: &mut [f64]) {
         self.system.modes()[self.mode]
             .flow

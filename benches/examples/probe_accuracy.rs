@@ -1,0 +1,215 @@
+//! The adjoint's accuracy against the forward pass's (issue 28, item 5):
+//! for each stiff problem of `crates/ia-verify/references/stiff/`, each
+//! adaptive method and each tolerance, the normwise relative error
+//! (`max |a - b| / max |b|`, as `crates/ia-verify/tests/stiff.rs`) of the
+//! forward pass's and the adjoint's final Jacobians and event-time
+//! gradients against the problem's mpmath reference
+//! (`<stem>.reference.json`, computed by `references.py`), with the steps
+//! each took.
+//!
+//! ```text
+//! cargo run --release -p ia-benches --example probe_accuracy -- drug dopri5 1e-8 1e-10
+//! cargo run --release -p ia-benches --example probe_accuracy -- all all 1e-6 1e-10
+//! ```
+//!
+//! Arguments: the problem (`drug`, `ball_kelvin_voigt`, `relay`,
+//! `relay_slow`, `heated_rod` or `all`), the method (`dopri5`, `dop853`,
+//! `trbdf2`, `kvaerno3`, `kvaerno5` or `all`), the loosest and the
+//! tightest tolerance (rtol = atol, by decades; default 1e-6 to 1e-10),
+//! and optionally the number of derivative probes (default: the automatic
+//! choice). Prints one line a case: `ok` where the adjoint's error is at
+//! most the forward pass's (the larger of the Jacobian's and the
+//! event-time gradients' errors), `OVER` where not. With `PA_COLUMNS` set
+//! in the environment, each run's Jacobian error by column (normwise, over
+//! the largest reference entry) and the column's largest entry.
+
+use ia_adjoint::{jacobian, Method, Sensitivities};
+use ia_equations::EquationModel;
+use ia_events::{Problem, SolverChoice};
+use ia_models::Model;
+use serde_json::Value;
+
+/// The problems by stem: the equation model and its mpmath reference.
+const PROBLEMS: &[(&str, &str, &str)] = &[
+    (
+        "drug",
+        include_str!("../../crates/ia-verify/references/stiff/drug.json"),
+        include_str!("../../crates/ia-verify/references/stiff/drug.reference.json"),
+    ),
+    (
+        "ball_kelvin_voigt",
+        include_str!("../../crates/ia-verify/references/stiff/ball_kelvin_voigt.json"),
+        include_str!("../../crates/ia-verify/references/stiff/ball_kelvin_voigt.reference.json"),
+    ),
+    (
+        "relay",
+        include_str!("../../crates/ia-verify/references/stiff/relay.json"),
+        include_str!("../../crates/ia-verify/references/stiff/relay.reference.json"),
+    ),
+    (
+        "relay_slow",
+        include_str!("../../crates/ia-verify/references/stiff/relay_slow.json"),
+        include_str!("../../crates/ia-verify/references/stiff/relay_slow.reference.json"),
+    ),
+    (
+        "heated_rod",
+        include_str!("../../crates/ia-verify/references/stiff/heated_rod.json"),
+        include_str!("../../crates/ia-verify/references/stiff/heated_rod.reference.json"),
+    ),
+];
+
+const METHODS: &[&str] = &["dopri5", "dop853", "trbdf2", "kvaerno3", "kvaerno5"];
+
+fn solver(method: &str, tol: f64) -> SolverChoice {
+    let (rtol, atol, max_step) = (tol, tol, None);
+    match method {
+        "dopri5" => SolverChoice::dopri5(tol),
+        "dop853" => SolverChoice::Dop853 {
+            rtol,
+            atol,
+            max_step,
+        },
+        "trbdf2" => SolverChoice::Trbdf2 {
+            rtol,
+            atol,
+            max_step,
+        },
+        "kvaerno3" => SolverChoice::Kvaerno3 {
+            rtol,
+            atol,
+            max_step,
+        },
+        "kvaerno5" => SolverChoice::Kvaerno5 {
+            rtol,
+            atol,
+            max_step,
+        },
+        other => panic!("unknown method {other}: {METHODS:?}"),
+    }
+}
+
+/// `max |a - b| / max |b|` over the entries.
+fn normwise(a: &[f64], b: &[f64]) -> f64 {
+    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let diff = a
+        .iter()
+        .zip(b)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    if scale == 0.0 {
+        0.0
+    } else {
+        diff / scale
+    }
+}
+
+/// The Jacobian's and the event-time gradients' errors against the
+/// reference, `None` if the run fired other events than the reference's.
+fn errors(run: &Sensitivities, names: &[&str], reference: &Value) -> Option<(f64, f64)> {
+    let events = reference["events"].as_array().expect("the events");
+    if run.trajectory.events.len() != events.len() {
+        return None;
+    }
+    let (mut jac, mut jac_ref, mut grad, mut grad_ref) = (vec![], vec![], vec![], vec![]);
+    for (column, wrt) in run.wrt.iter().enumerate() {
+        for (row, name) in names.iter().enumerate() {
+            jac.push(run.final_jacobian[(row, column)]);
+            jac_ref.push(reference["jacobian"][name][wrt.as_str()].as_f64()?);
+        }
+        for (k, event) in events.iter().enumerate() {
+            grad.push(run.event_time_gradients[(k, column)]);
+            grad_ref.push(event["time_gradient"][wrt.as_str()].as_f64()?);
+        }
+    }
+    if std::env::var("PA_COLUMNS").is_ok() {
+        let scale = jac_ref.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let n = names.len();
+        let cols: Vec<String> = run
+            .wrt
+            .iter()
+            .enumerate()
+            .map(|(c, w)| {
+                let e = (0..n).fold(0.0f64, |m, r| {
+                    m.max((jac[c * n + r] - jac_ref[c * n + r]).abs())
+                });
+                let s = (0..n).fold(0.0f64, |m, r| m.max(jac_ref[c * n + r].abs()));
+                format!("{w}:{:.1e}(|{:.1e}|)", e / scale, s)
+            })
+            .collect();
+        println!("  {}", cols.join(" "));
+    }
+    Some((normwise(&jac, &jac_ref), normwise(&grad, &grad_ref)))
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let which = args.next().unwrap_or_else(|| "all".into());
+    let method = args.next().unwrap_or_else(|| "all".into());
+    let loose: f64 = args
+        .next()
+        .map_or(1e-6, |a| a.parse().expect("a tolerance"));
+    let tight: f64 = args
+        .next()
+        .map_or(1e-10, |a| a.parse().expect("a tolerance"));
+    let probes: Option<usize> = args.next().map(|a| a.parse().expect("a probe count"));
+    let methods: Vec<&str> = if method == "all" {
+        METHODS.to_vec()
+    } else {
+        vec![method.as_str()]
+    };
+    let mut over = 0;
+    for &(stem, model, reference) in PROBLEMS {
+        if which != "all" && which != stem || which == "all" && stem == "heated_rod" {
+            continue;
+        }
+        let reference: Value = serde_json::from_str(reference).expect("the reference");
+        let model = EquationModel::from_json_str(model).expect("the model");
+        let spec = model.spec();
+        let names: Vec<&str> = spec.states.iter().map(|s| s.name.as_str()).collect();
+        let system = model.system();
+        for &method in &methods {
+            let mut tol = loose;
+            while tol >= tight * 0.99 {
+                let problem = Problem::new(
+                    &system,
+                    spec.default_state(),
+                    spec.default_params(),
+                    reference["t_end"].as_f64().expect("t_end"),
+                )
+                .with_mode(reference["initial_mode"].as_str().expect("initial_mode"))
+                .expect("the initial mode")
+                .with_solver(solver(method, tol))
+                .with_derivative_probes(probes);
+                let forward = jacobian(&problem, Method::Forward);
+                let adjoint = jacobian(&problem, Method::Adjoint);
+                match (forward, adjoint) {
+                    (Ok(f), Ok(a)) => match (
+                        errors(&f, &names, &reference),
+                        errors(&a, &names, &reference),
+                    ) {
+                        (Some((fj, fg)), Some((aj, ag))) => {
+                            let (fe, ae) = (fj.max(fg), aj.max(ag));
+                            let verdict = if ae <= fe { "ok" } else { "OVER" };
+                            if ae > fe {
+                                over += 1;
+                            }
+                            println!(
+                                "{stem:18} {method:8} {tol:.0e}  forward {fj:.2e} {fg:.2e} ({} steps)  adjoint {aj:.2e} {ag:.2e} ({} taped)  ratio {:.2} {verdict}",
+                                f.trajectory.stats.steps,
+                                a.trajectory.stats.steps,
+                                ae / fe
+                            );
+                        }
+                        _ => println!("{stem:18} {method:8} {tol:.0e}  other events"),
+                    },
+                    (f, a) => println!(
+                        "{stem:18} {method:8} {tol:.0e}  failed: {:?} {:?}",
+                        f.err(),
+                        a.err()
+                    ),
+                }
+                tol /= 10.0;
+            }
+        }
+    }
+    println!("cases over: {over}");
+}
