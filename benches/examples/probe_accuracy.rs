@@ -24,83 +24,11 @@
 //! the largest reference entry) and the column's largest entry.
 
 use ia_adjoint::{jacobian, Method, Sensitivities};
+use ia_benches::stiff::{normwise, solver, METHODS, PROBLEMS};
 use ia_equations::EquationModel;
-use ia_events::{Problem, SolverChoice};
+use ia_events::Problem;
 use ia_models::Model;
 use serde_json::Value;
-
-/// The problems by stem: the equation model and its mpmath reference.
-const PROBLEMS: &[(&str, &str, &str)] = &[
-    (
-        "drug",
-        include_str!("../../crates/ia-verify/references/stiff/drug.json"),
-        include_str!("../../crates/ia-verify/references/stiff/drug.reference.json"),
-    ),
-    (
-        "ball_kelvin_voigt",
-        include_str!("../../crates/ia-verify/references/stiff/ball_kelvin_voigt.json"),
-        include_str!("../../crates/ia-verify/references/stiff/ball_kelvin_voigt.reference.json"),
-    ),
-    (
-        "relay",
-        include_str!("../../crates/ia-verify/references/stiff/relay.json"),
-        include_str!("../../crates/ia-verify/references/stiff/relay.reference.json"),
-    ),
-    (
-        "relay_slow",
-        include_str!("../../crates/ia-verify/references/stiff/relay_slow.json"),
-        include_str!("../../crates/ia-verify/references/stiff/relay_slow.reference.json"),
-    ),
-    (
-        "heated_rod",
-        include_str!("../../crates/ia-verify/references/stiff/heated_rod.json"),
-        include_str!("../../crates/ia-verify/references/stiff/heated_rod.reference.json"),
-    ),
-];
-
-const METHODS: &[&str] = &["dopri5", "dop853", "trbdf2", "kvaerno3", "kvaerno5"];
-
-fn solver(method: &str, tol: f64) -> SolverChoice {
-    let (rtol, atol, max_step) = (tol, tol, None);
-    match method {
-        "dopri5" => SolverChoice::dopri5(tol),
-        "dop853" => SolverChoice::Dop853 {
-            rtol,
-            atol,
-            max_step,
-        },
-        "trbdf2" => SolverChoice::Trbdf2 {
-            rtol,
-            atol,
-            max_step,
-        },
-        "kvaerno3" => SolverChoice::Kvaerno3 {
-            rtol,
-            atol,
-            max_step,
-        },
-        "kvaerno5" => SolverChoice::Kvaerno5 {
-            rtol,
-            atol,
-            max_step,
-        },
-        other => panic!("unknown method {other}: {METHODS:?}"),
-    }
-}
-
-/// `max |a - b| / max |b|` over the entries.
-fn normwise(a: &[f64], b: &[f64]) -> f64 {
-    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let diff = a
-        .iter()
-        .zip(b)
-        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
-    if scale == 0.0 {
-        0.0
-    } else {
-        diff / scale
-    }
-}
 
 /// The Jacobian's and the event-time gradients' errors against the
 /// reference, `None` if the run fired other events than the reference's.
@@ -166,19 +94,16 @@ fn main() {
         let spec = model.spec();
         let names: Vec<&str> = spec.states.iter().map(|s| s.name.as_str()).collect();
         let system = model.system();
+        let t_end = reference["t_end"].as_f64().expect("t_end");
         for &method in &methods {
             let mut tol = loose;
             while tol >= tight * 0.99 {
-                let problem = Problem::new(
-                    &system,
-                    spec.default_state(),
-                    spec.default_params(),
-                    reference["t_end"].as_f64().expect("t_end"),
-                )
-                .with_mode(reference["initial_mode"].as_str().expect("initial_mode"))
-                .expect("the initial mode")
-                .with_solver(solver(method, tol))
-                .with_derivative_probes(probes);
+                let problem =
+                    Problem::new(&system, spec.default_state(), spec.default_params(), t_end)
+                        .with_mode(reference["initial_mode"].as_str().expect("initial_mode"))
+                        .expect("the initial mode")
+                        .with_solver(solver(method, tol, t_end).unwrap_or_else(|e| panic!("{e}")))
+                        .with_derivative_probes(probes);
                 let forward = jacobian(&problem, Method::Forward);
                 let adjoint = jacobian(&problem, Method::Adjoint);
                 match (forward, adjoint) {

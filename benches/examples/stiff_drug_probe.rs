@@ -11,9 +11,10 @@
 //!
 //! Arguments: `primal`, `forward`, `adjoint`, `error` or `steps` (default
 //! `forward`), the tolerance (rtol = atol, default 1e-8), the repetitions
-//! (default 20), the method (`kvaerno5`, the default, `kvaerno3`, `trbdf2`
-//! or `dopri5`) and the
-//! problem (`drug`, the default, `relay` or `relay_slow`, the files of that
+//! (default 20), the method (a scenario's `solver.method`: `kvaerno5`, the
+//! default, `kvaerno3`, `trbdf2`, `dopri5`, `dop853`, ...) and the problem
+//! (a stem of [`ia_benches::stiff::PROBLEMS`]: `drug`, the default,
+//! `relay`, `relay_slow`, ..., the files of that
 //! stem). Prints the steps taken and the first entry of the result; `error`
 //! prints the forward Jacobian's and the primal's steps and the Jacobian's
 //! normwise relative error (`max |a - b| / max |b|`, as
@@ -23,27 +24,8 @@
 
 use ia_adjoint::{gradient, jacobian, FinalComponent, Method};
 use ia_equations::EquationModel;
-use ia_events::{run, simulate, NoExtraState, Observer, Problem, RunContext, SolverChoice};
+use ia_events::{run, simulate, NoExtraState, Observer, Problem, RunContext};
 use ia_models::Model;
-
-/// The problems by stem: the equation model and its mpmath reference.
-const PROBLEMS: &[(&str, &str, &str)] = &[
-    (
-        "drug",
-        include_str!("../../crates/ia-verify/references/stiff/drug.json"),
-        include_str!("../../crates/ia-verify/references/stiff/drug.reference.json"),
-    ),
-    (
-        "relay",
-        include_str!("../../crates/ia-verify/references/stiff/relay.json"),
-        include_str!("../../crates/ia-verify/references/stiff/relay.reference.json"),
-    ),
-    (
-        "relay_slow",
-        include_str!("../../crates/ia-verify/references/stiff/relay_slow.json"),
-        include_str!("../../crates/ia-verify/references/stiff/relay_slow.reference.json"),
-    ),
-];
 
 /// Prints every accepted step: mode, start time and size.
 struct StepLister;
@@ -91,29 +73,9 @@ fn main() {
     let repeats: usize = args.next().map_or(20, |a| a.parse().expect("a count"));
     // The method: Kvaerno 5(4), or DOPRI5 (`dopri5`) for the stability-limited
     // comparison of issue 28 in instructions.
-    let solver = match args.next().as_deref() {
-        Some("dopri5") => SolverChoice::dopri5(tol),
-        Some("trbdf2") => SolverChoice::Trbdf2 {
-            rtol: tol,
-            atol: tol,
-            max_step: None,
-        },
-        Some("kvaerno3") => SolverChoice::Kvaerno3 {
-            rtol: tol,
-            atol: tol,
-            max_step: None,
-        },
-        _ => SolverChoice::Kvaerno5 {
-            rtol: tol,
-            atol: tol,
-            max_step: None,
-        },
-    };
+    let method = args.next().unwrap_or_else(|| "kvaerno5".into());
     let stem = args.next().unwrap_or_else(|| "drug".into());
-    let &(_, model, reference) = PROBLEMS
-        .iter()
-        .find(|(name, _, _)| *name == stem)
-        .expect("a problem: drug, relay or relay_slow");
+    let (model, reference) = ia_benches::stiff::problem(&stem).unwrap_or_else(|e| panic!("{e}"));
     let model = EquationModel::from_json_str(model).expect("the model");
     let spec = model.spec();
     let system = model.system();
@@ -125,7 +87,9 @@ fn main() {
     )
     .with_mode(&spec.initial_mode)
     .expect("the initial mode")
-    .with_solver(solver);
+    .with_solver(
+        ia_benches::stiff::solver(&method, tol, spec.t_end).unwrap_or_else(|e| panic!("{e}")),
+    );
     if what == "error" {
         let names: Vec<&str> = spec.states.iter().map(|s| s.name.as_str()).collect();
         report_error(&problem, &names, tol, reference);

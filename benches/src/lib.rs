@@ -34,5 +34,6 @@ pub mod ensembles;
 pub mod network;
 #[cfg(feature = "peers")]
 pub mod peer_diffsol;
+pub mod stiff;
 pub mod thermostat;
 pub mod yinyang_net;
