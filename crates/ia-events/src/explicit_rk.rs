@@ -3,9 +3,7 @@
 //! fourth-order continuous extension) and DOP853 (its seventh-order one),
 //! or a method built by hand from a [`ButcherTableau`].
 
-use crate::stepper::{
-    controlled_blocks, controlled_norm, starting_step, OdeRhs, StepCounters, StepFailure, Stepper,
-};
+use crate::stepper::{controlled_norm, starting_step, OdeRhs, StepCounters, StepFailure, Stepper};
 use crate::stiffness::{h_lambda, stiffness_bound, StiffnessTest};
 use crate::tableau::{
     weighted_sum, ButcherTableau, DenseOutput, ErrorEstimate, DOP853, DOPRI5, RK4,
@@ -262,7 +260,7 @@ impl RkStepper {
     /// largest of the norms over the closed components and over each
     /// column after them, the columns' times the weight
     /// ([`OdeRhs::controlled_weight`], [`controlled_norm`],
-    /// [`controlled_blocks`]).
+    /// [`controlled_blocks`](crate::stepper::controlled_blocks)).
     fn error_norm(
         &mut self,
         h: f64,
@@ -283,11 +281,10 @@ impl RkStepper {
                     (apart, weight),
                 )
             }
-            Some(ErrorEstimate::Corrected { fifth, third }) => {
+            Some(ErrorEstimate::Corrected { fifth, third }) => controlled_norm(
                 // DOP853's norm of each block: its fifth-order estimate
                 // corrected by the third-order one.
-                let mut largest = 0.0f64;
-                for range in controlled_blocks(closed, controlled, apart) {
+                |range| {
                     self.estimate(fifth, range.clone());
                     let fifth_sum = self.scaled_square_sum(1.0, rtol, atol, range.clone());
                     self.estimate(third, range.clone());
@@ -295,15 +292,12 @@ impl RkStepper {
                     let count = range.len().max(1) as f64;
                     let denominator = fifth_sum + 0.01 * third_sum;
                     let denominator = if denominator > 0.0 { denominator } else { 1.0 };
-                    let norm = h.abs() * fifth_sum / (count * denominator).sqrt();
-                    let norm = if range.start > 0 { weight * norm } else { norm };
-                    if !norm.is_finite() {
-                        return norm;
-                    }
-                    largest = largest.max(norm);
-                }
-                largest
-            }
+                    h.abs() * fifth_sum / (count * denominator).sqrt()
+                },
+                closed,
+                controlled,
+                (apart, weight),
+            ),
             None => 0.0,
         }
     }
