@@ -2,8 +2,12 @@
 //! ([`crate::pair_form::first_crossing`]), for the lazy exact solver: the
 //! entry's closed form `y0 + P0(s) u + P1(s) w` evaluated with two
 //! exponentials (not the series the exact arithmetic uses near equal
-//! rates), its root found to about 1e-10 (relative) by safeguarded Newton
-//! steps, then lowered by [`MARGIN`]. The lazy solver queues the bound and
+//! rates), its root found by safeguarded Newton steps from the root of
+//! the cubic that matches the guard and its rate at the ends of the
+//! bracket (a few per cent off on a neuron's rise to its peak, where the
+//! secant's point is far), until Newton's next step would move it by less
+//! than a unit of rounding (or by 1e-10 of it), then lowered by
+//! [`MARGIN`]. The lazy solver queues the bound and
 //! finds the crossing exactly only when the bound comes first: a target
 //! whose course another event changes before it crosses is never polished
 //! to the last bit. It polishes it from the bound
@@ -23,8 +27,8 @@ use crate::pair_form::{apply, atanhc, PairStart};
 use ia_core::Direction;
 
 /// The relative amount by which a rough root is lowered into a bound:
-/// far above its error (about 1e-10 from the iteration, 1e-13 from the
-/// arithmetic where `d s >= MIN_SPREAD`).
+/// far above its error (at most about 1e-10 from the iteration, 1e-13
+/// from the arithmetic where `d s >= MIN_SPREAD`).
 pub(crate) const MARGIN: f64 = 1e-7;
 /// `d s` below which the two-exponential form would cancel.
 const MIN_SPREAD: f64 = 1e-3;
@@ -91,13 +95,23 @@ impl Fast {
 
     /// `(g(s), g'(s))`.
     fn at(&self, s: f64) -> (f64, f64) {
+        let (g, dg, _) = self.with_curvature(s);
+        (g, dg)
+    }
+
+    /// `(g(s), g'(s), g''(s))`.
+    #[inline]
+    fn with_curvature(&self, s: f64) -> (f64, f64, f64) {
         let (e1, p1) = Self::exp_and_phi(self.l1, self.inv_l1, s);
         let (e2, p2) = Self::exp_and_phi(self.l2, self.inv_l2, s);
         let (e0, e_1) = (0.5 * (e1 + e2), (e1 - e2) * self.inv_2d);
         let (p0, p_1) = (0.5 * (p1 + p2), (p1 - p2) * self.inv_2d);
+        let (f1, f2) = (self.l1 * e1, self.l2 * e2);
+        let (f0, f_1) = (0.5 * (f1 + f2), (f1 - f2) * self.inv_2d);
         (
             self.y0 + (p0 * self.u + p_1 * self.w) - self.level,
             e0 * self.u + e_1 * self.w,
+            f0 * self.u + f_1 * self.w,
         )
     }
 }
@@ -149,7 +163,7 @@ pub(crate) fn rough_crossing(
                 // fire on: leave such cases to it.
                 return Rough::Unsure;
             }
-            return root(&fast, rising, (lo, g_lo), (s_star, g_star), scale);
+            return root(&fast, rising, (lo, g_lo, u), (s_star, g_star, 0.0), scale);
         }
         (lo, g_lo, rising) = (s_star, g_star, !rising);
     }
@@ -174,16 +188,19 @@ pub(crate) fn rough_crossing(
     if !step.is_finite() {
         return Rough::Unsure;
     }
+    // The rate at the segment's start: the extremum's (zero) or the
+    // start's (`u`).
+    let mut dg_lo = if extremum.is_some() { 0.0 } else { u };
     for _ in 0..64 {
         let hi = lo + step;
-        let (g_hi, _) = fast.at(hi);
+        let (g_hi, dg_hi) = fast.at(hi);
         if !g_hi.is_finite() {
             return Rough::Unsure;
         }
         if (rising && g_hi >= 0.0) || (!rising && g_hi <= 0.0) {
-            return root(&fast, rising, (lo, g_lo), (hi, g_hi), scale);
+            return root(&fast, rising, (lo, g_lo, dg_lo), (hi, g_hi, dg_hi), scale);
         }
-        (lo, g_lo) = (hi, g_hi);
+        (lo, g_lo, dg_lo) = (hi, g_hi, dg_hi);
         step *= 2.0;
     }
     Rough::Unsure
@@ -345,23 +362,26 @@ fn fires(direction: Direction, rising: bool) -> bool {
 }
 
 /// The bound below the root of a monotone segment `[lo, hi]` whose ends
-/// bracket it.
+/// bracket it, given the guard and its rate at both ends.
 fn root(
     fast: &Fast,
     rising: bool,
-    (mut lo, g_lo): (f64, f64),
-    (mut hi, g_hi): (f64, f64),
+    (mut lo, g_lo, dg_lo): (f64, f64, f64),
+    (mut hi, g_hi, dg_hi): (f64, f64, f64),
     scale: f64,
 ) -> Rough {
     let sign = if rising { 1.0 } else { -1.0 };
-    // The secant's point of the bracket (its midpoint where that fails).
-    let (h_lo, h_hi) = (-sign * g_lo, sign * g_hi);
-    let mut s = lo + (hi - lo) * (h_lo / (h_lo + h_hi));
+    // Newton's first point: the root of the cubic matching the guard and
+    // its rate at both ends (the midpoint where that fails).
+    let mut s = hermite_root(
+        (lo, sign * g_lo, sign * dg_lo),
+        (hi, sign * g_hi, sign * dg_hi),
+    );
     if !(s > lo && s < hi) {
         s = lo + 0.5 * (hi - lo);
     }
     for _ in 0..60 {
-        let (g, dg) = fast.at(s);
+        let (g, dg, ddg) = fast.with_curvature(s);
         if !g.is_finite() || !dg.is_finite() {
             return Rough::Unsure;
         }
@@ -376,7 +396,14 @@ fn root(
         } else {
             lo + 0.5 * (hi - lo)
         };
-        if (next - s).abs() <= 1e-10 * next.abs() || hi - lo <= 1e-10 * hi {
+        // Newton's error after a step `delta` near the root is about
+        // `|g'' / (2 g')| delta^2`: below a unit of rounding, the point is
+        // as close as another step would bring it.
+        let delta = (next - s).abs();
+        let settled = next == newton
+            && delta <= 1e-6 * next.abs()
+            && (ddg / dg).abs() * delta * delta <= f64::EPSILON * next.abs();
+        if settled || delta <= 1e-10 * next.abs() || hi - lo <= 1e-10 * hi {
             if dg.abs() * next <= MIN_RATE * scale || fast.d * next < MIN_SPREAD {
                 return Rough::Unsure;
             }
@@ -390,6 +417,44 @@ fn root(
         s = next;
     }
     Rough::Unsure
+}
+
+/// The root in `(lo, hi)` of the cubic through `(lo, h_lo)` and
+/// `(hi, h_hi)` with slopes `dh_lo`, `dh_hi` there (Hermite's), where
+/// `h_lo < 0 <= h_hi`: the cubic's own rising crossing, by Newton steps
+/// on it kept in its bracket (no exponential: a start for Newton on the
+/// guard, within a few per cent of the root on a neuron's rise to its
+/// peak, where the secant's point is not). Where the data are not finite,
+/// some point inside the bracket.
+fn hermite_root((lo, h_lo, dh_lo): (f64, f64, f64), (hi, h_hi, dh_hi): (f64, f64, f64)) -> f64 {
+    let width = hi - lo;
+    // p(t) = h_lo + c1 t + c2 t^2 + c3 t^3 on t in [0, 1].
+    let (m0, m1) = (dh_lo * width, dh_hi * width);
+    let c1 = m0;
+    let c2 = 3.0 * (h_hi - h_lo) - 2.0 * m0 - m1;
+    let c3 = 2.0 * (h_lo - h_hi) + m0 + m1;
+    let (mut a, mut b) = (0.0, 1.0);
+    let mut t = h_lo / (h_lo - h_hi);
+    for _ in 0..8 {
+        let p = h_lo + t * (c1 + t * (c2 + t * c3));
+        if p >= 0.0 {
+            b = t;
+        } else {
+            a = t;
+        }
+        let step = p / (c1 + t * (2.0 * c2 + 3.0 * t * c3));
+        let next = t - step;
+        t = if next >= a && next <= b {
+            next
+        } else {
+            0.5 * (a + b)
+        };
+        // A start for Newton on the guard needs no more.
+        if step.abs() <= 1e-12 {
+            break;
+        }
+    }
+    lo + width * t
 }
 
 #[cfg(test)]
@@ -509,6 +574,26 @@ mod tests {
             bounds > 20 && found * 10 >= bounds * 9,
             "{found} of {bounds}"
         );
+    }
+
+    /// Reference: the closed-form root of a cubic, which Hermite's cubic
+    /// through its values and slopes at two points reproduces: `p(t) =
+    /// (t - 0.3)(t^2 + 1)` on `[0, 1]`, so `p(0) = -0.3`, `p'(0) = 1`,
+    /// `p(1) = 1.4`, `p'(1) = 3.4`, root `0.3`; stretched onto `[2, 4]`
+    /// (slopes halved), root `2.6`. A flat start (`p'(0) = 0`, a segment
+    /// from an extremum) and data that are not finite fall back inside.
+    #[test]
+    fn hermite_roots_reproduce_a_cubics_root() {
+        let t = hermite_root((0.0, -0.3, 1.0), (1.0, 1.4, 3.4));
+        assert!((t - 0.3).abs() < 1e-15, "{t}");
+        let s = hermite_root((2.0, -0.3, 0.5), (4.0, 1.4, 1.7));
+        assert!((s - 2.6).abs() < 1e-14, "{s}");
+        // q(t) = t^2 (3 - 2t) - 0.5: q(0) = -0.5, q'(0) = 0, q(1) = 0.5,
+        // q'(1) = 0, root 0.5 by symmetry.
+        let flat = hermite_root((0.0, -0.5, 0.0), (1.0, 0.5, 0.0));
+        assert!((flat - 0.5).abs() < 1e-15, "{flat}");
+        let nan = hermite_root((1.0, -1.0, f64::NAN), (3.0, 1.0, 1.0));
+        assert!(nan > 1.0 && nan < 3.0, "{nan}");
     }
 
     /// Reference: [`first_crossing`]. Where [`never_reaches`] settles a
