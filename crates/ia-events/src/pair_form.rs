@@ -394,10 +394,20 @@ impl<'a> Entry<'a> {
 
     /// `(g(s), g'(s))`, `g` with the arithmetic of [`advance_pair`].
     fn at(&self, s: f64) -> (f64, f64) {
+        let (g, dg, _) = self.with_curvature(s);
+        (g, dg)
+    }
+
+    /// `(g(s), g'(s), g''(s))`: `g'' = [e^{A s} A r0]_k = E0 (m u + w) +
+    /// E1 (m w + q u)` (`A = m I + N`, `N^2 = q I`).
+    #[inline]
+    fn with_curvature(&self, s: f64) -> (f64, f64, f64) {
         let f = self.rates.factors(s);
+        let (m, q) = (self.rates.m, self.rates.q);
         (
             (self.y0 + (f.p0 * self.u + f.p1 * self.w)) - self.level,
             f.e0 * self.u + f.e1 * self.w,
+            f.e0 * (m * self.u + self.w) + f.e1 * (m * self.w + q * self.u),
         )
     }
 }
@@ -415,9 +425,14 @@ impl<'a> Entry<'a> {
 /// `s* = r atanh(r d) / (r d)` with `r = -u / w`. So `[0, s*]` and
 /// `[s*, inf)` are each monotone: [`first_crossing`] brackets each root in
 /// them (the second by doubling, after checking the limit of a decaying
-/// pair), narrows it by Newton steps kept inside the bracket, and finishes
-/// by bisection to adjacent floating-point numbers: the delay returned is
-/// the first double at which the guard has reached the level, as evaluated.
+/// pair), narrows it by Newton steps kept inside the bracket (from the root
+/// of the cubic matching the guard and its rate at the bracket's ends)
+/// until the next would move it by less than a unit of rounding, and
+/// finishes on adjacent floating-point numbers: the delay returned is a
+/// double at which the guard, as evaluated, has reached the level, and one
+/// double before it has not (where the evaluated guard steps back and forth
+/// over the level within a few doubles of the root, the step next to
+/// Newton's point).
 /// A crossing that rises and falls back before `s*` is found in the first
 /// segment; one that only grazes the level (touches it without crossing)
 /// does not fire.
@@ -472,12 +487,16 @@ pub(crate) fn first_crossing_from(
     let mut g_lo = y0[k] - level;
     // The sign of g' on the first segment: that of u (of w where u = 0).
     let mut rising = if u != 0.0 { u > 0.0 } else { w > 0.0 };
+    // The guard's rate at the segment's start: `u` at 0, zero at the
+    // extremum.
+    let mut dg_lo = u;
     if let Some(s_star) = extremum {
         let (g_star, _) = entry.at(s_star);
-        if let Some(s) = root_in(&entry, direction, rising, (lo, g_lo), (s_star, g_star)) {
+        let ends = ((lo, g_lo, dg_lo), (s_star, g_star, 0.0));
+        if let Some(s) = root_in(&entry, direction, rising, ends.0, ends.1) {
             return Some(s);
         }
-        (lo, g_lo, rising) = (s_star, g_star, !rising);
+        (lo, g_lo, dg_lo, rising) = (s_star, g_star, 0.0, !rising);
     }
     // The last segment, monotone to infinity: find a bracket.
     let toward = if rising { g_lo < 0.0 } else { g_lo > 0.0 };
@@ -501,12 +520,18 @@ pub(crate) fn first_crossing_from(
     }
     let mut hi = lo + step;
     for _ in 0..2100 {
-        let (g_hi, _) = entry.at(hi);
+        let (g_hi, dg_hi) = entry.at(hi);
         let reached = if rising { g_hi >= 0.0 } else { g_hi <= 0.0 };
         if reached || !g_hi.is_finite() {
-            return root_in(&entry, direction, rising, (lo, g_lo), (hi, g_hi));
+            return root_in(
+                &entry,
+                direction,
+                rising,
+                (lo, g_lo, dg_lo),
+                (hi, g_hi, dg_hi),
+            );
         }
-        (lo, g_lo) = (hi, g_hi);
+        (lo, g_lo, dg_lo) = (hi, g_hi, dg_hi);
         step *= 2.0;
         hi = lo + step;
         if !hi.is_finite() {
@@ -523,8 +548,10 @@ pub(crate) fn first_crossing_from(
 /// Newton step from `estimate` with the exact arithmetic of
 /// [`advance_pair`], a bracket by doubling steps of doubles from Newton's
 /// point (bounded by the estimate where the two lie across the root) or
-/// from the nearer of the two, then bisection of the doubles to the first at which the guard has reached the level (the one
-/// before it short of it): the delay [`first_crossing`] defines. `None`
+/// from the nearer of the two, then bisection of the doubles to adjacent
+/// ones, the guard short of the level at the first and at or beyond it at
+/// the second ([`step_onto_level`]): a delay as [`first_crossing`] defines
+/// it. `None`
 /// when the bracket leaves `(lo, hi)`, or the segment does not cross in
 /// `direction`: then the caller searches from the start.
 pub(crate) fn crossing_near(
@@ -547,11 +574,8 @@ pub(crate) fn crossing_near(
     if !fires(direction, rising) {
         return None;
     }
-    // Oriented so that h = sign g rises through zero; doubles by their
-    // bits (all positive, so in order).
     let sign = if rising { 1.0 } else { -1.0 };
     let h_at = |bits: u64| sign * entry.at(f64::from_bits(bits)).0;
-    let (lo_bits, hi_bits) = (lo.to_bits(), hi.to_bits());
     let e = (estimate.to_bits(), sign * g);
     let newton = estimate - g / dg;
     let n = if newton > lo && newton < hi && newton != estimate {
@@ -560,23 +584,49 @@ pub(crate) fn crossing_near(
     } else {
         e
     };
-    // A bracket (before, reached): h < 0 at `before`, h >= 0 at `reached`,
-    // by doubling steps from Newton's point towards the root (within a few
-    // doubles of it as a rule) when the two points lie across it, bounded
-    // by the estimate; otherwise from the nearer of the two.
+    // From Newton's point, bounded by the estimate where the two lie
+    // across the root; otherwise from the nearer of the two, and nothing
+    // is known of `lo` and `hi`.
     let (first, last) = if e.0 <= n.0 { (e, n) } else { (n, e) };
     let across = first.1 < 0.0 && last.1 >= 0.0;
-    let (from, bound) = if across {
-        (n, Some(e.0))
-    } else if first.1 >= 0.0 {
-        (first, None)
-    } else {
-        (last, None)
+    let bounds = Bounds {
+        limits: (lo.to_bits(), hi.to_bits()),
+        before: (across && e.0 < n.0).then_some(e.0),
+        reached: (across && e.0 > n.0).then_some(e.0),
     };
+    let from = if across {
+        n
+    } else if first.1 >= 0.0 {
+        first
+    } else {
+        last
+    };
+    step_onto_level(h_at, from, bounds).map(f64::from_bits)
+}
+
+/// Where [`step_onto_level`] may walk: doubles (by their bits) known to lie
+/// before the level and at or beyond it, where known, and the limits
+/// beyond which it gives up where not.
+struct Bounds {
+    limits: (u64, u64),
+    before: Option<u64>,
+    reached: Option<u64>,
+}
+
+/// A step of the oriented guard `h` (by the bits of the delay, all
+/// positive, so in order) onto the level near `from` (bits, `h` there): the
+/// double at which `h >= 0` with `h < 0` at the one before. Near the root
+/// the guard as evaluated steps back and forth over the level within a few
+/// doubles: steps of one double from `from` towards the level, doubling,
+/// bracket the nearest such step (bounded by a double of known side, or
+/// `None` past a limit), and bisection of the bracket to adjacent doubles
+/// finds one.
+fn step_onto_level(h_at: impl Fn(u64) -> f64, from: (u64, f64), bounds: Bounds) -> Option<u64> {
+    let (lo_bits, hi_bits) = bounds.limits;
     let (mut before, mut reached) = if from.1 >= 0.0 {
         let (mut at, mut step) = (from.0, 1u64);
         loop {
-            if let Some(bound) = bound.filter(|&b| at <= b + step) {
+            if let Some(bound) = bounds.before.filter(|&b| at <= b + step) {
                 break (bound, at);
             }
             if at <= lo_bits + step {
@@ -591,7 +641,7 @@ pub(crate) fn crossing_near(
     } else {
         let (mut at, mut step) = (from.0, 1u64);
         loop {
-            if let Some(bound) = bound.filter(|&b| at + step >= b) {
+            if let Some(bound) = bounds.reached.filter(|&b| at + step >= b) {
                 break (at, bound);
             }
             if at + step >= hi_bits {
@@ -617,7 +667,7 @@ pub(crate) fn crossing_near(
             before = mid;
         }
     }
-    Some(f64::from_bits(reached))
+    Some(reached)
 }
 
 /// Whether a monotone segment (`rising` or not) crosses in `direction`.
@@ -630,16 +680,20 @@ fn fires(direction: Direction, rising: bool) -> bool {
 }
 
 /// The root of the monotone segment `[lo, hi]` of `entry` (`rising` or
-/// not), when `g(lo)` is strictly before zero and `g(hi)` at or beyond it
-/// and the segment crosses in `direction`: the first double at which `g`
-/// reaches zero, by Newton steps in the bracket and bisection to adjacent
-/// doubles.
+/// not), given the guard and its rate at both ends, when `g(lo)` is
+/// strictly before zero and `g(hi)` at or beyond it and the segment
+/// crosses in `direction`: Newton steps kept in the bracket, from the root
+/// of the cubic matching the ends (`hermite_root`), until the next would
+/// move the point by less than a unit of rounding; then a step of the
+/// guard onto the level next to that point ([`step_onto_level`], the ends
+/// of the bracket as evaluated bounding it), or bisection to adjacent
+/// doubles where Newton fails.
 fn root_in(
     entry: &Entry<'_>,
     direction: Direction,
     rising: bool,
-    (mut lo, g_lo): (f64, f64),
-    (mut hi, g_hi): (f64, f64),
+    (mut lo, g_lo, dg_lo): (f64, f64, f64),
+    (mut hi, g_hi, dg_hi): (f64, f64, f64),
 ) -> Option<f64> {
     // Orient so that g rises through zero: h = g or -g.
     let sign = if rising { 1.0 } else { -1.0 };
@@ -647,12 +701,10 @@ fn root_in(
     if !fires(direction, rising) || !before || !reached {
         return None;
     }
-    let mut s = lo + 0.5 * (hi - lo);
-    // Newton's step from the end nearer zero in value.
-    let (h_lo, h_hi) = (-sign * g_lo, sign * g_hi);
-    if h_hi.is_finite() && h_lo.is_finite() {
-        s = lo + (hi - lo) * (h_lo / (h_lo + h_hi));
-    }
+    let mut s = hermite_root(
+        (lo, sign * g_lo, sign * dg_lo),
+        (hi, sign * g_hi, sign * dg_hi),
+    );
     for _ in 0..100 {
         if !(s > lo && s < hi) {
             s = lo + 0.5 * (hi - lo);
@@ -660,7 +712,7 @@ fn root_in(
                 break;
             }
         }
-        let (g, dg) = entry.at(s);
+        let (g, dg, ddg) = entry.with_curvature(s);
         if sign * g >= 0.0 {
             hi = s;
         } else {
@@ -671,19 +723,22 @@ fn root_in(
             s = lo + 0.5 * (hi - lo);
             continue;
         }
-        let ulp = 4.0 * f64::EPSILON * newton.abs();
-        if (newton - s).abs() <= ulp {
-            // Converged: close the bracket around Newton's point.
-            for probe in [newton - ulp, newton + ulp] {
-                if probe > lo && probe < hi {
-                    if sign * entry.at(probe).0 >= 0.0 {
-                        hi = probe;
-                    } else {
-                        lo = probe;
-                    }
-                }
-            }
-            break;
+        // Newton's error after a step `delta` near the root is about
+        // `|g'' / (2 g')| delta^2`.
+        let delta = (newton - s).abs();
+        let settled = delta <= 4.0 * f64::EPSILON * newton.abs()
+            || (delta <= 1e-6 * newton
+                && (ddg / dg).abs() * delta * delta <= f64::EPSILON * newton);
+        if settled {
+            let h_at = |bits: u64| sign * entry.at(f64::from_bits(bits)).0;
+            let bits = newton.to_bits();
+            let (lo_bits, hi_bits) = (lo.to_bits(), hi.to_bits());
+            let bounds = Bounds {
+                limits: (lo_bits, hi_bits),
+                before: Some(lo_bits),
+                reached: Some(hi_bits),
+            };
+            return step_onto_level(h_at, (bits, h_at(bits)), bounds).map(f64::from_bits);
         }
         s = newton;
     }
@@ -700,6 +755,47 @@ fn root_in(
         }
     }
     Some(hi)
+}
+
+/// The root in `(lo, hi)` of the cubic through `(lo, h_lo)` and
+/// `(hi, h_hi)` with slopes `dh_lo`, `dh_hi` there (Hermite's), where
+/// `h_lo < 0 <= h_hi`: the cubic's own rising crossing, by Newton steps
+/// on it kept in its bracket (no exponential: a start for Newton on the
+/// guard, within a few per cent of the root on a neuron's rise to its
+/// peak, where the secant's point is not). Where the data are not finite,
+/// some point inside the bracket.
+pub(crate) fn hermite_root(
+    (lo, h_lo, dh_lo): (f64, f64, f64),
+    (hi, h_hi, dh_hi): (f64, f64, f64),
+) -> f64 {
+    let width = hi - lo;
+    // p(t) = h_lo + c1 t + c2 t^2 + c3 t^3 on t in [0, 1].
+    let (m0, m1) = (dh_lo * width, dh_hi * width);
+    let c1 = m0;
+    let c2 = 3.0 * (h_hi - h_lo) - 2.0 * m0 - m1;
+    let c3 = 2.0 * (h_lo - h_hi) + m0 + m1;
+    let (mut a, mut b) = (0.0, 1.0);
+    let mut t = h_lo / (h_lo - h_hi);
+    for _ in 0..8 {
+        let p = h_lo + t * (c1 + t * (c2 + t * c3));
+        if p >= 0.0 {
+            b = t;
+        } else {
+            a = t;
+        }
+        let step = p / (c1 + t * (2.0 * c2 + 3.0 * t * c3));
+        let next = t - step;
+        t = if next >= a && next <= b {
+            next
+        } else {
+            0.5 * (a + b)
+        };
+        // A start for Newton on the guard needs no more.
+        if step.abs() <= 1e-12 {
+            break;
+        }
+    }
+    lo + width * t
 }
 
 /// One linear pair over a stretch, as a component carried along with the
@@ -989,6 +1085,26 @@ enum Basis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reference: the closed-form root of a cubic, which Hermite's cubic
+    /// through its values and slopes at two points reproduces: `p(t) =
+    /// (t - 0.3)(t^2 + 1)` on `[0, 1]`, so `p(0) = -0.3`, `p'(0) = 1`,
+    /// `p(1) = 1.4`, `p'(1) = 3.4`, root `0.3`; stretched onto `[2, 4]`
+    /// (slopes halved), root `2.6`. A flat start (`p'(0) = 0`, a segment
+    /// from an extremum) and data that are not finite fall back inside.
+    #[test]
+    fn hermite_roots_reproduce_a_cubics_root() {
+        let t = hermite_root((0.0, -0.3, 1.0), (1.0, 1.4, 3.4));
+        assert!((t - 0.3).abs() < 1e-15, "{t}");
+        let s = hermite_root((2.0, -0.3, 0.5), (4.0, 1.4, 1.7));
+        assert!((s - 2.6).abs() < 1e-14, "{s}");
+        // q(t) = t^2 (3 - 2t) - 0.5: q(0) = -0.5, q'(0) = 0, q(1) = 0.5,
+        // q'(1) = 0, root 0.5 by symmetry.
+        let flat = hermite_root((0.0, -0.5, 0.0), (1.0, 0.5, 0.0));
+        assert!((flat - 0.5).abs() < 1e-15, "{flat}");
+        let nan = hermite_root((1.0, -1.0, f64::NAN), (3.0, 1.0, 1.0));
+        assert!(nan > 1.0 && nan < 3.0, "{nan}");
+    }
 
     fn close(a: &PairFactors, b: &PairFactors, tol: f64) -> bool {
         let (x, y) = ([a.e0, a.e1, a.p0, a.p1], [b.e0, b.e1, b.p0, b.p1]);

@@ -23,7 +23,7 @@
 //! [`MIN_RATE`] of the level's scale per delay), it answers
 //! [`Rough::Unsure`], and the caller finds the crossing exactly at once.
 
-use crate::pair_form::{apply, atanhc, PairStart};
+use crate::pair_form::{apply, atanhc, hermite_root, PairStart};
 use ia_core::Direction;
 
 /// The relative amount by which a rough root is lowered into a bound:
@@ -419,44 +419,6 @@ fn root(
     Rough::Unsure
 }
 
-/// The root in `(lo, hi)` of the cubic through `(lo, h_lo)` and
-/// `(hi, h_hi)` with slopes `dh_lo`, `dh_hi` there (Hermite's), where
-/// `h_lo < 0 <= h_hi`: the cubic's own rising crossing, by Newton steps
-/// on it kept in its bracket (no exponential: a start for Newton on the
-/// guard, within a few per cent of the root on a neuron's rise to its
-/// peak, where the secant's point is not). Where the data are not finite,
-/// some point inside the bracket.
-fn hermite_root((lo, h_lo, dh_lo): (f64, f64, f64), (hi, h_hi, dh_hi): (f64, f64, f64)) -> f64 {
-    let width = hi - lo;
-    // p(t) = h_lo + c1 t + c2 t^2 + c3 t^3 on t in [0, 1].
-    let (m0, m1) = (dh_lo * width, dh_hi * width);
-    let c1 = m0;
-    let c2 = 3.0 * (h_hi - h_lo) - 2.0 * m0 - m1;
-    let c3 = 2.0 * (h_lo - h_hi) + m0 + m1;
-    let (mut a, mut b) = (0.0, 1.0);
-    let mut t = h_lo / (h_lo - h_hi);
-    for _ in 0..8 {
-        let p = h_lo + t * (c1 + t * (c2 + t * c3));
-        if p >= 0.0 {
-            b = t;
-        } else {
-            a = t;
-        }
-        let step = p / (c1 + t * (2.0 * c2 + 3.0 * t * c3));
-        let next = t - step;
-        t = if next >= a && next <= b {
-            next
-        } else {
-            0.5 * (a + b)
-        };
-        // A start for Newton on the guard needs no more.
-        if step.abs() <= 1e-12 {
-            break;
-        }
-    }
-    lo + width * t
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,26 +536,6 @@ mod tests {
             bounds > 20 && found * 10 >= bounds * 9,
             "{found} of {bounds}"
         );
-    }
-
-    /// Reference: the closed-form root of a cubic, which Hermite's cubic
-    /// through its values and slopes at two points reproduces: `p(t) =
-    /// (t - 0.3)(t^2 + 1)` on `[0, 1]`, so `p(0) = -0.3`, `p'(0) = 1`,
-    /// `p(1) = 1.4`, `p'(1) = 3.4`, root `0.3`; stretched onto `[2, 4]`
-    /// (slopes halved), root `2.6`. A flat start (`p'(0) = 0`, a segment
-    /// from an extremum) and data that are not finite fall back inside.
-    #[test]
-    fn hermite_roots_reproduce_a_cubics_root() {
-        let t = hermite_root((0.0, -0.3, 1.0), (1.0, 1.4, 3.4));
-        assert!((t - 0.3).abs() < 1e-15, "{t}");
-        let s = hermite_root((2.0, -0.3, 0.5), (4.0, 1.4, 1.7));
-        assert!((s - 2.6).abs() < 1e-14, "{s}");
-        // q(t) = t^2 (3 - 2t) - 0.5: q(0) = -0.5, q'(0) = 0, q(1) = 0.5,
-        // q'(1) = 0, root 0.5 by symmetry.
-        let flat = hermite_root((0.0, -0.5, 0.0), (1.0, 0.5, 0.0));
-        assert!((flat - 0.5).abs() < 1e-15, "{flat}");
-        let nan = hermite_root((1.0, -1.0, f64::NAN), (3.0, 1.0, 1.0));
-        assert!(nan > 1.0 && nan < 3.0, "{nan}");
     }
 
     /// Reference: [`first_crossing`]. Where [`never_reaches`] settles a

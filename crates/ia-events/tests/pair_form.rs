@@ -115,8 +115,9 @@ fn crossings_match_the_high_precision_reference() {
     }
 }
 
-/// The returned delay is the first double at which the guard has reached
-/// the level: one double earlier it has not (polished to the last bit).
+/// The returned delay is a double at which the guard, as the run evaluates
+/// it, has reached the level, and one double earlier it has not (polished
+/// to the last bit).
 #[test]
 fn crossings_are_polished_to_the_last_double() {
     for case in reference().crossings {
