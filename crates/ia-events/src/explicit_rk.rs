@@ -6,7 +6,7 @@
 use crate::stepper::{controlled_norm, starting_step, OdeRhs, StepCounters, StepFailure, Stepper};
 use crate::stiffness::{h_lambda, stiffness_bound, StiffnessTest};
 use crate::tableau::{
-    weighted_sum, ButcherTableau, DenseOutput, ErrorEstimate, DOP853, DOPRI5, RK4,
+    weighted_sum, ButcherTableau, DenseOutput, ErrorEstimate, ExtraStages, DOP853, DOPRI5, RK4,
 };
 use ia_core::HybridError;
 
@@ -435,6 +435,7 @@ impl RkStepper {
     /// alone ([`OdeRhs::closed_dim`]) when it holds the `m`, so that placing
     /// an event on the state never evaluates the sensitivities carried after
     /// it.
+    #[inline]
     fn prepare_extra_stages(&mut self, rhs: &mut dyn OdeRhs, m: usize) {
         let DenseOutput::Dop853(extra) = self.tableau.dense else {
             return;
@@ -442,6 +443,14 @@ impl RkStepper {
         if self.extra_stages_ready >= m || self.t == self.t_prev {
             return;
         }
+        self.evaluate_extra_stages(rhs, extra, m);
+    }
+
+    /// [`RkStepper::prepare_extra_stages`] once it is known to be wanted
+    /// (kept out of line: the interpolation that checks for it runs many
+    /// times a step).
+    #[inline(never)]
+    fn evaluate_extra_stages(&mut self, rhs: &mut dyn OdeRhs, extra: &ExtraStages, m: usize) {
         let n = self.dim;
         let closed = rhs.closed_dim().min(n);
         let width = if m <= closed { closed } else { n };
