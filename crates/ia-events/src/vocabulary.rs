@@ -362,16 +362,11 @@ pub trait ExtraState {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoExtraState;
 
-// Inlined: a run that carries nothing, or probes alone, calls these at
-// every rate evaluation.
 impl ExtraState for NoExtraState {
-    #[inline]
     fn dim(&self) -> usize {
         0
     }
-    #[inline]
     fn initial(&mut self, _run: RunContext<'_>, _extra: &mut [f64]) {}
-    #[inline]
     fn rate(
         &mut self,
         _run: RunContext<'_>,
@@ -382,7 +377,6 @@ impl ExtraState for NoExtraState {
         _rate: &mut [f64],
     ) {
     }
-    #[inline]
     fn jump(
         &mut self,
         _run: RunContext<'_>,
