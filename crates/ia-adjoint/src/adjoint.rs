@@ -794,7 +794,18 @@ impl<'a> Backward<'a> {
         let lambda = &mut lambda[..n];
         let vectors = &mut *self.vectors;
         let scratch = &mut vectors.scratch[..n];
-        let state_bar = &mut vectors.state_bar[..n];
+        // A small state's cotangents in local arrays (registers, and no
+        // slice of the stage cotangents can alias them, so the compiler
+        // pairs the updates below); a larger one's in the kept vectors.
+        let (mut local_state_bar, mut local_y_bar) = (
+            [0.0; TRANSPOSED_IN_REGISTERS],
+            [0.0; TRANSPOSED_IN_REGISTERS],
+        );
+        let state_bar = if n <= TRANSPOSED_IN_REGISTERS {
+            &mut local_state_bar[..n]
+        } else {
+            &mut vectors.state_bar[..n]
+        };
         for (i, k_bar) in vectors.stage_bars[..s * n].chunks_exact_mut(n).enumerate() {
             for (kb, &l) in k_bar.iter_mut().zip(lambda.iter()) {
                 *kb = h * tab.b[i] * l;
@@ -818,12 +829,18 @@ impl<'a> Backward<'a> {
                 scratch,
                 param_bar,
             );
-            for (sb, &yb) in state_bar.iter_mut().zip(scratch.iter()) {
+            let y_bar: &[f64] = if n <= TRANSPOSED_IN_REGISTERS {
+                local_y_bar[..n].copy_from_slice(scratch);
+                &local_y_bar[..n]
+            } else {
+                scratch
+            };
+            for (sb, &yb) in state_bar.iter_mut().zip(y_bar) {
                 *sb += yb;
             }
             for (&a, kb_j) in tab.a[i].iter().zip(before.chunks_exact_mut(n)) {
                 if a != 0.0 {
-                    for (kb, &yb) in kb_j.iter_mut().zip(scratch.iter()) {
+                    for (kb, &yb) in kb_j.iter_mut().zip(y_bar) {
                         *kb += h * a * yb;
                     }
                 }
@@ -834,7 +851,8 @@ impl<'a> Backward<'a> {
 }
 
 /// The largest state whose Runge-Kutta steps [`Backward::transpose_step`]
-/// transposes by a copy made for its size.
+/// transposes by a copy made for its size, its state cotangents in local
+/// arrays.
 const TRANSPOSED_IN_REGISTERS: usize = 8;
 
 impl Backward<'_> {

@@ -303,6 +303,7 @@ impl Probes {
     /// `rate = f_x v + f_p d_p` for each probe by one product along its
     /// direction, if the flow has such products (`false`, `rate` partly
     /// written, if not).
+    #[inline(always)]
     fn along_rate(
         &self,
         run: RunContext<'_>,
@@ -327,6 +328,60 @@ impl Probes {
             }
         }
         true
+    }
+
+    /// [`ExtraState::rate`] of the probes where one product along each
+    /// whole direction is not had or not the least work: one product per
+    /// probe and per parameter its direction moves, or the dense partials
+    /// (kept out of the common path, which inlines into the run's rate).
+    #[inline(never)]
+    fn rate_by_columns(
+        &mut self,
+        run: RunContext<'_>,
+        mode: usize,
+        t: f64,
+        x: &[f64],
+        extra: &[f64],
+        rate: &mut [f64],
+    ) {
+        let n = self.n;
+        if !self.dense_is_cheaper() {
+            let flow = &run.system.modes()[mode].flow;
+            let m = n + self.n_params;
+            let (zeros, product) = self.scratch.split_at_mut(n);
+            let mut by_products = true;
+            'columns: for c in 0..self.count {
+                let out = &mut rate[c * n..(c + 1) * n];
+                let tangent = Tangent {
+                    t: 0.0,
+                    x: &extra[c * n..(c + 1) * n],
+                    param: ParamDirection::Zero,
+                };
+                if !flow.jacobian_vector_product(t, x, run.params, tangent, out) {
+                    by_products = false;
+                    break;
+                }
+                let dp = &self.directions[c * m + n..(c + 1) * m];
+                for (j, &weight) in dp.iter().enumerate() {
+                    let tangent = Tangent {
+                        t: 0.0,
+                        x: zeros,
+                        param: ParamDirection::Unit(j),
+                    };
+                    if !flow.jacobian_vector_product(t, x, run.params, tangent, product) {
+                        by_products = false;
+                        break 'columns;
+                    }
+                    for (o, p) in out.iter_mut().zip(product.iter()) {
+                        *o += weight * p;
+                    }
+                }
+            }
+            if by_products {
+                return;
+            }
+        }
+        self.dense_rate(run, mode, t, x, extra, rate);
     }
 
     #[inline(never)]
@@ -390,6 +445,7 @@ impl ExtraState for Probes {
         }
     }
 
+    #[inline(always)]
     fn rate(
         &mut self,
         run: RunContext<'_>,
@@ -399,47 +455,10 @@ impl ExtraState for Probes {
         extra: &[f64],
         rate: &mut [f64],
     ) {
-        let n = self.n;
         if self.along_is_cheaper() && self.along_rate(run, mode, t, x, extra, rate) {
             return;
         }
-        if !self.dense_is_cheaper() {
-            let flow = &run.system.modes()[mode].flow;
-            let m = n + self.n_params;
-            let (zeros, product) = self.scratch.split_at_mut(n);
-            let mut by_products = true;
-            'columns: for c in 0..self.count {
-                let out = &mut rate[c * n..(c + 1) * n];
-                let tangent = Tangent {
-                    t: 0.0,
-                    x: &extra[c * n..(c + 1) * n],
-                    param: ParamDirection::Zero,
-                };
-                if !flow.jacobian_vector_product(t, x, run.params, tangent, out) {
-                    by_products = false;
-                    break;
-                }
-                let dp = &self.directions[c * m + n..(c + 1) * m];
-                for (j, &weight) in dp.iter().enumerate() {
-                    let tangent = Tangent {
-                        t: 0.0,
-                        x: zeros,
-                        param: ParamDirection::Unit(j),
-                    };
-                    if !flow.jacobian_vector_product(t, x, run.params, tangent, product) {
-                        by_products = false;
-                        break 'columns;
-                    }
-                    for (o, p) in out.iter_mut().zip(product.iter()) {
-                        *o += weight * p;
-                    }
-                }
-            }
-            if by_products {
-                return;
-            }
-        }
-        self.dense_rate(run, mode, t, x, extra, rate);
+        self.rate_by_columns(run, mode, t, x, extra, rate);
     }
 
     fn wants_event_geometry(&self) -> bool {
@@ -519,6 +538,7 @@ impl<E: ExtraState> ExtraState for Probed<'_, E> {
         self.inner.initial(run, inner);
     }
 
+    #[inline(always)]
     fn rate(
         &mut self,
         run: RunContext<'_>,

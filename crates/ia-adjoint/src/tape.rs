@@ -226,6 +226,19 @@ impl Default for Tape {
     }
 }
 
+/// Copies the state part (the first `n` of each `block` floats) of every
+/// stage after the first of `stages` into the slots of `n` floats of
+/// `slots` (inlined into each caller, so that a constant `n` sizes the copy).
+#[inline(always)]
+fn keep_stages(slots: &mut [f64], stages: &[f64], (n, block): (usize, usize)) {
+    for (slot, stage) in slots
+        .chunks_exact_mut(n)
+        .zip(stages.chunks_exact(block).skip(1))
+    {
+        slot.copy_from_slice(&stage[..n]);
+    }
+}
+
 impl Observer for Tape {
     /// Keeps the state's part of `y0` (the taped run may carry derivative
     /// probes after it: [`crate::probe`]).
@@ -274,15 +287,19 @@ impl Observer for Tape {
             return;
         }
         let record = self.states.len() - self.width;
-        for (slot, stage) in self.states[record + n..]
-            .chunks_exact_mut(n)
-            .zip(stages.chunks_exact(block).skip(1))
-        {
-            // Entry by entry: a few floats a stage, where a call to copy
-            // them cost more than the copy.
-            for (kept, &value) in slot.iter_mut().zip(stage) {
-                *kept = value;
-            }
+        let slots = &mut self.states[record + n..];
+        // A few floats a stage, where a call to copy them cost more than
+        // the copy: a small state's by a copy of the loop made for its size.
+        match n {
+            1 => keep_stages(slots, stages, (1, block)),
+            2 => keep_stages(slots, stages, (2, block)),
+            3 => keep_stages(slots, stages, (3, block)),
+            4 => keep_stages(slots, stages, (4, block)),
+            5 => keep_stages(slots, stages, (5, block)),
+            6 => keep_stages(slots, stages, (6, block)),
+            7 => keep_stages(slots, stages, (7, block)),
+            8 => keep_stages(slots, stages, (8, block)),
+            _ => keep_stages(slots, stages, (n, block)),
         }
     }
 

@@ -6,7 +6,7 @@
 use crate::stepper::{controlled_norm, starting_step, OdeRhs, StepCounters, StepFailure, Stepper};
 use crate::stiffness::{h_lambda, stiffness_bound, StiffnessTest};
 use crate::tableau::{
-    weighted_sum, ButcherTableau, DenseOutput, ErrorEstimate, DOP853, DOPRI5, RK4,
+    weighted_sum, ButcherTableau, DenseOutput, ErrorEstimate, ExtraStages, DOP853, DOPRI5, RK4,
 };
 use ia_core::HybridError;
 
@@ -89,6 +89,10 @@ pub struct RkStepper {
 /// Coefficients of the continuous extension per component (DOP853's eight;
 /// the others use the first four or five).
 const DENSE_WIDTH: usize = 8;
+
+/// The largest dimension [`RkStepper`] steps by a copy of its arithmetic
+/// made for that size.
+const SIZED: usize = 8;
 
 const SAFETY: f64 = 0.9;
 const MIN_FACTOR: f64 = 0.2;
@@ -215,13 +219,34 @@ impl RkStepper {
     /// One Runge-Kutta step of size `h` from `(t, y)` into `y_new`, with the
     /// end rate in the last stage block. `k[0]` must hold `F(t, y)`.
     fn attempt(&mut self, rhs: &mut dyn OdeRhs, h: f64) {
-        let n = self.dim;
+        // Small systems by their own copies of the stage arithmetic, the
+        // size known to the compiler (a state of up to four with one
+        // derivative probe carried after it, or of up to eight alone): the
+        // same operations in the same order, so the same numbers.
+        match self.dim {
+            1 => self.attempt_sized(rhs, h, 1),
+            2 => self.attempt_sized(rhs, h, 2),
+            3 => self.attempt_sized(rhs, h, 3),
+            4 => self.attempt_sized(rhs, h, 4),
+            5 => self.attempt_sized(rhs, h, 5),
+            6 => self.attempt_sized(rhs, h, 6),
+            7 => self.attempt_sized(rhs, h, 7),
+            SIZED => self.attempt_sized(rhs, h, SIZED),
+            n => self.attempt_sized(rhs, h, n),
+        }
+    }
+
+    /// [`RkStepper::attempt`] for `dim = n` (inlined into each of its
+    /// callers, so that a constant `n` sizes its loops).
+    #[inline(always)]
+    fn attempt_sized(&mut self, rhs: &mut dyn OdeRhs, h: f64, n: usize) {
         let s = self.stages();
+        let y = &self.y[..n];
         // With the stages kept, stage `i`'s state at `n + i n` (stage 0 the
         // start); otherwise each in the first `n` floats.
         let stage_states = if self.keep_stages {
-            let kept = &mut self.stage[n..];
-            kept[..n].copy_from_slice(&self.y);
+            let kept = &mut self.stage[n..(s + 1) * n];
+            kept[..n].copy_from_slice(y);
             kept
         } else {
             &mut self.stage[..n]
@@ -230,15 +255,15 @@ impl RkStepper {
             &mut |t, y, out| rhs.eval(t, y, out),
             self.t,
             h,
-            &self.y,
+            y,
             1,
             &mut self.k[..s * n],
             stage_states,
         );
-        self.tableau
-            .solution(h, &self.y, &self.k[..s * n], &mut self.y_new);
-        let (_, end) = self.k.split_at_mut(s * n);
-        rhs.eval(self.t + h, &self.y_new, end);
+        let y_new = &mut self.y_new[..n];
+        self.tableau.solution(h, y, &self.k[..s * n], y_new);
+        let end = &mut self.k[s * n..(s + 1) * n];
+        rhs.eval(self.t + h, y_new, end);
         self.counters.rhs_evaluations += s;
         if self.stiffness_bound.is_some() {
             // The last stage's state is still in the stage buffer; the
@@ -262,6 +287,41 @@ impl RkStepper {
     /// ([`OdeRhs::controlled_weight`], [`controlled_norm`],
     /// [`controlled_blocks`](crate::stepper::controlled_blocks)).
     fn error_norm(
+        &mut self,
+        h: f64,
+        tolerances: (f64, f64),
+        (closed, controlled): (usize, usize),
+        apart: (bool, f64),
+    ) -> f64 {
+        // Every component controlled, in a small system (a state alone, or
+        // with one derivative probe after it): sized for the compiler, as
+        // [`RkStepper::attempt`].
+        let blocks = if controlled == self.dim {
+            (closed, controlled)
+        } else {
+            (0, 0)
+        };
+        match blocks {
+            (1, 1) => self.error_norm_sized(h, tolerances, (1, 1), apart),
+            (2, 2) => self.error_norm_sized(h, tolerances, (2, 2), apart),
+            (3, 3) => self.error_norm_sized(h, tolerances, (3, 3), apart),
+            (4, 4) => self.error_norm_sized(h, tolerances, (4, 4), apart),
+            (5, 5) => self.error_norm_sized(h, tolerances, (5, 5), apart),
+            (6, 6) => self.error_norm_sized(h, tolerances, (6, 6), apart),
+            (7, 7) => self.error_norm_sized(h, tolerances, (7, 7), apart),
+            (SIZED, SIZED) => self.error_norm_sized(h, tolerances, (SIZED, SIZED), apart),
+            (1, 2) => self.error_norm_sized(h, tolerances, (1, 2), apart),
+            (2, 4) => self.error_norm_sized(h, tolerances, (2, 4), apart),
+            (3, 6) => self.error_norm_sized(h, tolerances, (3, 6), apart),
+            (4, SIZED) => self.error_norm_sized(h, tolerances, (4, SIZED), apart),
+            _ => self.error_norm_sized(h, tolerances, (closed, controlled), apart),
+        }
+    }
+
+    /// [`RkStepper::error_norm`] (inlined into each of its callers, so
+    /// that a constant `controlled` sizes its loops).
+    #[inline(always)]
+    fn error_norm_sized(
         &mut self,
         h: f64,
         (rtol, atol): (f64, f64),
@@ -304,6 +364,7 @@ impl RkStepper {
 
     /// The estimate `sum_j e_j K_j` of the components `range` into the
     /// same places of the stage buffer, free between steps.
+    #[inline(always)]
     fn estimate(&mut self, weights: &[f64], range: std::ops::Range<usize>) {
         let k = &self.k[range.start..];
         let estimate = &mut self.stage[range];
@@ -312,6 +373,7 @@ impl RkStepper {
 
     /// `sum_i (h e_i / sc_i)^2` over the components `range` of the
     /// [`RkStepper::estimate`] `e`, `sc_i = atol + rtol max(|y_0,i|, |y_1,i|)`.
+    #[inline(always)]
     fn scaled_square_sum(
         &self,
         h: f64,
@@ -373,6 +435,7 @@ impl RkStepper {
     /// alone ([`OdeRhs::closed_dim`]) when it holds the `m`, so that placing
     /// an event on the state never evaluates the sensitivities carried after
     /// it.
+    #[inline]
     fn prepare_extra_stages(&mut self, rhs: &mut dyn OdeRhs, m: usize) {
         let DenseOutput::Dop853(extra) = self.tableau.dense else {
             return;
@@ -380,6 +443,14 @@ impl RkStepper {
         if self.extra_stages_ready >= m || self.t == self.t_prev {
             return;
         }
+        self.evaluate_extra_stages(rhs, extra, m);
+    }
+
+    /// [`RkStepper::prepare_extra_stages`] once it is known to be wanted
+    /// (kept out of line: the interpolation that checks for it runs many
+    /// times a step).
+    #[inline(never)]
+    fn evaluate_extra_stages(&mut self, rhs: &mut dyn OdeRhs, extra: &ExtraStages, m: usize) {
         let n = self.dim;
         let closed = rhs.closed_dim().min(n);
         let width = if m <= closed { closed } else { n };

@@ -271,6 +271,7 @@ pub(crate) fn controlled_blocks(
 /// norms its sensitivities: every column's error then follows the
 /// tolerance, rather than their root mean square. A non-finite block norm
 /// is returned as it is.
+#[inline(always)]
 pub(crate) fn controlled_norm(
     mut norm: impl FnMut(std::ops::Range<usize>) -> f64,
     closed: usize,

@@ -189,6 +189,7 @@ impl ButcherTableau {
     /// stage rates in `k` (stage `i` at `k[i n..]`). The stepper and the
     /// adjoint's replay of a step (checkpointing) both form it here, so the
     /// replayed state is the stepped one to the last bit.
+    #[inline(always)]
     pub fn solution(&self, h: f64, y0: &[f64], k: &[f64], y1: &mut [f64]) {
         weighted_sum(h, Some(y0), self.b, k, y0.len(), y1);
     }
@@ -202,6 +203,7 @@ impl ButcherTableau {
     /// recomputation of a step call this, so they form the same numbers.
     /// `rate(t, y, out)` writes the right-hand side `f(t, y)` into `out`.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub fn stages<R: FnMut(f64, &[f64], &mut [f64]) + ?Sized>(
         &self,
         rate: &mut R,
