@@ -330,7 +330,7 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
 /// a lower bound of its crossing time when [`cheap_bound`] or else
 /// [`rough_crossing`] gives one (and which of them gave it), nothing when
 /// either shows there is none, else the crossing found exactly (from the
-/// same start). The layered sweep ([`super::sweep`]) predicts with it too.
+/// same start). The layered sweep (the module `sweep`) predicts with it too.
 pub(super) fn predicted(
     start: &PairStart<'_>,
     t: f64,

@@ -40,7 +40,7 @@
 
 use super::lazy::{predicted, refined, Queued};
 use super::queue::{entry, time, transition};
-use super::structure::{pushed_over, Level, Structure, NO_PAIR};
+use super::structure::{pushed_over, Level, Pair, Structure, NO_PAIR};
 use crate::closed_form::advance_component;
 use crate::factor::phi;
 use crate::pair_form::{advance_pair, PairFactors, PairRates, PairStart};
@@ -104,7 +104,10 @@ impl Plan {
         // pairs each transition kicks (its own guard's aside), in the order
         // of the transitions, each once a transition.
         let mut written = vec![0; n];
-        let mut kicked: Vec<(usize, usize)> = Vec::new();
+        let writes = transitions
+            .iter()
+            .map(|tr| tr.reset.writes().map_or(0, <[_]>::len));
+        let mut kicked: Vec<(usize, usize)> = Vec::with_capacity(writes.sum());
         let mut last_kick = vec![NONE; pairs.len()];
         for (k, tr) in transitions.iter().enumerate() {
             let reset = &tr.reset;
@@ -130,7 +133,6 @@ impl Plan {
                 if pair == NO_PAIR {
                     return None;
                 }
-                written[i] = k + 1;
                 if pair != own && last_kick[pair] != k {
                     last_kick[pair] = k;
                     kicked.push((pair, k));
@@ -138,12 +140,14 @@ impl Plan {
             }
             // A reset that reads what it writes (a spike's kick) lists them
             // once.
-            let reads_more = !std::ptr::eq(reads, writes)
-                && reads
-                    .iter()
-                    .any(|&i| written[i] != k + 1 && (own == NONE || pair_of[i].0 != own));
-            if reads_more {
-                return None;
+            if !std::ptr::eq(reads, writes) {
+                for &i in writes {
+                    written[i] = k + 1;
+                }
+                let more = |i: usize| written[i] != k + 1 && (own == NONE || pair_of[i].0 != own);
+                if reads.iter().any(|&i| more(i)) {
+                    return None;
+                }
             }
         }
         // Each pair's writers as flat lists (a counting sort of `kicked`).
@@ -164,11 +168,11 @@ impl Plan {
         // Groups: runs of consecutive pairs with the same writers.
         let mut group_of = vec![NONE; pairs.len()];
         let mut first_pair = Vec::new();
-        for p in 0..pairs.len() {
+        for (p, group) in group_of.iter_mut().enumerate() {
             if p == 0 || writers_of(p) != writers_of(p - 1) {
                 first_pair.push(p);
             }
-            group_of[p] = first_pair.len() - 1;
+            *group = first_pair.len() - 1;
         }
         let groups = first_pair.len();
         // Group `g` depends on the groups of its writers' guards: Kahn's
@@ -297,6 +301,9 @@ struct Sweep<'a> {
     problem: &'a Problem<'a>,
     structure: &'a Structure,
     plan: &'a Plan,
+    /// The mode's pairs, and each entry's pair and slot.
+    pairs: &'a [Pair],
+    pair_of: &'a [(usize, usize)],
     x: Vec<f64>,
     /// A copy for resets that cannot apply themselves in place.
     x_after: Vec<f64>,
@@ -338,6 +345,8 @@ pub(super) fn run<O: Observer>(
         problem,
         structure,
         plan,
+        pairs: &structure.pairs[plan.mode],
+        pair_of: &structure.pair_of[plan.mode],
         x: problem.initial_state.clone(),
         x_after: vec![0.0; n],
         since: vec![problem.t0; pairs],
@@ -511,7 +520,7 @@ impl Sweep<'_> {
         if s <= 0.0 {
             return;
         }
-        let pair = &self.structure.pairs[self.plan.mode][p];
+        let pair = &self.pairs[p];
         let factors = self.factors.get(pair.matrix, &pair.rates, s);
         let [i, j] = pair.entries;
         let mut y = [self.x[i], self.x[j]];
@@ -537,7 +546,7 @@ impl Sweep<'_> {
     /// The stretch of pair `p` from its state.
     #[inline]
     fn start(&self, p: usize) -> PairStart<'_> {
-        let pair = &self.structure.pairs[self.plan.mode][p];
+        let pair = &self.pairs[p];
         let y = [self.x[pair.entries[0]], self.x[pair.entries[1]]];
         PairStart::new(&pair.a, &pair.b, &pair.rates, y)
     }
@@ -587,7 +596,7 @@ impl Sweep<'_> {
             return Err(Fallback);
         }
         self.bring(p, t);
-        let pair = &self.structure.pairs[self.plan.mode][p];
+        let pair = &self.pairs[p];
         let [i, j] = pair.entries;
         let row = pair.a[lane.slot];
         let guard_rate = row[0] * self.x[i] + row[1] * self.x[j] + pair.b[lane.slot];
@@ -622,7 +631,7 @@ impl Sweep<'_> {
                 self.x[j] = self.x_after[j];
             }
         }
-        let pair_of = &self.structure.pair_of[plan.mode];
+        let pair_of = self.pair_of;
         for (&j, &before) in writes.iter().zip(&self.before) {
             let p = pair_of[j].0;
             let lane = &plan.lanes[p];
