@@ -331,6 +331,7 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
 /// [`rough_crossing`] gives one (and which of them gave it), nothing when
 /// either shows there is none, else the crossing found exactly (from the
 /// same start). The layered sweep (the module `sweep`) predicts with it too.
+#[inline]
 pub(super) fn predicted(
     start: &PairStart<'_>,
     t: f64,
@@ -358,6 +359,7 @@ pub(super) fn predicted(
 /// [`cheap_bound`] is replaced by [`rough_crossing`]'s, a rough bound by
 /// the crossing. The crossing lies at the rough root, within its margin:
 /// it is found from there, searched from the start only when it is not.
+#[inline]
 pub(super) fn refined(
     start: &PairStart<'_>,
     since: f64,
