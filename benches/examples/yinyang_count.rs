@@ -6,13 +6,16 @@
 //! cargo build --release -p ia-benches --example yinyang_count
 //! valgrind --tool=callgrind target/release/examples/yinyang_count 200
 //! valgrind --tool=callgrind target/release/examples/yinyang_count 1000 primal
+//! valgrind --tool=callgrind target/release/examples/yinyang_count 1000 primal queue
 //! ```
 //!
 //! Arguments: the number of hidden neurons (default 120), then `primal`
 //! for the exact solver's run alone (no tape: lazy, as the
-//! `yinyang_scaling` bench's `exact_primal`) instead of the gradient; it
-//! prints the number of events and fingerprints of their times and of the
-//! final state, to the bit.
+//! `yinyang_scaling` bench's `exact_primal`, which the layered sweep runs)
+//! instead of the gradient, then `queue` for the general run instead of
+//! the sweep (`exact::simulate_without_sweep`); it prints the number of
+//! events and fingerprints of their times and of the final state, to the
+//! bit.
 
 use ia_benches::yinyang_net::YinYangNet;
 
@@ -23,7 +26,12 @@ fn main() {
         .map_or(120, |a| a.parse().expect("a number of hidden neurons"));
     let net = YinYangNet::new(hidden, (0.31, 0.64));
     if args.next().as_deref() == Some("primal") {
-        let run = ia_events::exact::simulate(&net.problem()).expect("the exact run");
+        let run = if args.next().as_deref() == Some("queue") {
+            ia_events::exact::simulate_without_sweep(&net.problem())
+        } else {
+            ia_events::exact::simulate(&net.problem())
+        };
+        let run = run.expect("the exact run");
         // A fingerprint of every event's transition and time to the bit
         // (FNV-1a), and of the final state, to show a change moved none.
         let fnv = |h: u64, v: u64| (h ^ v).wrapping_mul(0x0100_0000_01b3);

@@ -643,6 +643,39 @@ pub trait Reset: Send + Sync {
         None
     }
 
+    /// Optional, for a reset that declares [`Reset::writes`]: whether each
+    /// entry it writes takes a new value that depends on the time, the
+    /// parameters and that entry's own value alone, never on another entry
+    /// (a spike's kick `x_s += w`, a reset `x_r = 0`). The exact solver
+    /// may then apply it to some of its entries at a time (its layered
+    /// sweep runs a feed-forward network one layer after another, each
+    /// entry at its own kicks). The default, `false`, means a written
+    /// entry may read any entry of [`Reset::reads`].
+    ///
+    /// ```
+    /// use ia_core::{Reset, ResetPartials};
+    ///
+    /// /// Sets entry 0 to 0 and adds 1 to entry 2: each from itself.
+    /// struct Spike;
+    /// impl Reset for Spike {
+    ///     fn apply(&self, _t: f64, x: &[f64], _p: &[f64], x_after: &mut [f64]) {
+    ///         x_after.copy_from_slice(x);
+    ///         x_after[0] = 0.0;
+    ///         x_after[2] += 1.0;
+    ///     }
+    ///     fn writes(&self) -> Option<&[usize]> { Some(&[0, 2]) }
+    ///     fn writes_entrywise(&self) -> bool { true }
+    ///     fn partials(&self, _t: f64, _x: &[f64], _p: &[f64], out: &mut ResetPartials) {
+    ///         out.x.fill_with_identity();
+    ///         out.x[(0, 0)] = 0.0;
+    ///     }
+    /// }
+    /// assert!(Spike.writes_entrywise());
+    /// ```
+    fn writes_entrywise(&self) -> bool {
+        false
+    }
+
     /// Optional fast path for a reset that declares [`Reset::reads`] and
     /// [`Reset::writes`]: applies `r(t, x, p)` over `x` in place, changing
     /// only the entries of `writes` and reading only those of `reads` (the

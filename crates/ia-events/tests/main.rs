@@ -8,6 +8,7 @@
 
 mod exact_lazy;
 mod exact_pairs;
+mod exact_sweep;
 mod exact_time_guards;
 mod pair_form;
 mod pair_net;

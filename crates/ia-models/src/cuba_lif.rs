@@ -525,6 +525,11 @@ impl Reset for Kick {
         Some(&self.writes)
     }
 
+    /// `V <- 0` and `I += w` each read only themselves.
+    fn writes_entrywise(&self) -> bool {
+        true
+    }
+
     fn apply_in_place(&self, _t: f64, x: &mut [f64], p: &[f64]) -> bool {
         if let Some(r) = self.reset {
             x[r] = 0.0;

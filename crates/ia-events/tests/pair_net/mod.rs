@@ -38,7 +38,7 @@ impl Net {
     }
 }
 
-pub struct Neurons(Net);
+pub struct Neurons(pub Net);
 
 impl Flow for Neurons {
     fn rate(&self, _t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
@@ -156,6 +156,9 @@ impl Reset for DeclaredKick {
     }
     fn reads(&self) -> Option<&[usize]> {
         Some(&self.touched)
+    }
+    fn writes_entrywise(&self) -> bool {
+        true
     }
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials) {
         self.kick.partials(t, x, p, out);

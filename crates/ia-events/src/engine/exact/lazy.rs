@@ -31,7 +31,7 @@ use super::Run;
 use crate::closed_form::advance_component;
 use crate::factor::phi;
 use crate::geometry::{EventAt, GeometryWorkspace};
-use crate::pair_form::{advance_pair, crossing_near, first_crossing_from};
+use crate::pair_form::{advance_pair, crossing_near, first_crossing_from, PairStart};
 use crate::rough_crossing::{cheap_bound, rough_crossing, Rough, MARGIN};
 use crate::vocabulary::LazyJump;
 use crate::vocabulary::{ExtraState, Observer};
@@ -254,10 +254,8 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
     }
 
     /// Queues a lower bound of transition `k`'s crossing (a threshold on
-    /// entry `slot` of pair `pair`, whose block is at the run's time) when
-    /// [`cheap_bound`] or else [`rough_crossing`] gives one, or nothing
-    /// when either shows there is none, else the crossing found exactly
-    /// (from the same [`PairStart`](crate::pair_form::PairStart)).
+    /// entry `slot` of pair `pair`, whose block is at the run's time), or
+    /// the crossing, or nothing ([`predicted`]).
     pub(super) fn predict_roughly(
         &mut self,
         k: usize,
@@ -267,31 +265,14 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
         direction: Direction,
     ) {
         let start = self.pair_start(pair);
-        let level = threshold.level;
-        let (queued, rough) = match cheap_bound(&start, slot, level, direction) {
-            Rough::Unsure => (
-                Queued::Rough,
-                rough_crossing(&start, slot, level, direction),
-            ),
-            cheap => (Queued::Cheap, cheap),
-        };
-        let time = match rough {
-            Rough::Never => None,
-            Rough::NotBefore(s) => {
-                self.queued[k] = queued;
-                Some(self.t + s)
-            }
-            Rough::Unsure => {
-                first_crossing_from(&start, slot, level, direction).map(|s| self.t + s)
-            }
-        };
+        let (time, queued) = predicted(&start, self.t, slot, threshold.level, direction);
+        self.queued[k] = queued;
         self.queue.set(k, time);
     }
 
     /// Finds exactly the crossings whose lower bounds come first in the
-    /// queue, until an exact one does (or none is left): a [`cheap_bound`]
-    /// is replaced by [`rough_crossing`]'s (queued again), a rough bound by
-    /// the crossing. A bound's block has not changed course since it was
+    /// queue, until an exact one does (or none is left), each a step of
+    /// [`refined`]. A bound's block has not changed course since it was
     /// queued (a change predicts again), so its crossing is found from its
     /// state at its own time.
     pub(super) fn refine_first(&mut self) {
@@ -300,7 +281,6 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
             if queued == Queued::Exact {
                 return;
             }
-            self.queued[k] = Queued::Exact;
             let direction = self.structure.directions[k];
             let Level::State(threshold) = self.structure.thresholds[k] else {
                 unreachable!("only state thresholds on pairs are bounded");
@@ -308,30 +288,9 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
             let (pair, slot) = self.structure.pair_of[self.mode][threshold.state];
             let since = self.entry_time[threshold.state];
             let start = self.pair_start(pair);
-            let level = threshold.level;
-            if queued == Queued::Cheap {
-                let time = match rough_crossing(&start, slot, level, direction) {
-                    Rough::Never => None,
-                    Rough::NotBefore(s) => {
-                        self.queued[k] = Queued::Rough;
-                        Some(since + s)
-                    }
-                    Rough::Unsure => {
-                        first_crossing_from(&start, slot, level, direction).map(|s| since + s)
-                    }
-                };
-                self.queue.set(k, time);
-                continue;
-            }
-            // The crossing lies at the rough root, within its margin: found
-            // from there, searched from the start only when it is not.
-            let lo = bound - since;
-            let (estimate, hi) = (lo / (1.0 - MARGIN), lo * (1.0 + 4.0 * MARGIN));
-            let near = (lo, estimate, hi);
-            let delay = crossing_near(&start, slot, level, direction, near)
-                .or_else(|| first_crossing_from(&start, slot, level, direction));
-            let time = delay.map(|s| since + s);
-            debug_assert!(time.is_none_or(|time| time >= bound), "{time:?} < {bound}");
+            let step = (queued, bound);
+            let (time, queued) = refined(&start, since, slot, threshold.level, direction, step);
+            self.queued[k] = queued;
             self.queue.set(k, time);
         }
     }
@@ -364,6 +323,70 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
             error => error,
         }
     }
+}
+
+/// What a lazy run queues for a threshold at `level` on entry `slot` of
+/// the pair that starts at `start` at time `t`, crossed in `direction`:
+/// a lower bound of its crossing time when [`cheap_bound`] or else
+/// [`rough_crossing`] gives one (and which of them gave it), nothing when
+/// either shows there is none, else the crossing found exactly (from the
+/// same start). The layered sweep (the module `sweep`) predicts with it too.
+#[inline]
+pub(super) fn predicted(
+    start: &PairStart<'_>,
+    t: f64,
+    slot: usize,
+    level: f64,
+    direction: Direction,
+) -> (Option<f64>, Queued) {
+    let (queued, rough) = match cheap_bound(start, slot, level, direction) {
+        Rough::Unsure => (Queued::Rough, rough_crossing(start, slot, level, direction)),
+        cheap => (Queued::Cheap, cheap),
+    };
+    match rough {
+        Rough::Never => (None, Queued::Exact),
+        Rough::NotBefore(s) => (Some(t + s), queued),
+        Rough::Unsure => (
+            first_crossing_from(start, slot, level, direction).map(|s| t + s),
+            Queued::Exact,
+        ),
+    }
+}
+
+/// One step closer to the crossing of the threshold of [`predicted`] from
+/// the pair's state `start` at its own time `since`, whose queued time
+/// `step.1` is a bound of kind `step.0` (not [`Queued::Exact`]): a
+/// [`cheap_bound`] is replaced by [`rough_crossing`]'s, a rough bound by
+/// the crossing. The crossing lies at the rough root, within its margin:
+/// it is found from there, searched from the start only when it is not.
+#[inline]
+pub(super) fn refined(
+    start: &PairStart<'_>,
+    since: f64,
+    slot: usize,
+    level: f64,
+    direction: Direction,
+    (queued, bound): (Queued, f64),
+) -> (Option<f64>, Queued) {
+    debug_assert!(queued != Queued::Exact);
+    if queued == Queued::Cheap {
+        return match rough_crossing(start, slot, level, direction) {
+            Rough::Never => (None, Queued::Exact),
+            Rough::NotBefore(s) => (Some(since + s), Queued::Rough),
+            Rough::Unsure => (
+                first_crossing_from(start, slot, level, direction).map(|s| since + s),
+                Queued::Exact,
+            ),
+        };
+    }
+    let lo = bound - since;
+    let (estimate, hi) = (lo / (1.0 - MARGIN), lo * (1.0 + 4.0 * MARGIN));
+    let near = (lo, estimate, hi);
+    let delay = crossing_near(start, slot, level, direction, near)
+        .or_else(|| first_crossing_from(start, slot, level, direction));
+    let time = delay.map(|s| since + s);
+    debug_assert!(time.is_none_or(|time| time >= bound), "{time:?} < {bound}");
+    (time, Queued::Exact)
 }
 
 /// What a lazy run's queued time of a transition is.

@@ -113,6 +113,7 @@
 mod lazy;
 mod queue;
 mod structure;
+mod sweep;
 
 pub use crate::closed_form::{advance_state, chi, decay, phi, ExactSpan};
 pub use crate::pair_form::{
@@ -148,6 +149,66 @@ use structure::{crossing_delay, pushed_over, Level, Structure, NO_PAIR};
 /// ```
 pub fn check(system: &HybridSystem, params: &[f64]) -> Result<(), HybridError> {
     Structure::of(system, params).map(|_| ())
+}
+
+/// Whether [`simulate`] runs `problem` by the layered sweep (see the
+/// module `sweep`): a lazy run of a feed-forward system (every transition
+/// in one mode, guards on time or on entries of linear pairs, one a pair,
+/// resets that write pairs only and each written entry from itself,
+/// [`Reset::writes_entrywise`](ia_core::Reset::writes_entrywise), kicks
+/// that reach a pair only from earlier layers; no observations and no
+/// [`Problem::stop_after`]) is run one layer of blocks after another
+/// instead of one event after another, with the same events, times and
+/// final state to the bit. `false` also when the problem is invalid or the
+/// exact solver cannot run it. A sweep may still hand the run to the
+/// general one on the way (an event that makes another due at its
+/// instant, a non-finite state, `max_events` or the Zeno rule), which then
+/// reports it as it does.
+///
+/// ```
+/// use ia_events::{exact, EventOptions, Problem};
+/// use ia_models::Model;
+///
+/// let net = ia_models::CubaLif::new(2, 5, 2).unwrap();
+/// let (system, spec) = (net.system(), net.spec());
+/// let lazy = EventOptions { event_states: false, ..EventOptions::default() };
+/// let problem = Problem::new(&system, spec.default_state(), spec.default_params(), spec.t_end)
+///     .with_event_options(lazy);
+/// assert!(exact::sweeps(&problem));
+/// let (swept, queued) = (exact::simulate(&problem).unwrap(), exact::simulate_without_sweep(&problem).unwrap());
+/// assert_eq!(swept.events, queued.events);
+/// assert_eq!(swept.final_state, queued.final_state);
+/// ```
+pub fn sweeps(problem: &Problem<'_>) -> bool {
+    if problem.validate().is_err() || !sweepable(problem, &NoExtraState, &NoObserver) {
+        return false;
+    }
+    Structure::of(problem.system, &problem.params)
+        .is_ok_and(|structure| sweep::Plan::of(problem, &structure).is_some())
+}
+
+/// [`simulate`] by the general run alone, one event after another from a
+/// queue of predicted crossings, never by the layered sweep
+/// ([`sweeps`]): the reference the sweep is checked against.
+pub fn simulate_without_sweep(problem: &Problem<'_>) -> Result<Trajectory, HybridError> {
+    let records = &mut RecordBuffers::default();
+    general_run(
+        problem,
+        (records, &mut None),
+        &mut NoExtraState,
+        &mut NoObserver,
+    )
+}
+
+/// Whether a run carrying `extra` and shown to `observer` may be swept:
+/// a lazy run (see the module `lazy`) that carries nothing and whose
+/// observer reads no states.
+fn sweepable<E: ExtraState, O: Observer>(problem: &Problem<'_>, extra: &E, observer: &O) -> bool {
+    !problem.events.event_states
+        && extra.dim() == 0
+        && !extra.wants_event_geometry()
+        && !observer.reads_states()
+        && !observer.wants_event_geometry()
 }
 
 /// The run in progress.
@@ -240,6 +301,27 @@ pub fn run<E: ExtraState, O: Observer>(
 /// [`run`] in a workspace's buffers: its records' and its event
 /// geometry's.
 pub(crate) fn run_in<E: ExtraState, O: Observer>(
+    problem: &Problem<'_>,
+    buffers: (&mut RecordBuffers, &mut Option<GeometryWorkspace>),
+    extra: &mut E,
+    observer: &mut O,
+) -> Result<Trajectory, HybridError> {
+    if sweepable(problem, extra, observer) {
+        problem.validate()?;
+        let structure = Structure::of(problem.system, &problem.params)?;
+        if let Some(plan) = sweep::Plan::of(problem, &structure) {
+            let x = &problem.initial_state;
+            check_start(problem, &structure, x)?;
+            if let Ok(result) = sweep::run(problem, &structure, &plan, buffers.0, observer) {
+                return result;
+            }
+        }
+    }
+    general_run(problem, buffers, extra, observer)
+}
+
+/// [`run_in`] by the general run (one event after another).
+fn general_run<E: ExtraState, O: Observer>(
     problem: &Problem<'_>,
     buffers: (&mut RecordBuffers, &mut Option<GeometryWorkspace>),
     extra: &mut E,
@@ -344,61 +426,23 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         self.recorder.release(records);
     }
 
-    /// Checks the guards at the start (rule 9 of the event rules) and
-    /// predicts their crossings.
+    /// Checks the guards at the start (rule 9 of the event rules,
+    /// [`check_start`]) and predicts their crossings.
     fn start(&mut self) -> Result<(), HybridError> {
-        let (system, problem) = (self.problem.system, self.problem);
-        for &k in &self.structure.leaving[self.mode] {
-            let tr = &system.transitions()[k];
-            let g = self.guard_value(k);
-            // Rule 9: with a start band a guard within it sits
-            // on zero and takes the side its rate points to (`g_x = 1`), and
-            // one beyond zero heading back is disarmed. A guard heading away
-            // is never predicted to cross: its entry is monotone.
-            let direction = tr.guard.direction();
-            let band = problem.start_band;
-            let heading = if band > 0.0 && g.abs() <= band {
-                self.guard_rate(k)
-            } else {
-                g
-            };
-            let disarmed = band > 0.0
-                && g.abs() > band
-                && direction.violated_at_start(g)
-                && direction.heads_back(self.guard_rate(k));
-            if direction.violated_at_start(heading) && !disarmed {
-                return Err(HybridError::GuardViolatedAtStart {
-                    transition: tr.name.clone(),
-                    value: g,
-                    direction: format!("{:?}", tr.guard.direction()).to_lowercase(),
-                });
-            }
-        }
+        check_start(self.problem, &self.structure, &self.x)?;
         self.enter_mode();
         Ok(())
     }
 
-    /// The rate of transition `k`'s guard in the current mode: that of its
-    /// threshold's entry, `a x + b` (`g_x` is 1 there), or 1 for a
-    /// threshold on time.
+    /// The rate of transition `k`'s guard in the current mode
+    /// ([`guard_rate`]).
     fn guard_rate(&self, k: usize) -> f64 {
-        match self.structure.thresholds[k] {
-            Level::State(threshold) => self.entry_rate(threshold.state),
-            Level::Time(_) => 1.0,
-        }
+        guard_rate(&self.structure, self.mode, &self.x, k)
     }
 
-    /// The rate of entry `i` from its block's state (the block at the
-    /// run's time).
+    /// The rate of entry `i` from its block's state ([`entry_rate`]).
     fn entry_rate(&self, i: usize) -> f64 {
-        let (pair, slot) = self.structure.pair_of[self.mode][i];
-        if pair != NO_PAIR {
-            let pair = &self.structure.pairs[self.mode][pair];
-            let [p, q] = pair.entries;
-            let row = pair.a[slot];
-            return row[0] * self.x[p] + row[1] * self.x[q] + pair.b[slot];
-        }
-        self.structure.a[self.mode][i] * self.x[i] + self.structure.b[self.mode][i]
+        entry_rate(&self.structure, self.mode, &self.x, i)
     }
 
     fn guard_value(&self, k: usize) -> f64 {
@@ -906,4 +950,62 @@ impl<'p, E: ExtraState, O: Observer> Run<'p, E, O> {
         let stats = self.recorder.stats();
         self.recorder.finish(self.t, &self.x, self.mode, stats)
     }
+}
+
+/// Checks the guards leaving the initial mode at the start, from the state
+/// `x` (rule 9 of the event rules): with a start band a guard within it
+/// sits on zero and takes the side its rate points to (`g_x = 1`), and one
+/// beyond zero heading back is disarmed. A guard heading away is never
+/// predicted to cross: its entry is monotone.
+fn check_start(problem: &Problem<'_>, structure: &Structure, x: &[f64]) -> Result<(), HybridError> {
+    let (system, mode, t) = (problem.system, problem.initial_mode, problem.t0);
+    for &k in &structure.leaving[mode] {
+        let tr = &system.transitions()[k];
+        let g = match structure.thresholds[k] {
+            Level::State(threshold) => x[threshold.state] - threshold.level,
+            Level::Time(level) => t - level,
+        };
+        let direction = tr.guard.direction();
+        let band = problem.start_band;
+        let rate = || guard_rate(structure, mode, x, k);
+        let heading = if band > 0.0 && g.abs() <= band {
+            rate()
+        } else {
+            g
+        };
+        let disarmed = band > 0.0
+            && g.abs() > band
+            && direction.violated_at_start(g)
+            && direction.heads_back(rate());
+        if direction.violated_at_start(heading) && !disarmed {
+            return Err(HybridError::GuardViolatedAtStart {
+                transition: tr.name.clone(),
+                value: g,
+                direction: format!("{:?}", tr.guard.direction()).to_lowercase(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The rate of transition `k`'s guard in mode `mode` at the state `x`:
+/// that of its threshold's entry ([`entry_rate`], `g_x` is 1 there), or 1
+/// for a threshold on time.
+fn guard_rate(structure: &Structure, mode: usize, x: &[f64], k: usize) -> f64 {
+    match structure.thresholds[k] {
+        Level::State(threshold) => entry_rate(structure, mode, x, threshold.state),
+        Level::Time(_) => 1.0,
+    }
+}
+
+/// The rate of entry `i` in mode `mode` from its block's state in `x`.
+fn entry_rate(structure: &Structure, mode: usize, x: &[f64], i: usize) -> f64 {
+    let (pair, slot) = structure.pair_of[mode][i];
+    if pair != NO_PAIR {
+        let pair = &structure.pairs[mode][pair];
+        let [p, q] = pair.entries;
+        let row = pair.a[slot];
+        return row[0] * x[p] + row[1] * x[q] + pair.b[slot];
+    }
+    structure.a[mode][i] * x[i] + structure.b[mode][i]
 }

@@ -23,7 +23,7 @@ pub(super) struct CrossingQueue {
 /// [`f64::total_cmp`] (its transform, with the sign bit flipped), above
 /// the transition `k`: the keys order as `(time, k)` do.
 #[inline]
-fn entry(time: f64, k: usize) -> u128 {
+pub(super) fn entry(time: f64, k: usize) -> u128 {
     let bits = time.to_bits();
     let ordered = (bits ^ (((bits as i64 >> 63) as u64) >> 1)) ^ (1 << 63);
     (u128::from(ordered) << 64) | k as u128
@@ -31,14 +31,14 @@ fn entry(time: f64, k: usize) -> u128 {
 
 /// The transition of a key ([`entry`]).
 #[inline]
-fn transition(key: u128) -> usize {
+pub(super) fn transition(key: u128) -> usize {
     key as u64 as usize
 }
 
 /// The time of a key ([`entry`]): its transform undone (it keeps the sign
 /// bit, so it is its own inverse).
 #[inline]
-fn time(key: u128) -> f64 {
+pub(super) fn time(key: u128) -> f64 {
     let ordered = ((key >> 64) as u64) ^ (1 << 63);
     f64::from_bits(ordered ^ (((ordered as i64 >> 63) as u64) >> 1))
 }

@@ -1,0 +1,668 @@
+//! The exact solver's layered sweep: a lazy run of a feed-forward system
+//! one group of blocks at a time instead of one event at a time.
+//!
+//! A lazy run ([`super::lazy`]) of a system whose transitions form an
+//! acyclic graph of blocks (a spiking network of layers: inputs -> hidden
+//! -> outputs) may instead be run group by group. A group is a run of
+//! consecutive pairs of the mode kicked by the same transitions (its
+//! *writers*: a layer of a network); a group depends on the groups holding
+//! the guards of its writers, and the groups run in a topological order of
+//! these dependencies. Within a group, the kicks (the events of its writers,
+//! all known by then: times on thresholds of time, and the events the
+//! groups before it found) are walked in the order the general run fires
+//! them, `(time, transition)`; before each kick every block of the group
+//! fires its own guard as often as it crosses (each a crossing found by the
+//! same bound, refinement and polish as the general run's, [`predicted`]
+//! and [`refined`]), then it is brought to the kick's time with factors
+//! shared by every block over the same stretch, the kick's reset is applied
+//! once for the whole group, and the blocks it moved are predicted again.
+//! There is no queue of crossings: each block keeps its own one prediction.
+//! At the end the events of every group are merged in the order of their
+//! `(time, transition)` and recorded as the general run records them.
+//!
+//! Each block takes part in the same events as in the general lazy run, is
+//! brought over the same stretches with the same factors, kicked by the
+//! same arithmetic in the same order and predicted from the same states,
+//! so the sweep gives the general run's events, times and final state to
+//! the bit. It applies when (see [`Plan::of`]) the run is lazy with no
+//! observations, no [`Problem::stop_after`] and an observer that reads no
+//! states; every transition stays in the initial mode and is not terminal;
+//! every guard is a threshold on time or on an entry of a pair, at most one
+//! a pair; every reset writes entries of pairs only, reads only what it
+//! writes and its guard's pair, and declares that each written entry reads
+//! only itself ([`Reset::writes_entrywise`](ia_core::Reset::writes_entrywise)),
+//! so that it may be applied to one group's entries at a time; and the
+//! groups' dependencies have no cycle. A run it cannot reproduce on the way
+//! (an event that makes another due at its instant, a non-finite state, an
+//! event at the instant of the one that caused it, more than `max_events`
+//! events or the Zeno rule) is run again by the general run, which reports
+//! it as it does.
+
+use super::lazy::{predicted, refined, Queued};
+use super::queue::{entry, time, transition};
+use super::structure::{pushed_over, Level, Pair, Structure, NO_PAIR};
+use crate::closed_form::advance_component;
+use crate::factor::phi;
+use crate::pair_form::{advance_pair, PairFactors, PairRates, PairStart};
+use crate::problem::Problem;
+use crate::recorder::{RecordBuffers, Recorder};
+use crate::vocabulary::{EventJump, Observer, RunContext};
+use crate::zeno::ZenoWatch;
+use ia_core::{Direction, EventRecord, HybridError, Trajectory};
+
+/// Marks a pair with no guard, or no group.
+const NONE: usize = usize::MAX;
+
+/// A pair of the mode as the sweep reads it.
+#[derive(Clone, Copy, Debug)]
+struct Lane {
+    /// The transition whose guard is on the pair, or [`NONE`].
+    guard: usize,
+    /// That guard's threshold: its entry ([`NONE`] without a guard), the
+    /// entry's slot in the pair, its level and direction.
+    state: usize,
+    slot: usize,
+    level: f64,
+    direction: Direction,
+    /// The pair's group.
+    group: usize,
+}
+
+/// How a system's blocks are swept: found once from its structure.
+pub(super) struct Plan {
+    mode: usize,
+    /// Per pair of the mode, its guard and its group.
+    lanes: Vec<Lane>,
+    /// The groups, in the order they run: group `g`'s pairs are
+    /// `pairs[group_start[g]..group_start[g + 1]]` and its writers
+    /// `writers[writer_start[g]..writer_start[g + 1]]`.
+    group_start: Vec<usize>,
+    pairs: Vec<usize>,
+    writer_start: Vec<usize>,
+    writers: Vec<usize>,
+    /// The entries in no pair (none guarded or written): brought to the
+    /// end only.
+    decoupled: Vec<usize>,
+}
+
+impl Plan {
+    /// The sweep of `problem`'s run over `structure`, when it applies (see
+    /// the [module documentation](self)); the caller checks the run is lazy
+    /// and its observer reads no states.
+    pub(super) fn of(problem: &Problem<'_>, structure: &Structure) -> Option<Self> {
+        let system = problem.system;
+        let mode = problem.initial_mode;
+        if !problem.observation_times.is_empty() || problem.stop_after.is_some() {
+            return None;
+        }
+        let transitions = system.transitions();
+        let n = system.state_dim();
+        let pairs = &structure.pairs[mode];
+        let pair_of = &structure.pair_of[mode];
+        let mut guard = vec![NONE; pairs.len()];
+        // Per entry, the last transition (plus one) that writes it; and the
+        // pairs each transition kicks (its own guard's aside), in the order
+        // of the transitions, each once a transition.
+        let mut written = vec![0; n];
+        let writes = transitions
+            .iter()
+            .map(|tr| tr.reset.writes().map_or(0, <[_]>::len));
+        let mut kicked: Vec<(usize, usize)> = Vec::with_capacity(writes.sum());
+        let mut last_kick = vec![NONE; pairs.len()];
+        for (k, tr) in transitions.iter().enumerate() {
+            let reset = &tr.reset;
+            let (Some(reads), Some(writes)) = (reset.reads(), reset.writes()) else {
+                return None;
+            };
+            if tr.from != mode || tr.to != mode || tr.terminal || !reset.writes_entrywise() {
+                return None;
+            }
+            let own = match structure.thresholds[k] {
+                Level::Time(_) => NONE,
+                Level::State(threshold) => {
+                    let (pair, _) = pair_of[threshold.state];
+                    if pair == NO_PAIR || guard[pair] != NONE {
+                        return None;
+                    }
+                    guard[pair] = k;
+                    pair
+                }
+            };
+            for &i in writes {
+                let pair = pair_of[i].0;
+                if pair == NO_PAIR {
+                    return None;
+                }
+                if pair != own && last_kick[pair] != k {
+                    last_kick[pair] = k;
+                    kicked.push((pair, k));
+                }
+            }
+            // A reset that reads what it writes (a spike's kick) lists them
+            // once.
+            if !std::ptr::eq(reads, writes) {
+                for &i in writes {
+                    written[i] = k + 1;
+                }
+                let more = |i: usize| written[i] != k + 1 && (own == NONE || pair_of[i].0 != own);
+                if reads.iter().any(|&i| more(i)) {
+                    return None;
+                }
+            }
+        }
+        // Each pair's writers as flat lists (a counting sort of `kicked`).
+        let mut count = vec![0; pairs.len() + 1];
+        for &(pair, _) in &kicked {
+            count[pair + 1] += 1;
+        }
+        for p in 0..pairs.len() {
+            count[p + 1] += count[p];
+        }
+        let mut list = vec![0; kicked.len()];
+        let mut fill = count.clone();
+        for &(pair, k) in &kicked {
+            list[fill[pair]] = k;
+            fill[pair] += 1;
+        }
+        let writers_of = |p: usize| &list[count[p]..count[p + 1]];
+        // Groups: runs of consecutive pairs with the same writers.
+        let mut group_of = vec![NONE; pairs.len()];
+        let mut first_pair = Vec::new();
+        for (p, group) in group_of.iter_mut().enumerate() {
+            if p == 0 || writers_of(p) != writers_of(p - 1) {
+                first_pair.push(p);
+            }
+            *group = first_pair.len() - 1;
+        }
+        let groups = first_pair.len();
+        // Group `g` depends on the groups of its writers' guards: Kahn's
+        // order, the first ready group first.
+        let mut needs = vec![0usize; groups];
+        let mut feeds: Vec<Vec<usize>> = vec![Vec::new(); groups];
+        for (g, &p) in first_pair.iter().enumerate() {
+            for &k in writers_of(p) {
+                if let Level::State(threshold) = structure.thresholds[k] {
+                    let from = group_of[pair_of[threshold.state].0];
+                    needs[g] += 1;
+                    feeds[from].push(g);
+                }
+            }
+        }
+        let mut order: Vec<usize> = (0..groups).filter(|&g| needs[g] == 0).collect();
+        let mut next = 0;
+        while next < order.len() {
+            let from = order[next];
+            next += 1;
+            for &g in &feeds[from] {
+                needs[g] -= 1;
+                if needs[g] == 0 {
+                    order.push(g);
+                }
+            }
+        }
+        if order.len() < groups {
+            return None;
+        }
+        // The groups renumbered in their order.
+        let lane = |pair: usize| {
+            let k = guard[pair];
+            let (state, slot, level, direction) = match structure.thresholds.get(k) {
+                Some(Level::State(threshold)) => {
+                    let slot = pair_of[threshold.state].1;
+                    let direction = structure.directions[k];
+                    (threshold.state, slot, threshold.level, direction)
+                }
+                _ => (NONE, 0, 0.0, Direction::Rising),
+            };
+            Lane {
+                guard: k,
+                state,
+                slot,
+                level,
+                direction,
+                group: NONE,
+            }
+        };
+        let mut plan = Self {
+            mode,
+            lanes: (0..pairs.len()).map(lane).collect(),
+            group_start: vec![0],
+            pairs: Vec::with_capacity(pairs.len()),
+            writer_start: vec![0],
+            writers: Vec::new(),
+            decoupled: (0..n).filter(|&i| pair_of[i].0 == NO_PAIR).collect(),
+        };
+        for (g, &old) in order.iter().enumerate() {
+            let p0 = first_pair[old];
+            let end = first_pair.get(old + 1).copied().unwrap_or(pairs.len());
+            for p in p0..end {
+                plan.lanes[p].group = g;
+                plan.pairs.push(p);
+            }
+            plan.group_start.push(plan.pairs.len());
+            plan.writers.extend_from_slice(writers_of(p0));
+            plan.writer_start.push(plan.writers.len());
+        }
+        Some(plan)
+    }
+}
+
+/// Why a sweep stopped: the general run takes over from the start.
+pub(super) struct Fallback;
+
+/// The factors of recent stretches, per matrix: a small table indexed by
+/// the stretch's bits (the blocks of a layer are brought over the same
+/// stretches between the same kicks, one after another).
+struct FactorCache {
+    slots: Vec<(usize, u64, PairFactors)>,
+}
+
+/// Slots of [`FactorCache`] (a power of two).
+const CACHE_SLOTS: usize = 64;
+
+impl FactorCache {
+    fn new() -> Self {
+        let zero = PairFactors {
+            e0: 0.0,
+            e1: 0.0,
+            p0: 0.0,
+            p1: 0.0,
+        };
+        Self {
+            slots: vec![(NONE, 0, zero); CACHE_SLOTS],
+        }
+    }
+
+    /// The factors of matrix `matrix` (rates `rates`) over `s`: those formed
+    /// before for the same matrix and the same `s` to the bit, or formed now.
+    #[inline]
+    fn get(&mut self, matrix: usize, rates: &PairRates, s: f64) -> &PairFactors {
+        let bits = s.to_bits();
+        let hash = (bits ^ (bits >> 29) ^ matrix as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let slot = &mut self.slots[(hash >> 58) as usize % CACHE_SLOTS];
+        if slot.0 != matrix || slot.1 != bits {
+            *slot = (matrix, bits, rates.factors(s));
+        }
+        &slot.2
+    }
+}
+
+/// Which blocks a reset applied now belongs to.
+#[derive(Clone, Copy)]
+enum Scope {
+    /// One pair (its own guard's reset).
+    Pair(usize),
+    /// A group (a kick of its writers).
+    Group(usize),
+}
+
+/// A sweep in progress.
+struct Sweep<'a> {
+    problem: &'a Problem<'a>,
+    structure: &'a Structure,
+    plan: &'a Plan,
+    /// The mode's pairs, and each entry's pair and slot.
+    pairs: &'a [Pair],
+    pair_of: &'a [(usize, usize)],
+    x: Vec<f64>,
+    /// A copy for resets that cannot apply themselves in place.
+    x_after: Vec<f64>,
+    /// Per pair, its own last update time and its prediction: a time and
+    /// whether it is exact or a bound of which kind.
+    since: Vec<f64>,
+    pending: Vec<f64>,
+    pending_kind: Vec<Queued>,
+    /// The events so far, as queue keys `(time, transition)`, with their
+    /// guards' rates; and per transition the range of its own there (once
+    /// its group has run).
+    events: Vec<(u128, f64)>,
+    fired: Vec<(usize, usize)>,
+    /// The current group's kicks, as keys.
+    kicks: Vec<u128>,
+    /// The written entries' values before a reset.
+    before: Vec<f64>,
+    /// The pairs a reset moved, each once.
+    moved: Vec<usize>,
+    is_moved: Vec<bool>,
+    factors: FactorCache,
+}
+
+/// Runs `problem` by the layered sweep of `plan` (see the [module
+/// documentation](self)) and records it in `records` as the general lazy
+/// run does, showing each event to `observer`; `Err(Fallback)` when the
+/// general run must run it instead (nothing was recorded or shown).
+pub(super) fn run<O: Observer>(
+    problem: &Problem<'_>,
+    structure: &Structure,
+    plan: &Plan,
+    records: &mut RecordBuffers,
+    observer: &mut O,
+) -> Result<Result<Trajectory, HybridError>, Fallback> {
+    let n = problem.system.state_dim();
+    let pairs = plan.lanes.len();
+    let transitions = problem.system.transitions().len();
+    let mut sweep = Sweep {
+        problem,
+        structure,
+        plan,
+        pairs: &structure.pairs[plan.mode],
+        pair_of: &structure.pair_of[plan.mode],
+        x: problem.initial_state.clone(),
+        x_after: vec![0.0; n],
+        since: vec![problem.t0; pairs],
+        pending: vec![f64::INFINITY; pairs],
+        pending_kind: vec![Queued::Exact; pairs],
+        events: Vec::new(),
+        fired: vec![(0, 0); transitions],
+        kicks: Vec::new(),
+        before: Vec::new(),
+        moved: Vec::new(),
+        is_moved: vec![false; pairs],
+        factors: FactorCache::new(),
+    };
+    sweep.time_events();
+    for g in 0..plan.group_start.len() - 1 {
+        sweep.group(g)?;
+    }
+    sweep.decoupled_to_end();
+    let Sweep { events, x, .. } = sweep;
+    let mut events = events;
+    events.sort_unstable_by_key(|e| e.0);
+    // The Zeno rule (and `max_events`) over the merged events first: a run
+    // it stops is the general run's to report.
+    let mut zeno = ZenoWatch::new(problem, Vec::new());
+    for (count, &(key, _)) in events.iter().enumerate() {
+        if zeno
+            .after_event(problem, count + 1, transition(key), time(key), None)
+            .is_some()
+        {
+            return Err(Fallback);
+        }
+    }
+    Ok(record(problem, records, observer, &events, &x, plan.mode))
+}
+
+/// Records the sweep's `events` (merged) and its final state `x` in
+/// `records`, as the general run records them, event by event.
+fn record<O: Observer>(
+    problem: &Problem<'_>,
+    records: &mut RecordBuffers,
+    observer: &mut O,
+    events: &[(u128, f64)],
+    x: &[f64],
+    mode: usize,
+) -> Result<Trajectory, HybridError> {
+    let system = problem.system;
+    let mut recorder = Recorder::new(problem, records);
+    let run = RunContext {
+        system,
+        params: &problem.params,
+    };
+    let result = (|| {
+        for &(key, guard_rate) in events {
+            let (t, k) = (time(key), transition(key));
+            let tr = &system.transitions()[k];
+            let index = recorder.next_event_index();
+            let record = EventRecord {
+                index,
+                time: t,
+                transition: k,
+                from_mode: mode,
+                to_mode: tr.to,
+                guard_rate,
+                terminal: tr.terminal,
+                cascade_of: None,
+            };
+            recorder.record_event(record, &[], &[]);
+            let jump = EventJump {
+                index,
+                transition: k,
+                time: t,
+                from_mode: mode,
+                to_mode: tr.to,
+                state_before: &[],
+                state_after: &[],
+                terminal: tr.terminal,
+                cascade_of: None,
+                geometry: None,
+            };
+            observer.event(run, &jump)?;
+            // The Zeno rule passed over these events before.
+            recorder.after_event(t, k, None, x, mode, |counts| counts)?;
+            let events = recorder.stats().events;
+            recorder.progress(t, events);
+        }
+        let t_end = problem.t_end;
+        observer.finished(run, t_end, x);
+        let stats = recorder.stats();
+        Ok(recorder.finish(t_end, x, mode, stats))
+    })();
+    recorder.release(records);
+    result
+}
+
+impl Sweep<'_> {
+    /// The events of the thresholds on time: each at its level, when that
+    /// lies inside the run (the general run predicts them once, at the
+    /// start).
+    fn time_events(&mut self) {
+        let (t0, t_end) = (self.problem.t0, self.problem.t_end);
+        for (k, level) in self.structure.thresholds.iter().enumerate() {
+            if let Level::Time(level) = *level {
+                let fires = self.structure.directions[k] != Direction::Falling
+                    && level > t0
+                    && level < t_end;
+                if fires {
+                    self.fired[k] = (self.events.len(), self.events.len() + 1);
+                    self.events.push((entry(level, k), 1.0));
+                }
+            }
+        }
+    }
+
+    /// Runs group `g` (see the [module documentation](self)).
+    fn group(&mut self, g: usize) -> Result<(), Fallback> {
+        let plan = self.plan;
+        let pairs = &plan.pairs[plan.group_start[g]..plan.group_start[g + 1]];
+        let writers = &plan.writers[plan.writer_start[g]..plan.writer_start[g + 1]];
+        let first_event = self.events.len();
+        let t0 = self.problem.t0;
+        for &p in pairs {
+            self.predict(p, t0);
+        }
+        self.kicks.clear();
+        for &k in writers {
+            let (from, to) = self.fired[k];
+            self.kicks.extend(self.events[from..to].iter().map(|e| e.0));
+        }
+        self.kicks.sort_unstable();
+        for c in 0..self.kicks.len() {
+            let key = self.kicks[c];
+            let (t, k) = (time(key), transition(key));
+            for &p in pairs {
+                // A prediction after the kick's time cannot come before it.
+                if self.pending[p] <= t {
+                    self.resolve(p, key)?;
+                }
+                self.bring(p, t);
+            }
+            self.apply(k, t, Scope::Group(g))?;
+            while let Some(p) = self.moved.pop() {
+                self.is_moved[p] = false;
+                self.predict(p, t);
+            }
+        }
+        let t_end = self.problem.t_end;
+        for &p in pairs {
+            self.resolve(p, u128::MAX)?;
+            self.bring(p, t_end);
+        }
+        // The group's events, by transition then time, for the groups
+        // they kick.
+        let own = &mut self.events[first_event..];
+        own.sort_unstable_by_key(|&(key, _)| (transition(key), key));
+        let mut i = first_event;
+        while i < self.events.len() {
+            let k = transition(self.events[i].0);
+            let start = i;
+            while i < self.events.len() && transition(self.events[i].0) == k {
+                i += 1;
+            }
+            self.fired[k] = (start, i);
+        }
+        Ok(())
+    }
+
+    /// Brings pair `p` from its own time to `t`.
+    #[inline]
+    fn bring(&mut self, p: usize, t: f64) {
+        let s = t - self.since[p];
+        if s <= 0.0 {
+            return;
+        }
+        let pair = &self.pairs[p];
+        let factors = self.factors.get(pair.matrix, &pair.rates, s);
+        let [i, j] = pair.entries;
+        let mut y = [self.x[i], self.x[j]];
+        advance_pair(&pair.a, &pair.b, &pair.rates, factors, &mut y);
+        (self.x[i], self.x[j]) = (y[0], y[1]);
+        self.since[p] = t;
+    }
+
+    /// Brings the entries in no pair from the start to the end (nothing
+    /// touches them in between).
+    fn decoupled_to_end(&mut self) {
+        let s = self.problem.t_end - self.problem.t0;
+        if s <= 0.0 {
+            return;
+        }
+        let mode = self.plan.mode;
+        for &i in &self.plan.decoupled {
+            let (a, b) = (self.structure.a[mode][i], self.structure.b[mode][i]);
+            advance_component(&mut self.x[i], a, b, phi(a, s));
+        }
+    }
+
+    /// The stretch of pair `p` from its state.
+    #[inline]
+    fn start(&self, p: usize) -> PairStart<'_> {
+        let pair = &self.pairs[p];
+        let y = [self.x[pair.entries[0]], self.x[pair.entries[1]]];
+        PairStart::new(&pair.a, &pair.b, &pair.rates, y)
+    }
+
+    /// Predicts pair `p`'s guard (if it has one) from its state at `t`.
+    fn predict(&mut self, p: usize, t: f64) {
+        let lane = self.plan.lanes[p];
+        if lane.guard == NONE {
+            return;
+        }
+        let (time, queued) = predicted(&self.start(p), t, lane.slot, lane.level, lane.direction);
+        self.pending[p] = time.unwrap_or(f64::INFINITY);
+        self.pending_kind[p] = queued;
+    }
+
+    /// Fires pair `p`'s guard as often as it crosses before the event
+    /// `key`, refining its prediction while it comes first (the general
+    /// run's order).
+    fn resolve(&mut self, p: usize, key: u128) -> Result<(), Fallback> {
+        let lane = self.plan.lanes[p];
+        let t_end = self.problem.t_end;
+        loop {
+            let t = self.pending[p];
+            if t >= t_end || entry(t, lane.guard) >= key {
+                return Ok(());
+            }
+            let queued = self.pending_kind[p];
+            if queued == Queued::Exact {
+                self.fire(p, lane, t)?;
+                continue;
+            }
+            let step = (queued, t);
+            let since = self.since[p];
+            let start = self.start(p);
+            let (time, queued) =
+                refined(&start, since, lane.slot, lane.level, lane.direction, step);
+            self.pending[p] = time.unwrap_or(f64::INFINITY);
+            self.pending_kind[p] = queued;
+        }
+    }
+
+    /// Pair `p`'s guard (of `lane`) fires at `t`.
+    fn fire(&mut self, p: usize, lane: Lane, t: f64) -> Result<(), Fallback> {
+        // An event at the instant of the one it follows from may come before
+        // it in the general run's order: not merged by time here.
+        if t <= self.since[p] {
+            return Err(Fallback);
+        }
+        self.bring(p, t);
+        let pair = &self.pairs[p];
+        let [i, j] = pair.entries;
+        let row = pair.a[lane.slot];
+        let guard_rate = row[0] * self.x[i] + row[1] * self.x[j] + pair.b[lane.slot];
+        self.pending[p] = f64::INFINITY;
+        self.events.push((entry(t, lane.guard), guard_rate));
+        if self.events.len() > self.problem.events.max_events {
+            return Err(Fallback);
+        }
+        self.apply(lane.guard, t, Scope::Pair(p))?;
+        if let Some(p) = self.moved.pop() {
+            self.is_moved[p] = false;
+            self.predict(p, t);
+        }
+        Ok(())
+    }
+
+    /// Applies transition `k`'s reset at `t` to the entries of `scope`
+    /// (their blocks brought to `t`), leaving every other entry as it was,
+    /// and lists in `moved` the pairs it moved. Falls back when it makes a
+    /// guard due at once or a state non-finite.
+    fn apply(&mut self, k: usize, t: f64, scope: Scope) -> Result<(), Fallback> {
+        let (problem, plan) = (self.problem, self.plan);
+        let reset = &problem.system.transitions()[k].reset;
+        let writes = reset.writes().unwrap_or(&[]);
+        let params = &problem.params;
+        self.before.clear();
+        let x = &self.x;
+        self.before.extend(writes.iter().map(|&j| x[j]));
+        if !reset.apply_in_place(t, &mut self.x, params) {
+            reset.apply(t, &self.x, params, &mut self.x_after);
+            for &j in writes {
+                self.x[j] = self.x_after[j];
+            }
+        }
+        let pair_of = self.pair_of;
+        for (&j, &before) in writes.iter().zip(&self.before) {
+            let p = pair_of[j].0;
+            let lane = &plan.lanes[p];
+            let ours = match scope {
+                Scope::Pair(q) => p == q,
+                Scope::Group(g) => lane.group == g,
+            };
+            if !ours {
+                self.x[j] = before;
+                continue;
+            }
+            let after = self.x[j];
+            if before.to_bits() == after.to_bits() {
+                continue;
+            }
+            if !after.is_finite() {
+                return Err(Fallback);
+            }
+            if lane.state == j {
+                // The general run's check for a cascade.
+                let (before, after) = (before - lane.level, after - lane.level);
+                let disarmed = before != 0.0 && lane.direction.violated_at_start(before);
+                if !disarmed && pushed_over(lane.direction, before, after) {
+                    return Err(Fallback);
+                }
+            }
+            if !self.is_moved[p] {
+                self.is_moved[p] = true;
+                self.moved.push(p);
+            }
+        }
+        Ok(())
+    }
+}
