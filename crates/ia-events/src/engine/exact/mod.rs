@@ -189,7 +189,9 @@ pub fn sweeps(problem: &Problem<'_>) -> bool {
 
 /// [`simulate`] by the general run alone, one event after another from a
 /// queue of predicted crossings, never by the layered sweep
-/// ([`sweeps`]): the reference the sweep is checked against.
+/// ([`sweeps`]): the same events, times and final state to the bit (the
+/// sweep's tests compare the two), for timing the two ways or ruling the
+/// sweep out.
 pub fn simulate_without_sweep(problem: &Problem<'_>) -> Result<Trajectory, HybridError> {
     let records = &mut RecordBuffers::default();
     general_run(
