@@ -738,7 +738,12 @@ fn root_in(
                 before: Some(lo_bits),
                 reached: Some(hi_bits),
             };
-            return step_onto_level(h_at, (bits, h_at(bits)), bounds).map(f64::from_bits);
+            if let Some(step) = step_onto_level(h_at, (bits, h_at(bits)), bounds) {
+                return Some(f64::from_bits(step));
+            }
+            // A guard that is not finite inside the bracket: the crossing
+            // is still there, found by bisection.
+            break;
         }
         s = newton;
     }
