@@ -746,11 +746,11 @@ impl<'a> Backward<'a> {
     }
 
     /// Transposes the step of [`Backward::step`] whose stage states are in
-    /// `self.vectors.stage_states`. A state of up to
-    /// [`TRANSPOSED_IN_REGISTERS`] entries is transposed by a copy of the
-    /// same arithmetic made for its size (its loops unrolled: the same
-    /// operations in the same order, so the same bits), any other by the
-    /// general one.
+    /// `self.vectors.stage_states`. A state of one of the explicit
+    /// stepper's small sizes (`ia_events::sized!`'s `explicit`, as the
+    /// forward step) is transposed by a copy of the same arithmetic made for
+    /// its size (its loops unrolled: the same operations in the same order,
+    /// so the same bits), any other by the general one.
     fn transpose_step(
         &mut self,
         mode: usize,
@@ -760,19 +760,9 @@ impl<'a> Backward<'a> {
         param_bar: &mut [f64],
     ) {
         let step = (mode, t0, h);
-        match self.n {
-            1 => self.transpose_step_of(1, step, lambda, param_bar),
-            2 => self.transpose_step_of(2, step, lambda, param_bar),
-            3 => self.transpose_step_of(3, step, lambda, param_bar),
-            4 => self.transpose_step_of(4, step, lambda, param_bar),
-            5 => self.transpose_step_of(5, step, lambda, param_bar),
-            6 => self.transpose_step_of(6, step, lambda, param_bar),
-            7 => self.transpose_step_of(7, step, lambda, param_bar),
-            TRANSPOSED_IN_REGISTERS => {
-                self.transpose_step_of(TRANSPOSED_IN_REGISTERS, step, lambda, param_bar)
-            }
-            n => self.transpose_step_of(n, step, lambda, param_bar),
-        }
+        ia_events::sized!(explicit, n = self.n => {
+            self.transpose_step_of(n, step, lambda, param_bar)
+        })
     }
 
     /// [`Backward::transpose_step`] of a state of `n` entries (`self.n`;
@@ -851,8 +841,8 @@ impl<'a> Backward<'a> {
 }
 
 /// The largest state whose Runge-Kutta steps [`Backward::transpose_step`]
-/// transposes by a copy made for its size, its state cotangents in local
-/// arrays.
+/// transposes with its state cotangents in local arrays (the largest of
+/// the sizes it has a copy for).
 const TRANSPOSED_IN_REGISTERS: usize = 8;
 
 impl Backward<'_> {

@@ -290,17 +290,7 @@ impl Observer for Tape {
         let slots = &mut self.states[record + n..];
         // A few floats a stage, where a call to copy them cost more than
         // the copy: a small state's by a copy of the loop made for its size.
-        match n {
-            1 => keep_stages(slots, stages, (1, block)),
-            2 => keep_stages(slots, stages, (2, block)),
-            3 => keep_stages(slots, stages, (3, block)),
-            4 => keep_stages(slots, stages, (4, block)),
-            5 => keep_stages(slots, stages, (5, block)),
-            6 => keep_stages(slots, stages, (6, block)),
-            7 => keep_stages(slots, stages, (7, block)),
-            8 => keep_stages(slots, stages, (8, block)),
-            _ => keep_stages(slots, stages, (n, block)),
-        }
+        ia_events::sized!(explicit, n = n => keep_stages(slots, stages, (n, block)))
     }
 
     /// A stretch of the exact solver is its step: the same entry, read back

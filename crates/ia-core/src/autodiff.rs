@@ -103,6 +103,22 @@ pub trait GuardFn: Send + Sync {
 pub trait ResetFn: Send + Sync {
     /// Writes `r(t, x, p)` into `x_after`.
     fn apply<S: Scalar>(&self, t: S, x: &[S], p: &[S], x_after: &mut [S]);
+    /// The entries the reset may change, as in [`Reset::writes`]; `None`
+    /// (the default) means any.
+    fn writes(&self) -> Option<&[usize]> {
+        None
+    }
+    /// The entries the reset reads, as in [`Reset::reads`]; `None` (the
+    /// default) means any.
+    fn reads(&self) -> Option<&[usize]> {
+        None
+    }
+    /// Whether each written entry's new value reads only that entry, the
+    /// time and the parameters, as in [`Reset::writes_entrywise`]; `false`
+    /// (the default) means it may read any entry of [`ResetFn::reads`].
+    fn writes_entrywise(&self) -> bool {
+        false
+    }
 }
 
 /// Wraps a generic [`FlowFn`], [`GuardFn`] or [`ResetFn`] and implements
@@ -318,6 +334,18 @@ impl<T: GuardFn> Guard for Autodiff<T> {
 impl<T: ResetFn> Reset for Autodiff<T> {
     fn apply(&self, t: f64, x: &[f64], p: &[f64], x_after: &mut [f64]) {
         self.0.apply(t, x, p, x_after);
+    }
+
+    fn writes(&self) -> Option<&[usize]> {
+        self.0.writes()
+    }
+
+    fn reads(&self) -> Option<&[usize]> {
+        self.0.reads()
+    }
+
+    fn writes_entrywise(&self) -> bool {
+        self.0.writes_entrywise()
     }
 
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut ResetPartials) {

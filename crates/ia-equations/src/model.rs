@@ -2,12 +2,12 @@
 
 use crate::compile::{Compiler, Program};
 use crate::error::EquationError;
-use crate::expr::{self, visit_names, Expr, Function, Name, Printed, Scope};
+use crate::expr::{self, visit_names, BinaryOp, Expr, Function, Name, Printed, Scope};
 use crate::form::{EquationsForm, Ordered};
 use crate::sparse::SparseJacobian;
 use ia_core::{
     Autodiff, Direction, Flow, FlowFn, FlowPartials, FromMode, GuardFn, HybridError, HybridSystem,
-    ResetFn, Scalar, Sparsity, Support, Tangent, ToMode,
+    LinearBlocks, LinearPair, ResetFn, Scalar, Sparsity, Support, Tangent, Threshold, ToMode,
 };
 use ia_models::{Model, ModelSpec, Quantity, TransitionSpec};
 use std::fmt::Write as _;
@@ -545,12 +545,21 @@ impl FlowFn for EquationFlow {
 /// instead of through the dense partials and a matrix product; it declares
 /// its state Jacobian's sparsity, read off its instructions on first
 /// request, with the entries by column compression ([`SparseJacobian`]).
+///
+/// When its rates are affine in the states with coefficients and offsets of
+/// the parameters alone (the flag, [`EquationModel::flow_is_linear`]), it
+/// declares its linear blocks ([`Flow::linear_blocks`]) when every entry is
+/// coupled to at most one other, so that the exact solver runs it.
 #[derive(Debug)]
-struct SensitiveFlow(Autodiff<EquationFlow>, OnceLock<Option<SparseJacobian>>);
+struct SensitiveFlow(
+    Autodiff<EquationFlow>,
+    OnceLock<Option<SparseJacobian>>,
+    bool,
+);
 
 impl SensitiveFlow {
-    fn new(program: Arc<Program>) -> Self {
-        Self(Autodiff(EquationFlow(program)), OnceLock::new())
+    fn new(program: Arc<Program>, linear: bool) -> Self {
+        Self(Autodiff(EquationFlow(program)), OnceLock::new(), linear)
     }
 
     fn sparse(&self) -> Option<&SparseJacobian> {
@@ -565,6 +574,50 @@ impl Flow for SensitiveFlow {
     #[inline]
     fn rate(&self, t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
         self.0.rate(t, x, p, dxdt);
+    }
+
+    /// `f = A(p) x + b(p)`: `b` is the rate at `x = 0`, `A` the state
+    /// Jacobian there (its entries by the dual numbers, on its structural
+    /// pattern); an entry coupled to one other (either way) forms a pair
+    /// with it, and an entry coupled to two or more refuses the blocks.
+    fn linear_blocks(&self, p: &[f64], blocks: &mut LinearBlocks) -> bool {
+        let Some(sparse) = self.sparse().filter(|_| self.2) else {
+            return false;
+        };
+        let pattern = sparse.pattern();
+        let n = pattern.dim();
+        if blocks.a.len() != n || blocks.b.len() != n {
+            return false;
+        }
+        let mut partner = vec![usize::MAX; n];
+        for col in 0..n {
+            for &row in pattern.column(col).iter().filter(|&&row| row != col) {
+                for (i, j) in [(row, col), (col, row)] {
+                    if partner[i] == usize::MAX {
+                        partner[i] = j;
+                    } else if partner[i] != j {
+                        return false;
+                    }
+                }
+            }
+        }
+        let zeros = vec![0.0; n];
+        let mut values = vec![0.0; pattern.nnz()];
+        sparse.values(&self.0 .0 .0, (0.0, &zeros, p), &mut values);
+        let entry = |row: usize, col: usize| pattern.position(row, col).map_or(0.0, |k| values[k]);
+        self.rate(0.0, &zeros, p, &mut blocks.b);
+        blocks.pairs.clear();
+        for (i, &j) in partner.iter().enumerate() {
+            blocks.a[i] = entry(i, i);
+            if j != usize::MAX && i < j {
+                blocks.pairs.push(LinearPair::new(
+                    [i, j],
+                    [[entry(i, i), entry(i, j)], [entry(j, i), entry(j, j)]],
+                    [blocks.b[i], blocks.b[j]],
+                ));
+            }
+        }
+        true
     }
 
     fn partials(&self, t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
@@ -620,6 +673,18 @@ impl Flow for SensitiveFlow {
     }
 }
 
+/// What a guard crosses, when it is written as a threshold: `x_k - level`
+/// or `t - level` (or `x_k`, `t`) with a level of the parameters alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Crossing {
+    /// Any other form.
+    Other,
+    /// A threshold on state entry `k`.
+    State(usize),
+    /// A threshold on time.
+    Time,
+}
+
 /// The guard of one transition, compiled, with the entries it reads.
 #[derive(Clone, Debug)]
 pub struct EquationGuard {
@@ -627,6 +692,18 @@ pub struct EquationGuard {
     direction: Direction,
     states: Vec<usize>,
     params: Vec<usize>,
+    crossing: Crossing,
+    /// The number of state entries.
+    dim: usize,
+}
+
+impl EquationGuard {
+    /// The level of a guard `x_k - level(p)` or `t - level(p)`: minus the
+    /// guard at `t = 0` and `x = 0`, where it is `0 - level`, which is
+    /// `-level` exactly.
+    fn level(&self, p: &[f64]) -> f64 {
+        -self.program.eval_one(0.0, &vec![0.0; self.dim], p)
+    }
 }
 
 impl GuardFn for EquationGuard {
@@ -645,6 +722,20 @@ impl GuardFn for EquationGuard {
             params: &self.params,
         })
     }
+
+    fn threshold(&self, p: &[f64]) -> Option<Threshold> {
+        match self.crossing {
+            Crossing::State(state) => Some(Threshold {
+                state,
+                level: self.level(p),
+            }),
+            _ => None,
+        }
+    }
+
+    fn time_threshold(&self, p: &[f64]) -> Option<f64> {
+        (self.crossing == Crossing::Time).then(|| self.level(p))
+    }
 }
 
 /// The reset of one transition, compiled: the states it lists get their
@@ -653,6 +744,11 @@ impl GuardFn for EquationGuard {
 pub struct EquationReset {
     program: Arc<Program>,
     targets: Vec<usize>,
+    /// The states its new values read (through `let`s too), sorted.
+    reads: Vec<usize>,
+    /// Whether each new value reads no state but its own
+    /// ([`EquationModel::reset_is_entrywise`]).
+    entrywise: bool,
 }
 
 impl ResetFn for EquationReset {
@@ -662,31 +758,100 @@ impl ResetFn for EquationReset {
         let targets = &self.targets;
         self.program.eval(t, x, p, |k, v| x_after[targets[k]] = v);
     }
+
+    fn writes(&self) -> Option<&[usize]> {
+        Some(&self.targets)
+    }
+
+    fn reads(&self) -> Option<&[usize]> {
+        Some(&self.reads)
+    }
+
+    fn writes_entrywise(&self) -> bool {
+        self.entrywise
+    }
 }
 
 impl EquationModel {
-    /// The entries (states, parameters) the expression `e` reads, through its
-    /// `let`s too, sorted.
-    fn support_of(&self, e: &Expr) -> (Vec<usize>, Vec<usize>) {
-        let (mut states, mut params) = (Vec::new(), Vec::new());
+    /// Hands `visit` every name the expression `e` reads but its `let`s,
+    /// through its `let`s (each `let` once).
+    fn visit_through_lets(&self, e: &Expr, mut visit: impl FnMut(Name)) {
         let mut pending = vec![e];
         let mut lets_seen = vec![false; self.lets.len()];
         while let Some(e) = pending.pop() {
             visit_names(e, &mut |n| match n {
-                Name::State(i) => states.push(i),
-                Name::Param(i) => params.push(i),
-                Name::Let(i) if !lets_seen[i] => {
-                    lets_seen[i] = true;
-                    pending.push(&self.lets[i]);
+                Name::Let(i) => {
+                    if !lets_seen[i] {
+                        lets_seen[i] = true;
+                        pending.push(&self.lets[i]);
+                    }
                 }
-                _ => {}
+                n => visit(n),
             });
         }
+    }
+
+    /// The entries (states, parameters) the expression `e` reads, through its
+    /// `let`s too, sorted.
+    fn support_of(&self, e: &Expr) -> (Vec<usize>, Vec<usize>) {
+        let (mut states, mut params) = (Vec::new(), Vec::new());
+        self.visit_through_lets(e, |n| match n {
+            Name::State(i) => states.push(i),
+            Name::Param(i) => params.push(i),
+            _ => {}
+        });
         for list in [&mut states, &mut params] {
             list.sort_unstable();
             list.dedup();
         }
         (states, params)
+    }
+
+    /// Whether the expression `e` reads the time, through its `let`s too.
+    fn reads_time(&self, e: &Expr) -> bool {
+        let mut time = false;
+        self.visit_through_lets(e, |n| time |= n == Name::Time);
+        time
+    }
+
+    /// Whether mode `m`'s rates are affine in the states with coefficients
+    /// and offsets of the parameters alone, `f = A(p) x + b(p)`: a state
+    /// Jacobian constant in `(t, x)` ([`Program::state_jacobian_is_constant`])
+    /// and no rate that reads the time.
+    fn flow_is_linear(&self, m: usize) -> bool {
+        self.compiled_flows[m].state_jacobian_is_constant()
+            && !self.flows[m].iter().any(|e| self.reads_time(e))
+    }
+
+    /// What the guard `e` crosses: `x_k - level` (or `x_k`) is a threshold
+    /// on `x_k` and `t - level` (or `t`) one on time, when the level reads
+    /// neither the states nor the time; any other form is [`Crossing::Other`].
+    fn crossing_of(&self, e: &Expr) -> Crossing {
+        let (on, level) = match e {
+            Expr::Binary(BinaryOp::Sub, on, level) => (&**on, Some(&**level)),
+            on => (on, None),
+        };
+        let constant = |l: &Expr| self.support_of(l).0.is_empty() && !self.reads_time(l);
+        if !level.is_none_or(constant) {
+            return Crossing::Other;
+        }
+        match on {
+            Expr::Name(Name::State(k)) => Crossing::State(*k),
+            Expr::Name(Name::Time) => Crossing::Time,
+            _ => Crossing::Other,
+        }
+    }
+
+    /// Whether each entry a reset writes takes a new value that reads no
+    /// state entry but its own (time and parameters aside, through `let`s
+    /// too), as [`ia_core::Reset::writes_entrywise`] asks: `I = I + w` and
+    /// `V = 0` do, `V = I` does not. The new values are all formed from the
+    /// state before the reset, so one entry's may then be formed apart from
+    /// the others'.
+    fn reset_is_entrywise(&self, reset: &[(usize, Expr)]) -> bool {
+        reset
+            .iter()
+            .all(|(i, e)| self.support_of(e).0.iter().all(|j| j == i))
     }
 }
 
@@ -737,8 +902,11 @@ impl Model for EquationModel {
         let states: Vec<&str> = self.states.iter().map(String::as_str).collect();
         let params: Vec<&str> = self.params.iter().map(String::as_str).collect();
         let mut builder = HybridSystem::builder(&states, &params);
-        for (mode, program) in self.modes.iter().zip(&self.compiled_flows) {
-            builder = builder.mode(mode, SensitiveFlow::new(program.clone()));
+        for (m, (mode, program)) in self.modes.iter().zip(&self.compiled_flows).enumerate() {
+            builder = builder.mode(
+                mode,
+                SensitiveFlow::new(program.clone(), self.flow_is_linear(m)),
+            );
         }
         for (k, t) in self.transitions.iter().enumerate() {
             let (support_states, support_params) = self.support_of(&t.guard);
@@ -747,10 +915,21 @@ impl Model for EquationModel {
                 direction: t.direction,
                 states: support_states,
                 params: support_params,
+                crossing: self.crossing_of(&t.guard),
+                dim: self.states.len(),
             };
+            let mut reads: Vec<usize> = t
+                .reset
+                .iter()
+                .flat_map(|(_, e)| self.support_of(e).0)
+                .collect();
+            reads.sort_unstable();
+            reads.dedup();
             let reset = EquationReset {
                 program: self.compiled_resets[k].clone(),
                 targets: t.reset.iter().map(|(i, _)| *i).collect(),
+                reads,
+                entrywise: self.reset_is_entrywise(&t.reset),
             };
             builder = builder.transition(
                 &t.name,
@@ -811,6 +990,124 @@ mod tests {
                 assert!((ds[c * n + i] - expected).abs() < 1e-14, "({i}, {c})");
             }
         }
+    }
+
+    /// A model of states `V`, `I`, parameters `w`, `theta`, a `let`
+    /// `kick = I * w`, the flow `flow` (of `V`, then `I`), one transition
+    /// with guard `guard` and the reset `reset` (a JSON object's body).
+    fn one_transition(flow: (&str, &str), guard: &str, reset: &str) -> EquationModel {
+        EquationModel::from_json_str(&format!(
+            r#"{{"states": ["V", "I"], "params": {{"w": 2.0, "theta": 1.5}},
+                "let": {{"kick": "I * w"}},
+                "modes": {{"m": {{"flow": {{"V": "{}", "I": "{}"}}}}}},
+                "transitions": [{{"name": "fire", "from": "m", "to": "m", "guard": "{guard}",
+                                  "direction": "rising", "reset": {{{reset}}}}}]}}"#,
+            flow.0, flow.1
+        ))
+        .unwrap()
+    }
+
+    /// `Reset::writes_entrywise` inferred from the reset's expressions, by
+    /// hand: true exactly when no written entry's new value reads another
+    /// state entry (time and parameters are free), through `let`s too.
+    #[rstest::rstest]
+    #[case(r#""I": "I + w""#, true)] // reads only itself
+    #[case(r#""V": "0""#, true)] // reads nothing
+    #[case(r#""V": "0", "I": "I + w * exp(-t)""#, true)] // itself, a parameter and time
+    #[case(r#""V": "V * theta", "I": "I - w""#, true)] // each from itself
+    #[case(r#""V": "I""#, false)] // V's new value reads I
+    #[case(r#""I": "I + V""#, false)] // I's reads V besides itself
+    #[case(r#""V": "I", "I": "V""#, false)] // a swap: each reads the other
+    #[case(r#""V": "kick""#, false)] // reads I through the let
+    #[case(r#""I": "kick""#, true)] // the let reads I itself only
+    fn writes_entrywise_is_inferred(#[case] reset: &str, #[case] entrywise: bool) {
+        let model = one_transition(("-V + I", "-I"), "V - theta", reset);
+        let system = model.system();
+        let reset_of = &system.transitions()[0].reset;
+        assert_eq!(reset_of.writes_entrywise(), entrywise, "{reset}");
+    }
+
+    /// What a reset writes and reads, from its expressions: the written
+    /// entries in the order written, the read ones through `let`s, sorted.
+    #[test]
+    fn resets_declare_what_they_write_and_read() {
+        let model = one_transition(("-V + I", "-I"), "V - theta", r#""I": "0", "V": "kick""#);
+        let system = model.system();
+        let reset = &system.transitions()[0].reset;
+        assert_eq!(reset.writes(), Some(&[1, 0][..]));
+        assert_eq!(reset.reads(), Some(&[1][..]));
+    }
+
+    /// Guards written `x_k - level` or `t - level` (or `x_k`, `t`) with a
+    /// level of the parameters alone declare their threshold, its level
+    /// the parameters' value (by hand); any other form declares none.
+    #[rstest::rstest]
+    #[case("V - theta", Some(0), None, Some(1.5))]
+    #[case("V - (theta + w)", Some(0), None, Some(3.5))]
+    #[case("I", Some(1), None, Some(0.0))]
+    #[case("t - 2 * theta", None, Some(3.0), None)]
+    #[case("V - I", None, None, None)] // the level reads a state
+    #[case("V - t", None, None, None)] // the level reads time
+    #[case("theta - V", None, None, None)] // not the form (its sign is the other)
+    #[case("2 * V - theta", None, None, None)]
+    fn thresholds_are_inferred(
+        #[case] guard: &str,
+        #[case] state: Option<usize>,
+        #[case] time: Option<f64>,
+        #[case] level: Option<f64>,
+    ) {
+        let model = one_transition(("-V + I", "-I"), guard, r#""V": "0""#);
+        let system = model.system();
+        let g = &system.transitions()[0].guard;
+        let p = [2.0, 1.5];
+        let threshold = g.threshold(&p);
+        assert_eq!(threshold.map(|th| th.state), state, "{guard}");
+        assert_eq!(threshold.map(|th| th.level), level, "{guard}");
+        assert_eq!(g.time_threshold(&p), time, "{guard}");
+    }
+
+    /// Linear blocks of an affine flow with coefficients of the parameters,
+    /// against the coefficients written out by hand: `V' = (-V + I) / w`,
+    /// `I' = theta - I` pair up as `[[-1/w, 1/w], [0, -1]]`, `b = [0, theta]`;
+    /// a flow that reads time, is not affine, or couples an entry to two
+    /// others declares none.
+    #[test]
+    fn linear_flows_declare_their_blocks() {
+        let blocks_of = |flow: (&str, &str)| {
+            let system = one_transition(flow, "V - theta", r#""V": "0""#).system();
+            let mut blocks = LinearBlocks::new(2);
+            system.modes()[0]
+                .flow
+                .linear_blocks(&[2.0, 1.5], &mut blocks)
+                .then_some(blocks)
+        };
+        let blocks = blocks_of(("(-V + I) / w", "theta - I")).unwrap();
+        assert_eq!(blocks.pairs.len(), 1);
+        let pair = blocks.pairs[0];
+        assert_eq!(pair.entries, [0, 1]);
+        let a = [[-1.0 / 2.0, 1.0 / 2.0], [0.0, -1.0]];
+        for (row, expected) in pair.a.iter().zip(&a) {
+            for (&got, &want) in row.iter().zip(expected) {
+                assert!((got - want).abs() <= 1e-15, "{:?}", pair.a);
+            }
+        }
+        assert_eq!(pair.b, [0.0, 1.5]);
+        // Decoupled entries: no pair, `a` and `b` per entry.
+        let decoupled = blocks_of(("-w * V", "theta")).unwrap();
+        assert!(decoupled.pairs.is_empty());
+        assert_eq!(
+            (decoupled.a, decoupled.b),
+            (vec![-2.0, 0.0], vec![0.0, 1.5])
+        );
+        assert!(blocks_of(("-V + sin(t)", "-I")).is_none());
+        assert!(blocks_of(("-V * I", "-I")).is_none());
+        let three = EquationModel::from_json_str(
+            r#"{"states": ["a", "b", "c"], "modes": {"m": {"flow": {"a": "b", "b": "a + c", "c": "-c"}}}}"#,
+        )
+        .unwrap()
+        .system();
+        let mut blocks = LinearBlocks::new(3);
+        assert!(!three.modes()[0].flow.linear_blocks(&[], &mut blocks));
     }
 
     /// The reverse sweep's products equal `f_x^T v` and `f_p^T v` formed

@@ -9,3 +9,4 @@
 mod errors;
 mod ready_models;
 mod stick_slip;
+mod sweep;

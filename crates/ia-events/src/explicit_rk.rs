@@ -90,10 +90,6 @@ pub struct RkStepper {
 /// the others use the first four or five).
 const DENSE_WIDTH: usize = 8;
 
-/// The largest dimension [`RkStepper`] steps by a copy of its arithmetic
-/// made for that size.
-const SIZED: usize = 8;
-
 const SAFETY: f64 = 0.9;
 const MIN_FACTOR: f64 = 0.2;
 const MAX_FACTOR: f64 = 10.0;
@@ -220,20 +216,9 @@ impl RkStepper {
     /// end rate in the last stage block. `k[0]` must hold `F(t, y)`.
     fn attempt(&mut self, rhs: &mut dyn OdeRhs, h: f64) {
         // Small systems by their own copies of the stage arithmetic, the
-        // size known to the compiler (a state of up to four with one
-        // derivative probe carried after it, or of up to eight alone): the
+        // size known to the compiler (the `explicit` sizes of `sized!`): the
         // same operations in the same order, so the same numbers.
-        match self.dim {
-            1 => self.attempt_sized(rhs, h, 1),
-            2 => self.attempt_sized(rhs, h, 2),
-            3 => self.attempt_sized(rhs, h, 3),
-            4 => self.attempt_sized(rhs, h, 4),
-            5 => self.attempt_sized(rhs, h, 5),
-            6 => self.attempt_sized(rhs, h, 6),
-            7 => self.attempt_sized(rhs, h, 7),
-            SIZED => self.attempt_sized(rhs, h, SIZED),
-            n => self.attempt_sized(rhs, h, n),
-        }
+        crate::sized!(explicit, n = self.dim => self.attempt_sized(rhs, h, n))
     }
 
     /// [`RkStepper::attempt`] for `dim = n` (inlined into each of its
@@ -296,26 +281,11 @@ impl RkStepper {
         // Every component controlled, in a small system (a state alone, or
         // with one derivative probe after it): sized for the compiler, as
         // [`RkStepper::attempt`].
-        let blocks = if controlled == self.dim {
-            (closed, controlled)
-        } else {
-            (0, 0)
-        };
-        match blocks {
-            (1, 1) => self.error_norm_sized(h, tolerances, (1, 1), apart),
-            (2, 2) => self.error_norm_sized(h, tolerances, (2, 2), apart),
-            (3, 3) => self.error_norm_sized(h, tolerances, (3, 3), apart),
-            (4, 4) => self.error_norm_sized(h, tolerances, (4, 4), apart),
-            (5, 5) => self.error_norm_sized(h, tolerances, (5, 5), apart),
-            (6, 6) => self.error_norm_sized(h, tolerances, (6, 6), apart),
-            (7, 7) => self.error_norm_sized(h, tolerances, (7, 7), apart),
-            (SIZED, SIZED) => self.error_norm_sized(h, tolerances, (SIZED, SIZED), apart),
-            (1, 2) => self.error_norm_sized(h, tolerances, (1, 2), apart),
-            (2, 4) => self.error_norm_sized(h, tolerances, (2, 4), apart),
-            (3, 6) => self.error_norm_sized(h, tolerances, (3, 6), apart),
-            (4, SIZED) => self.error_norm_sized(h, tolerances, (4, SIZED), apart),
-            _ => self.error_norm_sized(h, tolerances, (closed, controlled), apart),
-        }
+        crate::sized!(
+            explicit,
+            (c, m) = (closed, controlled),
+            if controlled == self.dim => self.error_norm_sized(h, tolerances, (c, m), apart)
+        )
     }
 
     /// [`RkStepper::error_norm`] (inlined into each of its callers, so

@@ -40,6 +40,7 @@ mod problem;
 mod recorder;
 mod reuse;
 mod rough_crossing;
+mod sized;
 mod solver;
 pub mod stepper;
 pub mod stiffness;

@@ -56,13 +56,7 @@ impl DenseLu {
             set_iteration_matrix(n, a, jacobian, hg);
             factor_lu(n, a, pivots)
         }
-        match n {
-            1 => set_and_factor(1, a, pivots, jacobian, hg),
-            2 => set_and_factor(2, a, pivots, jacobian, hg),
-            3 => set_and_factor(3, a, pivots, jacobian, hg),
-            4 => set_and_factor(4, a, pivots, jacobian, hg),
-            n => set_and_factor(n, a, pivots, jacobian, hg),
-        }
+        crate::sized!(implicit, n = n => set_and_factor(n, a, pivots, jacobian, hg))
     }
 
     /// Factorises the matrix set last; false when it is singular (or not
@@ -72,13 +66,7 @@ impl DenseLu {
         // Small orders by their own copies of the loops, unrolled by the
         // compiler (the same operations in the same order: the same
         // numbers), as the solves below.
-        match self.n {
-            1 => factor_lu(1, a, pivots),
-            2 => factor_lu(2, a, pivots),
-            3 => factor_lu(3, a, pivots),
-            4 => factor_lu(4, a, pivots),
-            n => factor_lu(n, a, pivots),
-        }
+        crate::sized!(implicit, n = self.n => factor_lu(n, a, pivots))
     }
 
     /// Overwrites `b` with `A^{-1} b`.
@@ -94,16 +82,13 @@ impl DenseLu {
         debug_assert_eq!(n, self.n);
         let (a, pivots) = (&self.lu[..], &self.pivots[..]);
         // Small orders by their own unrolled copies of the loops (the
-        // same operations in the same order: the same numbers).
-        match n {
-            1 => solve_lu(1, a, pivots, b),
-            2 => solve_lu(2, a, pivots, b),
-            3 => solve_lu3(a, pivots, b),
-            4 => solve_lu(4, a, pivots, b),
-            5 => solve_lu(5, a, pivots, b),
-            6 => solve_lu(6, a, pivots, b),
-            n => solve_lu(n, a, pivots, b),
-        }
+        // same operations in the same order: the same numbers), order 3
+        // by the copy written out in registers.
+        crate::sized!(lu_solve, n = n => if n == 3 {
+            solve_lu3(a, pivots, b)
+        } else {
+            solve_lu(n, a, pivots, b)
+        })
     }
 
     /// Overwrites each `n`-long block of `v` (its length a multiple of
@@ -122,15 +107,7 @@ impl DenseLu {
     #[inline]
     pub fn solve_transpose(&self, b: &mut [f64]) {
         let (a, pivots) = (&self.lu[..], &self.pivots[..]);
-        match self.n {
-            1 => solve_lu_transpose(1, a, pivots, b),
-            2 => solve_lu_transpose(2, a, pivots, b),
-            3 => solve_lu_transpose(3, a, pivots, b),
-            4 => solve_lu_transpose(4, a, pivots, b),
-            5 => solve_lu_transpose(5, a, pivots, b),
-            6 => solve_lu_transpose(6, a, pivots, b),
-            n => solve_lu_transpose(n, a, pivots, b),
-        }
+        crate::sized!(lu_solve, n = self.n => solve_lu_transpose(n, a, pivots, b))
     }
 }
 

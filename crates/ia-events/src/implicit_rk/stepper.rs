@@ -333,13 +333,9 @@ impl ImplicitStepper {
         // the sizes known to the compiler (its loops unrolled, no calls to
         // copy a few floats): the same operations in the same order, so the
         // same numbers.
-        match (self.dim, self.closed) {
-            (1, 1) => self.attempt_sized(rhs, h, 1, 1),
-            (2, 2) => self.attempt_sized(rhs, h, 2, 2),
-            (3, 3) => self.attempt_sized(rhs, h, 3, 3),
-            (4, 4) => self.attempt_sized(rhs, h, 4, 4),
-            (n, c) => self.attempt_sized(rhs, h, n, c),
-        }
+        crate::sized!(implicit, (n, c) = (self.dim, self.closed) => {
+            self.attempt_sized(rhs, h, n, c)
+        })
     }
 
     /// [`ImplicitStepper::attempt`] for `dim = n` and `closed = c`.
@@ -549,13 +545,7 @@ impl ImplicitStepper {
     /// otherwise (see [`ImplicitStepper::COLUMNS_APART`]).
     fn error_norm(&mut self, h: f64, controlled: usize, apart: (bool, f64)) -> f64 {
         // Small systems sized for the compiler, as [`ImplicitStepper::attempt`].
-        match self.dim {
-            1 => self.error_norm_sized(h, controlled, apart, 1),
-            2 => self.error_norm_sized(h, controlled, apart, 2),
-            3 => self.error_norm_sized(h, controlled, apart, 3),
-            4 => self.error_norm_sized(h, controlled, apart, 4),
-            n => self.error_norm_sized(h, controlled, apart, n),
-        }
+        crate::sized!(implicit, n = self.dim => self.error_norm_sized(h, controlled, apart, n))
     }
 
     /// [`ImplicitStepper::error_norm`] for `dim = n`.
