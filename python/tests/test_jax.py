@@ -43,14 +43,15 @@ def equation_model(name):
 
 
 # Two ready models and one equation model on fixed RK4 steps (forward and
-# adjoint run the same discretisation), and two models through the exact
-# event-driven solver: (name, model, t_end, observation times, event slots,
-# solver, rtol).
+# adjoint run the same discretisation), and three models through the exact
+# event-driven solver, one of them written as equations: (name, model,
+# t_end, observation times, event slots, solver, rtol).
 CASES = [
     ("ball2d-flat", lambda: ia.Model.ready("ball2d-flat"), 2.0, [0.3, 1.2], 3, RK4, 0.0),
     ("two-ball", lambda: ia.Model.ready("two-ball"), 1.0, [0.25, 0.5], 3, RK4, 0.0),
     ("thermostat (equations)", lambda: equation_model("thermostat"), 2.0, [0.5, 1.5], 3, RK4, 0.0),
     ("thermostat, exact", lambda: ia.Model.ready("thermostat"), 5.0, [5.0 / 3.0], 5, "exact", 1e-10),
+    ("thermostat (equations), exact", lambda: equation_model("thermostat"), 5.0, [5.0 / 3.0], 5, "exact", 1e-10),
     (
         "lif-network, exact",
         lambda: ia.Model.ready("lif-network", size=5),

@@ -74,7 +74,7 @@ impl Structure {
             let mut blocks = LinearBlocks::new(n);
             if !mode.flow.linear_blocks(params, &mut blocks) {
                 return Err(HybridError::Unsupported(format!(
-                    "the exact solver needs a decoupled linear flow (x_i' = a_i x_i + b_i, Flow::decoupled_linear) or one of small linear blocks (Flow::linear_blocks) in every mode; the flow of mode '{}' declares neither: use a Runge-Kutta solver (dopri5, dop853)",
+                    "the exact solver needs every mode's rates linear in the states with constant coefficients, each entry on its own (x' = a x + b) or coupled to one other entry only (a pair, x' = A x + b), and not reading the time (a flow written in Rust declares them by Flow::decoupled_linear or Flow::linear_blocks); the flow of mode '{}' is not of that form: use a Runge-Kutta solver (dopri5, dop853)",
                     mode.name
                 )));
             }
@@ -184,7 +184,7 @@ impl Structure {
             }
             let threshold = tr.guard.threshold(params).ok_or_else(|| {
                 HybridError::Unsupported(format!(
-                    "the exact solver needs every guard to be a threshold on one state entry (x_k - level, Guard::threshold) or on time (t - level, Guard::time_threshold); the guard of '{}' declares neither: use a Runge-Kutta solver (dopri5, dop853)",
+                    "the exact solver needs every guard to be a threshold on one state entry (written x - level, the level of the parameters alone) or on time (t - level); a guard written in Rust declares it by Guard::threshold or Guard::time_threshold; the guard of '{}' is not of that form: use a Runge-Kutta solver (dopri5, dop853)",
                     tr.name
                 ))
             })?;
