@@ -145,7 +145,7 @@ use structure::{crossing_delay, pushed_over, Level, Structure, NO_PAIR};
 /// let ball = ia_models::by_name("ball2d-flat").unwrap();
 /// let (system, spec) = (ball.system(), ball.spec());
 /// let err = ia_events::exact::check(&system, &spec.default_params()).unwrap_err();
-/// assert!(err.to_string().contains("decoupled linear"), "{err}");
+/// assert!(err.to_string().contains("is not of that form"), "{err}");
 /// ```
 pub fn check(system: &HybridSystem, params: &[f64]) -> Result<(), HybridError> {
     Structure::of(system, params).map(|_| ())
