@@ -97,18 +97,26 @@ impl Plan {
         }
         let transitions = system.transitions();
         let n = system.state_dim();
-        let pairs = &structure.pairs[mode];
-        let pair_of = &structure.pair_of[mode];
+        let pairs: &[Pair] = &structure.pairs[mode];
+        let pair_of: &[(usize, usize)] = &structure.pair_of[mode];
         let mut guard = vec![NONE; pairs.len()];
-        // Per entry, the last transition (plus one) that writes it; and the
-        // pairs each transition kicks (its own guard's aside), in the order
-        // of the transitions, each once a transition.
-        let mut written = vec![0; n];
-        let writes = transitions
-            .iter()
-            .map(|tr| tr.reset.writes().map_or(0, <[_]>::len));
-        let mut kicked: Vec<(usize, usize)> = Vec::with_capacity(writes.sum());
+        // Per entry, the last transition (plus one) that writes it, for a
+        // reset that reads more than it writes (made on first use).
+        let mut written: Vec<usize> = Vec::new();
+        // Per pair, the last transition that kicks it (its own guard's
+        // aside), how many do, and how many kick both it and the pair
+        // before it: two neighbours have the same writers when both counts
+        // equal the shared one (a transition kicks a pair once, in the
+        // order of the transitions), with no list of writers per pair.
+        // (Local slices: the loops over every written entry keep their
+        // bounds in registers.)
         let mut last_kick = vec![NONE; pairs.len()];
+        let last_kick: &mut [usize] = &mut last_kick;
+        let mut count = vec![0usize; pairs.len()];
+        let count: &mut [usize] = &mut count;
+        let mut shared = vec![0usize; pairs.len()];
+        let shared: &mut [usize] = &mut shared;
+        let mut own_pair = vec![NONE; transitions.len()];
         for (k, tr) in transitions.iter().enumerate() {
             let reset = &tr.reset;
             let (Some(reads), Some(writes)) = (reset.reads(), reset.writes()) else {
@@ -128,19 +136,30 @@ impl Plan {
                     pair
                 }
             };
+            own_pair[k] = own;
             for &i in writes {
                 let pair = pair_of[i].0;
                 if pair == NO_PAIR {
                     return None;
                 }
-                if pair != own && last_kick[pair] != k {
-                    last_kick[pair] = k;
-                    kicked.push((pair, k));
+                if pair == own || last_kick[pair] == k {
+                    continue;
+                }
+                last_kick[pair] = k;
+                count[pair] += 1;
+                if pair > 0 && last_kick[pair - 1] == k {
+                    shared[pair] += 1;
+                }
+                if last_kick.get(pair + 1) == Some(&k) {
+                    shared[pair + 1] += 1;
                 }
             }
             // A reset that reads what it writes (a spike's kick) lists them
             // once.
             if !std::ptr::eq(reads, writes) {
+                if written.is_empty() {
+                    written = vec![0; n];
+                }
                 for &i in writes {
                     written[i] = k + 1;
                 }
@@ -150,37 +169,56 @@ impl Plan {
                 }
             }
         }
-        // Each pair's writers as flat lists (a counting sort of `kicked`).
-        let mut count = vec![0; pairs.len() + 1];
-        for &(pair, _) in &kicked {
-            count[pair + 1] += 1;
-        }
-        for p in 0..pairs.len() {
-            count[p + 1] += count[p];
-        }
-        let mut list = vec![0; kicked.len()];
-        let mut fill = count.clone();
-        for &(pair, k) in &kicked {
-            list[fill[pair]] = k;
-            fill[pair] += 1;
-        }
-        let writers_of = |p: usize| &list[count[p]..count[p + 1]];
         // Groups: runs of consecutive pairs with the same writers.
         let mut group_of = vec![NONE; pairs.len()];
         let mut first_pair = Vec::new();
         for (p, group) in group_of.iter_mut().enumerate() {
-            if p == 0 || writers_of(p) != writers_of(p - 1) {
+            let same = p > 0 && count[p] == count[p - 1] && shared[p] == count[p];
+            if !same {
                 first_pair.push(p);
             }
             *group = first_pair.len() - 1;
         }
         let groups = first_pair.len();
+        // Each group's writers (its first pair's), in the order of the
+        // transitions, as flat lists.
+        let mut writer_count = vec![0usize; groups + 1];
+        for &p in &first_pair {
+            writer_count[group_of[p] + 1] = count[p];
+        }
+        for g in 0..groups {
+            writer_count[g + 1] += writer_count[g];
+        }
+        let mut list = vec![0; writer_count[groups]];
+        let mut fill = writer_count.clone();
+        let mut last_group = vec![NONE; groups];
+        // Per entry, the group whose first pair holds it (else NONE): the
+        // one test a written entry needs here.
+        let mut first_of = vec![NONE; n];
+        for (g, &p) in first_pair.iter().enumerate() {
+            for i in pairs[p].entries {
+                first_of[i] = g;
+            }
+        }
+        let first_of: &[usize] = &first_of;
+        for (k, tr) in transitions.iter().enumerate() {
+            for &i in tr.reset.writes().unwrap_or(&[]) {
+                let g = first_of[i];
+                if g == NONE || first_pair[g] == own_pair[k] || last_group[g] == k {
+                    continue;
+                }
+                last_group[g] = k;
+                list[fill[g]] = k;
+                fill[g] += 1;
+            }
+        }
+        let writers_of = |g: usize| &list[writer_count[g]..writer_count[g + 1]];
         // Group `g` depends on the groups of its writers' guards: Kahn's
         // order, the first ready group first.
         let mut needs = vec![0usize; groups];
         let mut feeds: Vec<Vec<usize>> = vec![Vec::new(); groups];
-        for (g, &p) in first_pair.iter().enumerate() {
-            for &k in writers_of(p) {
+        for g in 0..groups {
+            for &k in writers_of(g) {
                 if let Level::State(threshold) = structure.thresholds[k] {
                     let from = group_of[pair_of[threshold.state].0];
                     needs[g] += 1;
@@ -240,7 +278,7 @@ impl Plan {
                 plan.pairs.push(p);
             }
             plan.group_start.push(plan.pairs.len());
-            plan.writers.extend_from_slice(writers_of(p0));
+            plan.writers.extend_from_slice(writers_of(old));
             plan.writer_start.push(plan.writers.len());
         }
         Some(plan)
