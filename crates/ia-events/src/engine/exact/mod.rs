@@ -196,6 +196,7 @@ pub fn simulate_without_sweep(problem: &Problem<'_>) -> Result<Trajectory, Hybri
     let records = &mut RecordBuffers::default();
     general_run(
         problem,
+        None,
         (records, &mut None),
         &mut NoExtraState,
         &mut NoObserver,
@@ -318,19 +319,29 @@ pub(crate) fn run_in<E: ExtraState, O: Observer>(
                 return result;
             }
         }
+        // The problem is valid and its structure built: the general run
+        // takes both as they are.
+        return general_run(problem, Some(structure), buffers, extra, observer);
     }
-    general_run(problem, buffers, extra, observer)
+    general_run(problem, None, buffers, extra, observer)
 }
 
-/// [`run_in`] by the general run (one event after another).
+/// [`run_in`] by the general run (one event after another), on
+/// `structure` when the caller has validated `problem` and built it.
 fn general_run<E: ExtraState, O: Observer>(
     problem: &Problem<'_>,
+    structure: Option<Structure>,
     buffers: (&mut RecordBuffers, &mut Option<GeometryWorkspace>),
     extra: &mut E,
     observer: &mut O,
 ) -> Result<Trajectory, HybridError> {
-    problem.validate()?;
-    let structure = Structure::of(problem.system, &problem.params)?;
+    let structure = match structure {
+        Some(structure) => structure,
+        None => {
+            problem.validate()?;
+            Structure::of(problem.system, &problem.params)?
+        }
+    };
     let carried = (extra.dim() > 0 || extra.wants_event_geometry()) && !extra.carries_pairs();
     if structure.has_pairs() && carried {
         return Err(HybridError::Unsupported(
