@@ -217,11 +217,11 @@ impl Plan {
         // order, the first ready group first.
         let mut needs = vec![0usize; groups];
         let mut feeds: Vec<Vec<usize>> = vec![Vec::new(); groups];
-        for g in 0..groups {
+        for (g, need) in needs.iter_mut().enumerate() {
             for &k in writers_of(g) {
                 if let Level::State(threshold) = structure.thresholds[k] {
                     let from = group_of[pair_of[threshold.state].0];
-                    needs[g] += 1;
+                    *need += 1;
                     feeds[from].push(g);
                 }
             }
