@@ -27,6 +27,21 @@ fn lazy(max_events: usize) -> EventOptions {
     }
 }
 
+/// Calls `check` with the lazy run (no event states, at most `max_events`
+/// events) of a `cuba-lif` network of `size` at its default parameters.
+fn cuba_lif_problem(size: [usize; 3], max_events: usize, check: impl FnOnce(&Problem<'_>)) {
+    let net = CubaLif::new(size[0], size[1], size[2]).unwrap();
+    let (system, spec) = (net.system(), net.spec());
+    let problem = Problem::new(
+        &system,
+        spec.default_state(),
+        spec.default_params(),
+        spec.t_end,
+    )
+    .with_event_options(lazy(max_events));
+    check(&problem);
+}
+
 /// The sweep's run of `problem` equals the general run's to the bit;
 /// returns the number of events.
 fn same_to_the_bit(problem: &Problem<'_>) -> usize {
@@ -58,19 +73,12 @@ fn some_fire_again(problem: &Problem<'_>) -> bool {
 #[case::layer([5, 40, 3])]
 #[case::wide([3, 300, 2])]
 fn cuba_lif_sweeps_to_the_general_runs_bits(#[case] size: [usize; 3]) {
-    let net = CubaLif::new(size[0], size[1], size[2]).unwrap();
-    let (system, spec) = (net.system(), net.spec());
-    let problem = Problem::new(
-        &system,
-        spec.default_state(),
-        spec.default_params(),
-        spec.t_end,
-    )
-    .with_event_options(lazy(100_000));
-    assert!(exact::sweeps(&problem));
-    let events = same_to_the_bit(&problem);
-    assert!(events > size[0] + size[1], "{events}");
-    assert!(some_fire_again(&problem));
+    cuba_lif_problem(size, 100_000, |problem| {
+        assert!(exact::sweeps(problem));
+        let events = same_to_the_bit(problem);
+        assert!(events > size[0] + size[1], "{events}");
+        assert!(some_fire_again(problem));
+    });
 }
 
 /// A random `cuba-lif` network: sizes, time constants (equal ones too: a
@@ -142,24 +150,17 @@ fn the_random_networks_fire_again_and_share_input_times() {
 /// run's, with the same partial trajectory.
 #[test]
 fn max_events_in_a_sweep_gives_the_general_runs_error() {
-    let net = CubaLif::new(5, 40, 3).unwrap();
-    let (system, spec) = (net.system(), net.spec());
-    let problem = Problem::new(
-        &system,
-        spec.default_state(),
-        spec.default_params(),
-        spec.t_end,
-    )
-    .with_event_options(lazy(25));
-    assert!(exact::sweeps(&problem));
-    let swept = exact::simulate(&problem).unwrap_err();
-    let queued = exact::simulate_without_sweep(&problem).unwrap_err();
-    assert!(
-        matches!(&swept, HybridError::Zeno { reason, .. } if reason.contains("max_events = 25")),
-        "{swept}"
-    );
-    assert_eq!(format!("{swept:?}"), format!("{queued:?}"));
-    assert_eq!(swept.trajectory(), queued.trajectory());
+    cuba_lif_problem([5, 40, 3], 25, |problem| {
+        assert!(exact::sweeps(problem));
+        let swept = exact::simulate(problem).unwrap_err();
+        let queued = exact::simulate_without_sweep(problem).unwrap_err();
+        assert!(
+            matches!(&swept, HybridError::Zeno { reason, .. } if reason.contains("max_events = 25")),
+            "{swept}"
+        );
+        assert_eq!(format!("{swept:?}"), format!("{queued:?}"));
+        assert_eq!(swept.trajectory(), queued.trajectory());
+    });
 }
 
 /// `t - p[time]` rising: an input spike at a parameter's time.
@@ -257,18 +258,14 @@ fn a_cycle_of_kicks_falls_back_to_the_general_run() {
 /// observations.
 #[test]
 fn eager_runs_and_observations_are_not_swept() {
-    let net = CubaLif::new(2, 3, 2).unwrap();
-    let (system, spec) = (net.system(), net.spec());
-    let problem = Problem::new(
-        &system,
-        spec.default_state(),
-        spec.default_params(),
-        spec.t_end,
-    );
-    assert!(!exact::sweeps(&problem));
-    let lazy_problem = problem.clone().with_event_options(lazy(1000));
-    assert!(exact::sweeps(&lazy_problem));
-    assert!(!exact::sweeps(
-        &lazy_problem.clone().with_observations(vec![10.0])
-    ));
+    cuba_lif_problem([2, 3, 2], 1000, |lazy_problem| {
+        assert!(exact::sweeps(lazy_problem));
+        let eager = lazy_problem
+            .clone()
+            .with_event_options(EventOptions::default());
+        assert!(!exact::sweeps(&eager));
+        assert!(!exact::sweeps(
+            &lazy_problem.clone().with_observations(vec![10.0])
+        ));
+    });
 }
