@@ -81,6 +81,31 @@ fn cuba_lif_sweeps_to_the_general_runs_bits(#[case] size: [usize; 3]) {
     });
 }
 
+/// Inputs that leave some hidden neurons as they were (a zero weight: the
+/// kick adds nothing): a neuron whose prediction the sweep held off up to
+/// such an input is predicted from its state before it, after it (the
+/// even neurons here, driven by input 3 alone, at 2.3 ms, with weights
+/// from 3 to 19.8: the strongest cross before input 1, at 4.4 ms, others
+/// first between input 1 and input 2, at 7.9 ms, or after it, the weakest
+/// never), and the run is the general run's to the bit.
+#[test]
+fn inputs_that_leave_a_neuron_as_it_was_sweep_to_the_general_runs_bits() {
+    let net = CubaLif::new(4, 30, 2).unwrap();
+    let system = net.system();
+    let mut p = net.spec().default_params();
+    for j in (0..30).step_by(2) {
+        for i in 0..3 {
+            p[net.hidden_weight_index(j, i)] = 0.0;
+        }
+        p[net.hidden_weight_index(j, 3)] = 3.0 + 0.6 * j as f64;
+    }
+    let problem = Problem::new(&system, net.spec().default_state(), p, 40.0)
+        .with_event_options(lazy(100_000));
+    assert!(exact::sweeps(&problem));
+    let events = same_to_the_bit(&problem);
+    assert!(events > 4 + 15, "{events}");
+}
+
 /// A random `cuba-lif` network: sizes, time constants (equal ones too: a
 /// pair with a double rate), input times drawn from few values (equal
 /// times), weights of both signs strong enough that neurons fire several

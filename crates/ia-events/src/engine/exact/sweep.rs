@@ -17,6 +17,13 @@
 //! shared by every block over the same stretch, the kick's reset is applied
 //! once for the whole group, and the blocks it moved are predicted again.
 //! There is no queue of crossings: each block keeps its own one prediction.
+//! A block whose guard entry stays clear of its level up to the group's
+//! next kick (a neuron an input leaves well below its threshold: shown from
+//! the stretch's factors, [`ClearTest`]) keeps its state instead and is
+//! predicted from it only if that kick leaves it as it was; the kick that
+//! moves it predicts it again, as the general run does, and nothing the
+//! held prediction could have done before that kick (a crossing) can
+//! happen.
 //! At the end the events of every group are merged in the order of their
 //! `(time, transition)` and recorded as the general run records them.
 //!
@@ -46,6 +53,7 @@ use crate::factor::phi;
 use crate::pair_form::{advance_pair, PairFactors, PairRates, PairStart};
 use crate::problem::Problem;
 use crate::recorder::{RecordBuffers, Recorder};
+use crate::rough_crossing::ClearTest;
 use crate::vocabulary::{EventJump, Observer, RunContext};
 use crate::zeno::ZenoWatch;
 use ia_core::{Direction, EventRecord, HybridError, Trajectory};
@@ -66,6 +74,9 @@ struct Lane {
     direction: Direction,
     /// The pair's group.
     group: usize,
+    /// Whether its guard entry can be shown clear of its level over a
+    /// stretch, and how ([`Sweep::predict_until`]).
+    clear: Option<ClearTest>,
 }
 
 /// How a system's blocks are swept: found once from its structure.
@@ -252,6 +263,7 @@ impl Plan {
                 }
                 _ => (NONE, 0, 0.0, Direction::Rising),
             };
+            let pair = &pairs[pair];
             Lane {
                 guard: k,
                 state,
@@ -259,6 +271,9 @@ impl Plan {
                 level,
                 direction,
                 group: NONE,
+                clear: (state != NONE)
+                    .then(|| ClearTest::of(&pair.rates, &pair.b, slot))
+                    .flatten(),
             }
         };
         let mut plan = Self {
@@ -293,6 +308,9 @@ pub(super) struct Fallback;
 /// stretches between the same kicks, one after another).
 struct FactorCache {
     slots: Vec<(usize, u64, PairFactors)>,
+    /// The slot asked last (the blocks of a layer ask for the same
+    /// factors one after another): looked at before hashing.
+    last: usize,
 }
 
 /// Slots of [`FactorCache`] (a power of two).
@@ -308,6 +326,7 @@ impl FactorCache {
         };
         Self {
             slots: vec![(NONE, 0, zero); CACHE_SLOTS],
+            last: 0,
         }
     }
 
@@ -316,13 +335,31 @@ impl FactorCache {
     #[inline]
     fn get(&mut self, matrix: usize, rates: &PairRates, s: f64) -> &PairFactors {
         let bits = s.to_bits();
+        let last = &self.slots[self.last];
+        if last.0 == matrix && last.1 == bits {
+            return &self.slots[self.last].2;
+        }
         let hash = (bits ^ (bits >> 29) ^ matrix as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let slot = &mut self.slots[(hash >> 58) as usize % CACHE_SLOTS];
+        self.last = (hash >> 58) as usize % CACHE_SLOTS;
+        let slot = &mut self.slots[self.last];
         if slot.0 != matrix || slot.1 != bits {
             *slot = (matrix, bits, rates.factors(s));
         }
         &slot.2
     }
+}
+
+/// A pair's prediction put off at a kick of its group: its guard cannot
+/// cross before the group's next kick (see [`Sweep::predict_until`]).
+#[derive(Clone, Copy)]
+struct Held {
+    /// The pair's state and time when it was due (its prediction is made
+    /// from them when needed, as it would have been then).
+    y: [f64; 2],
+    t: f64,
+    /// The next kick (`u128::MAX`: the end of the run), up to whose time
+    /// the guard cannot cross.
+    until: u128,
 }
 
 /// Which blocks a reset applied now belongs to.
@@ -350,6 +387,9 @@ struct Sweep<'a> {
     since: Vec<f64>,
     pending: Vec<f64>,
     pending_kind: Vec<Queued>,
+    /// Per pair, its prediction put off, if it is (then `pending` holds
+    /// the time it holds until).
+    held: Vec<Option<Held>>,
     /// The events so far, as queue keys `(time, transition)`, with their
     /// guards' rates; and per transition the range of its own there (once
     /// its group has run).
@@ -390,6 +430,7 @@ pub(super) fn run<O: Observer>(
         since: vec![problem.t0; pairs],
         pending: vec![f64::INFINITY; pairs],
         pending_kind: vec![Queued::Exact; pairs],
+        held: vec![None; pairs],
         events: Vec::new(),
         fired: vec![(0, 0); transitions],
         kicks: Vec::new(),
@@ -504,30 +545,34 @@ impl Sweep<'_> {
         let pairs = &plan.pairs[plan.group_start[g]..plan.group_start[g + 1]];
         let writers = &plan.writers[plan.writer_start[g]..plan.writer_start[g + 1]];
         let first_event = self.events.len();
-        let t0 = self.problem.t0;
-        for &p in pairs {
-            self.predict(p, t0);
-        }
         self.kicks.clear();
         for &k in writers {
             let (from, to) = self.fired[k];
             self.kicks.extend(self.events[from..to].iter().map(|e| e.0));
         }
         self.kicks.sort_unstable();
+        let t0 = self.problem.t0;
+        let first_kick = self.kicks.first().copied().unwrap_or(u128::MAX);
+        for &p in pairs {
+            self.predict_until(p, t0, first_kick);
+        }
         for c in 0..self.kicks.len() {
             let key = self.kicks[c];
             let (t, k) = (time(key), transition(key));
             for &p in pairs {
-                // A prediction after the kick's time cannot come before it.
-                if self.pending[p] <= t {
+                // A prediction after the kick's time cannot come before it,
+                // nor one held off up to this kick.
+                let holds = |held: Option<Held>| held.is_some_and(|h| key <= h.until);
+                if self.pending[p] <= t && !holds(self.held[p]) {
                     self.resolve(p, key)?;
                 }
                 self.bring(p, t);
             }
             self.apply(k, t, Scope::Group(g))?;
+            let next = self.kicks.get(c + 1).copied().unwrap_or(u128::MAX);
             while let Some(p) = self.moved.pop() {
                 self.is_moved[p] = false;
-                self.predict(p, t);
+                self.predict_until(p, t, next);
             }
         }
         let t_end = self.problem.t_end;
@@ -581,11 +626,23 @@ impl Sweep<'_> {
         }
     }
 
+    /// Pair `p`'s state.
+    #[inline]
+    fn state(&self, p: usize) -> [f64; 2] {
+        let [i, j] = self.pairs[p].entries;
+        [self.x[i], self.x[j]]
+    }
+
     /// The stretch of pair `p` from its state.
     #[inline]
     fn start(&self, p: usize) -> PairStart<'_> {
+        self.start_from(p, self.state(p))
+    }
+
+    /// The stretch of pair `p` from the state `y`.
+    #[inline]
+    fn start_from(&self, p: usize, y: [f64; 2]) -> PairStart<'_> {
         let pair = &self.pairs[p];
-        let y = [self.x[pair.entries[0]], self.x[pair.entries[1]]];
         PairStart::new(&pair.a, &pair.b, &pair.rates, y)
     }
 
@@ -595,9 +652,46 @@ impl Sweep<'_> {
         if lane.guard == NONE {
             return;
         }
+        self.held[p] = None;
         let (time, queued) = predicted(&self.start(p), t, lane.slot, lane.level, lane.direction);
         self.pending[p] = time.unwrap_or(f64::INFINITY);
         self.pending_kind[p] = queued;
+    }
+
+    /// [`Sweep::predict`] at a kick of the group at `t` whose next kick is
+    /// `until` (`u128::MAX`: none), or holds the prediction off when the
+    /// pair's guard entry stays clear of its level up to that kick's time
+    /// ([`ClearTest`]: a pair with no constant term, decaying, as a
+    /// neuron between its inputs): most kicks of a layer move no neuron
+    /// across its threshold before the next. The prediction is made later
+    /// from the state kept here, as it would have been now, only if the
+    /// next kick leaves the pair as it was ([`Sweep::resolve`]); a kick that
+    /// moves it predicts it again, which drops this one.
+    #[inline(always)]
+    fn predict_until(&mut self, p: usize, t: f64, until: u128) {
+        let (plan, pairs) = (self.plan, self.pairs);
+        let lane = &plan.lanes[p];
+        let Some(test) = lane.clear else {
+            self.predict(p, t);
+            return;
+        };
+        let pair = &pairs[p];
+        let end = if until == u128::MAX {
+            self.problem.t_end
+        } else {
+            time(until)
+        };
+        let (s, y) = (end - t, self.state(p));
+        let held = s >= 0.0 && {
+            let factors = self.factors.get(pair.matrix, &pair.rates, s);
+            test.holds(y, lane.slot, lane.level, factors)
+        };
+        if !held {
+            self.predict(p, t);
+            return;
+        }
+        self.held[p] = Some(Held { y, t, until });
+        self.pending[p] = end;
     }
 
     /// Fires pair `p`'s guard as often as it crosses before the event
@@ -605,6 +699,34 @@ impl Sweep<'_> {
     /// run's order).
     fn resolve(&mut self, p: usize, key: u128) -> Result<(), Fallback> {
         let lane = self.plan.lanes[p];
+        if let Some(held) = self.held[p] {
+            if key <= held.until {
+                // Nothing crosses up to the kick it holds until.
+                return Ok(());
+            }
+            // The kick it held until left the pair as it was: its
+            // prediction, from its state then, and that kick's refinement
+            // of it, from the same state (the pair was not brought in
+            // between), as the pair had them after that kick.
+            self.held[p] = None;
+            let start = self.start_from(p, held.y);
+            let (time, queued) = predicted(&start, held.t, lane.slot, lane.level, lane.direction);
+            let mut step = (time.unwrap_or(f64::INFINITY), queued);
+            loop {
+                let (t, queued) = step;
+                if t >= self.problem.t_end || entry(t, lane.guard) >= held.until {
+                    break;
+                }
+                if queued == Queued::Exact {
+                    // Ruled out by the clear test: left to the general run.
+                    return Err(Fallback);
+                }
+                let (slot, level, direction) = (lane.slot, lane.level, lane.direction);
+                let (next, queued) = refined(&start, held.t, slot, level, direction, (queued, t));
+                step = (next.unwrap_or(f64::INFINITY), queued);
+            }
+            (self.pending[p], self.pending_kind[p]) = step;
+        }
         let t_end = self.problem.t_end;
         loop {
             let t = self.pending[p];
