@@ -597,7 +597,7 @@ impl Sweep<'_> {
     }
 
     /// Brings pair `p` from its own time to `t`.
-    #[inline]
+    #[inline(always)]
     fn bring(&mut self, p: usize, t: f64) {
         let s = t - self.since[p];
         if s <= 0.0 {
