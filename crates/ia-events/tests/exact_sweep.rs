@@ -13,7 +13,7 @@
 
 use crate::pair_net::{self, Above, DeclaredKick, Kick, Net, Neurons};
 use ia_core::{Direction, FromMode, Guard, GuardPartials, HybridError, HybridSystem, ToMode};
-use ia_events::{exact, EventOptions, Problem};
+use ia_events::{exact, simulate_in, EventOptions, Problem, SolverChoice, Workspace};
 use ia_models::{CubaLif, Model};
 use proptest::prelude::*;
 use rstest::rstest;
@@ -104,6 +104,55 @@ fn inputs_that_leave_a_neuron_as_it_was_sweep_to_the_general_runs_bits() {
     assert!(exact::sweeps(&problem));
     let events = same_to_the_bit(&problem);
     assert!(events > 4 + 15, "{events}");
+}
+
+/// One workspace runs `cuba-lif` systems one after another, as a training
+/// loop does: the same system at other parameters (input times, weights,
+/// a threshold, time constants, equal ones too: its kept sweep plan is
+/// used with levels and rates formed again), systems of other sizes with
+/// as many entries or as many transitions (the kept plan is not theirs),
+/// and the first again. Reference: each run to the bit equals a fresh
+/// `exact::simulate`, which finds its plan anew.
+#[test]
+fn a_workspace_sweeps_runs_of_one_system_at_other_parameters_as_fresh_runs() {
+    let nets = [[2, 4, 2], [3, 3, 3], [2, 5, 1]].map(|[i, h, o]| CubaLif::new(i, h, o).unwrap());
+    let systems: Vec<HybridSystem> = nets.iter().map(CubaLif::system).collect();
+    let mut workspace = Workspace::new();
+    let mut runs = 0;
+    for (step, which) in [0, 0, 0, 1, 2, 0, 0, 2].into_iter().enumerate() {
+        let (net, system) = (&nets[which], &systems[which]);
+        let mut p = net.spec().default_params();
+        let [n_in, n_h, _] = net.size();
+        let shift = step as f64;
+        for i in 0..n_in {
+            p[net.input_time_index(i)] = 1.0 + (0.37 * (i as f64 + shift)).rem_euclid(8.0);
+        }
+        for j in 0..n_h {
+            p[net.hidden_weight_index(j, 0)] = 2.0 + 0.9 * ((j as f64 + shift) % 5.0);
+        }
+        (p[0], p[1], p[2]) = match step {
+            1 => (12.0, 12.0, 1.0),
+            2 => (20.0, 5.0, 0.7),
+            _ => (20.0, 5.0, 1.0),
+        };
+        let problem = Problem::new(system, net.spec().default_state(), p, 40.0)
+            .with_solver(SolverChoice::Exact)
+            .with_event_options(lazy(100_000));
+        assert!(exact::sweeps(&problem));
+        let kept = simulate_in(&problem, &mut workspace).unwrap();
+        let fresh = exact::simulate(&problem).unwrap();
+        let bits = |t: &ia_core::Trajectory| -> Vec<u64> {
+            let times = t.events.iter().map(|e| e.time.to_bits());
+            times
+                .chain(t.final_state.iter().map(|x| x.to_bits()))
+                .collect()
+        };
+        assert_eq!(kept, fresh, "step {step}");
+        assert_eq!(bits(&kept), bits(&fresh), "step {step}");
+        runs += usize::from(kept.events.len() > n_in);
+        workspace.recycle(kept);
+    }
+    assert_eq!(runs, 8);
 }
 
 /// A random `cuba-lif` network: sizes, time constants (equal ones too: a

@@ -115,6 +115,8 @@ mod queue;
 mod structure;
 mod sweep;
 
+pub(crate) use sweep::PlanCache;
+
 pub use crate::closed_form::{advance_state, chi, decay, phi, ExactSpan};
 pub use crate::pair_form::{
     advance_pair, first_crossing, PairCotangent, PairFactors, PairRates, PairStretch,
@@ -298,24 +300,34 @@ pub fn run<E: ExtraState, O: Observer>(
     observer: &mut O,
 ) -> Result<Trajectory, HybridError> {
     let records = &mut RecordBuffers::default();
-    run_in(problem, (records, &mut None), extra, observer)
+    run_in(problem, (records, &mut None), None, extra, observer)
 }
 
 /// [`run`] in a workspace's buffers: its records' and its event
-/// geometry's.
+/// geometry's, and its sweep plan kept from its previous run (`plans`;
+/// `None`: a one-off run, whose plan is found and dropped).
 pub(crate) fn run_in<E: ExtraState, O: Observer>(
     problem: &Problem<'_>,
     buffers: (&mut RecordBuffers, &mut Option<GeometryWorkspace>),
+    plans: Option<&mut PlanCache>,
     extra: &mut E,
     observer: &mut O,
 ) -> Result<Trajectory, HybridError> {
     if sweepable(problem, extra, observer) {
         problem.validate()?;
         let structure = Structure::of(problem.system, &problem.params)?;
-        if let Some(plan) = sweep::Plan::of(problem, &structure) {
+        let found;
+        let plan = match plans {
+            Some(plans) => plans.plan(problem, &structure),
+            None => {
+                found = sweep::Plan::of(problem, &structure);
+                found.as_ref()
+            }
+        };
+        if let Some(plan) = plan {
             let x = &problem.initial_state;
             check_start(problem, &structure, x)?;
-            if let Ok(result) = sweep::run(problem, &structure, &plan, buffers.0, observer) {
+            if let Ok(result) = sweep::run(problem, &structure, plan, buffers.0, observer) {
                 return result;
             }
         }

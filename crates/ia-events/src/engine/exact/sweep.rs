@@ -56,7 +56,7 @@ use crate::recorder::{RecordBuffers, Recorder};
 use crate::rough_crossing::ClearTest;
 use crate::vocabulary::{EventJump, Observer, RunContext};
 use crate::zeno::ZenoWatch;
-use ia_core::{Direction, EventRecord, HybridError, Trajectory};
+use ia_core::{Direction, EventRecord, HybridError, Trajectory, Transition};
 
 /// Marks a pair with no guard, or no group.
 const NONE: usize = usize::MAX;
@@ -77,6 +77,33 @@ struct Lane {
     /// Whether its guard entry can be shown clear of its level over a
     /// stretch, and how ([`Sweep::predict_until`]).
     clear: Option<ClearTest>,
+}
+
+impl Lane {
+    /// Pair `p` of mode `mode` of `structure`, whose guard is transition
+    /// `guard` (or [`NONE`]), in group `group`.
+    fn of(structure: &Structure, mode: usize, p: usize, guard: usize, group: usize) -> Self {
+        let (state, slot, level, direction) = match structure.thresholds.get(guard) {
+            Some(Level::State(threshold)) => {
+                let slot = structure.pair_of[mode][threshold.state].1;
+                let direction = structure.directions[guard];
+                (threshold.state, slot, threshold.level, direction)
+            }
+            _ => (NONE, 0, 0.0, Direction::Rising),
+        };
+        let pair = &structure.pairs[mode][p];
+        Lane {
+            guard,
+            state,
+            slot,
+            level,
+            direction,
+            group,
+            clear: (state != NONE)
+                .then(|| ClearTest::of(&pair.rates, &pair.b, slot))
+                .flatten(),
+        }
+    }
 }
 
 /// How a system's blocks are swept: found once from its structure.
@@ -253,29 +280,7 @@ impl Plan {
             return None;
         }
         // The groups renumbered in their order.
-        let lane = |pair: usize| {
-            let k = guard[pair];
-            let (state, slot, level, direction) = match structure.thresholds.get(k) {
-                Some(Level::State(threshold)) => {
-                    let slot = pair_of[threshold.state].1;
-                    let direction = structure.directions[k];
-                    (threshold.state, slot, threshold.level, direction)
-                }
-                _ => (NONE, 0, 0.0, Direction::Rising),
-            };
-            let pair = &pairs[pair];
-            Lane {
-                guard: k,
-                state,
-                slot,
-                level,
-                direction,
-                group: NONE,
-                clear: (state != NONE)
-                    .then(|| ClearTest::of(&pair.rates, &pair.b, slot))
-                    .flatten(),
-            }
-        };
+        let lane = |p: usize| Lane::of(structure, mode, p, guard[p], NONE);
         let mut plan = Self {
             mode,
             lanes: (0..pairs.len()).map(lane).collect(),
@@ -297,6 +302,143 @@ impl Plan {
             plan.writer_start.push(plan.writers.len());
         }
         Some(plan)
+    }
+}
+
+/// A sweep's plan kept for the next runs of the same system at other
+/// parameters (in a [`Workspace`](crate::Workspace)), with everything
+/// [`Plan::of`] read to find its groups, order and writers: the mode, the
+/// state's size, each transition's modes, terminal flag, entrywise flag,
+/// the entries its reset reads and writes and its guard's entry, and the
+/// mode's pairing of entries. A run whose system gives all of these equal
+/// takes the kept plan with its lanes' levels, directions and clear tests
+/// formed again from its own structure (what the parameters move); any
+/// difference finds a new plan. Comparing them costs a pass over the
+/// resets' lists, not the search of [`Plan::of`].
+#[derive(Default)]
+pub(crate) struct PlanCache {
+    kept: Option<(PlanKey, Plan)>,
+}
+
+/// What [`Plan::of`] reads of a run besides its levels (see
+/// [`PlanCache`]).
+struct PlanKey {
+    mode: usize,
+    n: usize,
+    /// Per transition: its modes, terminal and entrywise flags, whether
+    /// its reset's reads are its writes, its guard's entry ([`NONE`] for a
+    /// threshold on time) and the lengths of its lists in `writes` and
+    /// `reads`.
+    transitions: Vec<[usize; 8]>,
+    writes: Vec<usize>,
+    reads: Vec<usize>,
+    pair_of: Vec<(usize, usize)>,
+}
+
+impl PlanKey {
+    /// The key of `problem` over `structure`, or `None` where a reset
+    /// declares no lists (no sweep then).
+    fn of(problem: &Problem<'_>, structure: &Structure) -> Option<Self> {
+        let (system, mode) = (problem.system, problem.initial_mode);
+        let transitions = system.transitions();
+        let mut key = Self {
+            mode,
+            n: system.state_dim(),
+            transitions: Vec::with_capacity(transitions.len()),
+            writes: Vec::new(),
+            reads: Vec::new(),
+            pair_of: structure.pair_of[mode].clone(),
+        };
+        for (k, tr) in transitions.iter().enumerate() {
+            let (row, reads, writes) = Self::row(structure, k, tr)?;
+            key.writes.extend_from_slice(writes);
+            key.reads.extend_from_slice(reads);
+            key.transitions.push(row);
+        }
+        Some(key)
+    }
+
+    /// Transition `k`'s row of [`PlanKey::transitions`], with the lists it
+    /// adds to `reads` (none where the reads are the writes) and `writes`.
+    #[allow(clippy::type_complexity)]
+    fn row<'t>(
+        structure: &Structure,
+        k: usize,
+        tr: &'t Transition,
+    ) -> Option<([usize; 8], &'t [usize], &'t [usize])> {
+        let reset = &tr.reset;
+        let (reads, writes) = (reset.reads()?, reset.writes()?);
+        let same = std::ptr::eq(reads, writes);
+        let reads = if same { &[][..] } else { reads };
+        let state = match structure.thresholds[k] {
+            Level::Time(_) => NONE,
+            Level::State(threshold) => threshold.state,
+        };
+        let row = [
+            tr.from,
+            tr.to,
+            usize::from(tr.terminal),
+            usize::from(reset.writes_entrywise()),
+            usize::from(same),
+            state,
+            writes.len(),
+            reads.len(),
+        ];
+        Some((row, reads, writes))
+    }
+
+    /// Whether the key of `problem` over `structure` ([`PlanKey::of`])
+    /// would be this one, compared as it is formed (nothing copied).
+    fn matches(&self, problem: &Problem<'_>, structure: &Structure) -> bool {
+        let (system, mode) = (problem.system, problem.initial_mode);
+        let transitions = system.transitions();
+        if self.mode != mode
+            || self.n != system.state_dim()
+            || self.transitions.len() != transitions.len()
+            || self.pair_of[..] != structure.pair_of[mode][..]
+        {
+            return false;
+        }
+        let (mut w, mut r) = (0, 0);
+        for (k, tr) in transitions.iter().enumerate() {
+            let Some((row, reads, writes)) = Self::row(structure, k, tr) else {
+                return false;
+            };
+            let (w_end, r_end) = (w + writes.len(), r + reads.len());
+            if row != self.transitions[k]
+                || self.writes.get(w..w_end) != Some(writes)
+                || self.reads.get(r..r_end) != Some(reads)
+            {
+                return false;
+            }
+            (w, r) = (w_end, r_end);
+        }
+        w == self.writes.len() && r == self.reads.len()
+    }
+}
+
+impl PlanCache {
+    /// The sweep of `problem` over `structure` ([`Plan::of`]): the kept
+    /// plan when `problem`'s system gives everything it was found from
+    /// equal (see [`PlanCache`]), else a new one, kept.
+    pub(super) fn plan(&mut self, problem: &Problem<'_>, structure: &Structure) -> Option<&Plan> {
+        if !problem.observation_times.is_empty() || problem.stop_after.is_some() {
+            return None;
+        }
+        let kept = match self.kept.take() {
+            Some((key, mut plan)) if key.matches(problem, structure) => {
+                let mode = plan.mode;
+                for (p, lane) in plan.lanes.iter_mut().enumerate() {
+                    *lane = Lane::of(structure, mode, p, lane.guard, lane.group);
+                }
+                (key, plan)
+            }
+            _ => {
+                let plan = Plan::of(problem, structure)?;
+                (PlanKey::of(problem, structure)?, plan)
+            }
+        };
+        Some(&self.kept.insert(kept).1)
     }
 }
 
