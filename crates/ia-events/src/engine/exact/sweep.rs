@@ -80,18 +80,26 @@ struct Lane {
 }
 
 impl Lane {
-    /// Pair `p` of mode `mode` of `structure`, whose guard is transition
+    /// Pair `p` of the mode of `structure` whose pairs are `pairs` (its
+    /// entries' pairs and slots `pair_of`), whose guard is transition
     /// `guard` (or [`NONE`]), in group `group`.
-    fn of(structure: &Structure, mode: usize, p: usize, guard: usize, group: usize) -> Self {
+    #[inline]
+    fn of(
+        structure: &Structure,
+        (pairs, pair_of): (&[Pair], &[(usize, usize)]),
+        p: usize,
+        guard: usize,
+        group: usize,
+    ) -> Self {
         let (state, slot, level, direction) = match structure.thresholds.get(guard) {
             Some(Level::State(threshold)) => {
-                let slot = structure.pair_of[mode][threshold.state].1;
+                let slot = pair_of[threshold.state].1;
                 let direction = structure.directions[guard];
                 (threshold.state, slot, threshold.level, direction)
             }
             _ => (NONE, 0, 0.0, Direction::Rising),
         };
-        let pair = &structure.pairs[mode][p];
+        let pair = &pairs[p];
         Lane {
             guard,
             state,
@@ -280,7 +288,7 @@ impl Plan {
             return None;
         }
         // The groups renumbered in their order.
-        let lane = |p: usize| Lane::of(structure, mode, p, guard[p], NONE);
+        let lane = |p: usize| Lane::of(structure, (pairs, pair_of), p, guard[p], NONE);
         let mut plan = Self {
             mode,
             lanes: (0..pairs.len()).map(lane).collect(),
@@ -428,8 +436,9 @@ impl PlanCache {
         let kept = match self.kept.take() {
             Some((key, mut plan)) if key.matches(problem, structure) => {
                 let mode = plan.mode;
+                let blocks = (&structure.pairs[mode][..], &structure.pair_of[mode][..]);
                 for (p, lane) in plan.lanes.iter_mut().enumerate() {
-                    *lane = Lane::of(structure, mode, p, lane.guard, lane.group);
+                    *lane = Lane::of(structure, blocks, p, lane.guard, lane.group);
                 }
                 (key, plan)
             }
