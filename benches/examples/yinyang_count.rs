@@ -7,6 +7,8 @@
 //! valgrind --tool=callgrind target/release/examples/yinyang_count 200
 //! valgrind --tool=callgrind target/release/examples/yinyang_count 1000 primal
 //! valgrind --tool=callgrind target/release/examples/yinyang_count 1000 primal queue
+//! valgrind --tool=callgrind --toggle-collect='yinyang_count::second_run' \
+//!     target/release/examples/yinyang_count 1000 primal again
 //! ```
 //!
 //! Arguments: the number of hidden neurons (default 120), then `primal`
@@ -15,7 +17,12 @@
 //! instead of the gradient, then `queue` for the general run instead of
 //! the sweep (`exact::simulate_without_sweep`); it prints the number of
 //! events and fingerprints of their times and of the final state, to the
-//! bit.
+//! bit. `again` instead of `queue` runs the primal twice in one
+//! [`Workspace`](ia_events::Workspace), the second time with the inputs of
+//! another point (other `t_in<i>`, the same system and weights), as a
+//! training loop does from sample to sample: `second_run` is that second
+//! run alone (it reuses what the first kept), and it prints the second
+//! run's fingerprints after checking them against a fresh run's.
 
 use ia_benches::yinyang_net::YinYangNet;
 
@@ -26,10 +33,21 @@ fn main() {
         .map_or(120, |a| a.parse().expect("a number of hidden neurons"));
     let net = YinYangNet::new(hidden, (0.31, 0.64));
     if args.next().as_deref() == Some("primal") {
-        let run = if args.next().as_deref() == Some("queue") {
-            ia_events::exact::simulate_without_sweep(&net.problem())
-        } else {
-            ia_events::exact::simulate(&net.problem())
+        let run = match args.next().as_deref() {
+            Some("queue") => ia_events::exact::simulate_without_sweep(&net.problem()),
+            Some("again") => {
+                let mut workspace = ia_events::Workspace::new();
+                let first = ia_events::simulate_in(&net.problem(), &mut workspace);
+                workspace.recycle(first.expect("the first exact run"));
+                let other = YinYangNet::new(hidden, (0.72, 0.18));
+                let mut problem = net.problem();
+                problem.params.clone_from(&other.params);
+                let run = second_run(&problem, &mut workspace).expect("the second exact run");
+                let fresh = ia_events::exact::simulate(&problem).expect("a fresh exact run");
+                assert_eq!(run, fresh, "the kept workspace's run is a fresh one's");
+                Ok(run)
+            }
+            _ => ia_events::exact::simulate(&net.problem()),
         };
         let run = run.expect("the exact run");
         // A fingerprint of every event's transition and time to the bit
@@ -59,4 +77,14 @@ fn main() {
         .sum::<f64>()
         .sqrt();
     eprintln!("loss {}, |gradient| {norm:e}", gradient.value);
+}
+
+/// The second run of [`main`]'s `again`, in the workspace of the first
+/// (counted alone with callgrind's `--toggle-collect`).
+#[inline(never)]
+fn second_run(
+    problem: &ia_events::Problem<'_>,
+    workspace: &mut ia_events::Workspace,
+) -> Result<ia_core::Trajectory, ia_core::HybridError> {
+    ia_events::simulate_in(problem, workspace)
 }

@@ -46,7 +46,10 @@ pub fn run_in<E: ExtraState, O: Observer>(
     observer: &mut O,
 ) -> Result<Trajectory, HybridError> {
     match problem.solver {
-        SolverChoice::Exact => exact::run_in(problem, workspace.exact_buffers(), extra, observer),
+        SolverChoice::Exact => {
+            let (buffers, plans) = workspace.exact_buffers();
+            exact::run_in(problem, buffers, Some(plans), extra, observer)
+        }
         _ => {
             problem.validate()?;
             let (stepper, buffers) = workspace.stepper_and_buffers(&problem.solver)?;

@@ -23,7 +23,7 @@
 //! [`MIN_RATE`] of the level's scale per delay), it answers
 //! [`Rough::Unsure`], and the caller finds the crossing exactly at once.
 
-use crate::pair_form::{apply, atanhc, hermite_root, PairStart};
+use crate::pair_form::{apply, atanhc, hermite_root, PairFactors, PairRates, PairStart};
 use ia_core::Direction;
 
 /// The relative amount by which a rough root is lowered into a bound:
@@ -346,6 +346,61 @@ fn never_reaches(start: &PairStart<'_>, k: usize, level: f64, direction: Directi
     }
 }
 
+/// Whether entry `k` of a decaying pair with no constant term (`y' = A y`,
+/// both rates negative and distinct) stays clear of a level by a margin at
+/// every delay of a stretch, shown from the pair's factors over it: then
+/// no crossing search from the stretch's start finds a crossing within it,
+/// in any direction. What depends on the matrix and the entry alone is
+/// formed once ([`ClearTest::of`]), the rest per stretch
+/// ([`ClearTest::holds`]).
+///
+/// `y(s) = e^{A s} y0 = e^{l1 s} (y0 + N y0 / d) / 2 + e^{l2 s} (y0 - N y0 / d) / 2`
+/// (`never_reaches`' form with no limit), so entry `k` is
+/// `c1 e^{l1 s} + c2 e^{l2 s}`; over a stretch of length `s_end` each
+/// `e^{l_i s}` lies in `[e^{l_i s_end}, 1]`, with `e^{l1 s_end} = E0 + d E1`
+/// and `e^{l2 s_end} = E0 - d E1` (within a few units of rounding of 1),
+/// so the entry lies between the sums of the smaller and of the larger of
+/// `c_i` and `c_i e^{l_i s_end}`. The margin, [`LEVEL_MARGIN`] of
+/// `1 + |level| + |c1| + |c2|` (`|y0_k| = |c1 + c2|` is below the sum), is
+/// far above the rounding of these few operations and of the crossing
+/// searches' arithmetic on the same scale.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ClearTest {
+    /// Row `k` of `N / d`, and `d`.
+    row: [f64; 2],
+    d: f64,
+}
+
+impl ClearTest {
+    /// The test of entry `k` of a pair of rates `rates` and constant term
+    /// `b`, where it applies (`b = 0`, distinct negative rates).
+    pub(crate) fn of(rates: &PairRates, b: &[f64; 2], k: usize) -> Option<Self> {
+        let d = rates.d;
+        let applies = *b == [0.0, 0.0] && rates.q > 0.0 && d > 0.0 && rates.m + d < 0.0;
+        let row = [rates.n[k][0] / d, rates.n[k][1] / d];
+        (applies && row[0].is_finite() && row[1].is_finite()).then_some(Self { row, d })
+    }
+
+    /// Whether entry `k` (the test's) from `y0` stays clear of `level` over
+    /// the stretch whose factors are `factors` (see [`ClearTest`]).
+    #[inline]
+    pub(crate) fn holds(&self, y0: [f64; 2], k: usize, level: f64, factors: &PairFactors) -> bool {
+        let nk = self.row[0] * y0[0] + self.row[1] * y0[1];
+        let (c1, c2) = (0.5 * (y0[k] + nk), 0.5 * (y0[k] - nk));
+        let (e1, e2) = (
+            factors.e0 + self.d * factors.e1,
+            factors.e0 - self.d * factors.e1,
+        );
+        // Not finite: false (a margin that is not finite compares false).
+        let margin = LEVEL_MARGIN * (1.0 + level.abs() + c1.abs() + c2.abs());
+        if y0[k] < level {
+            c1.max(c1 * e1) + c2.max(c2 * e2) < level - margin
+        } else {
+            c1.min(c1 * e1) + c2.min(c2 * e2) > level + margin
+        }
+    }
+}
+
 /// Whether the pair's rates are real and distinct (`q > 0`), which both
 /// bounds need.
 fn two_distinct_rates(start: &PairStart<'_>) -> bool {
@@ -423,6 +478,52 @@ fn root(
 mod tests {
     use super::*;
     use crate::pair_form::{advance_pair, first_crossing, PairRates};
+
+    /// Reference: the exact first crossing ([`first_crossing`], itself
+    /// checked against mpmath) in either direction, and the entry itself
+    /// ([`advance_pair`]) at 400 delays across the horizon: over a grid of
+    /// current-based neurons (both entries against the level, horizons from
+    /// 0 to 80), wherever [`ClearTest::holds`] there is no crossing up to
+    /// the horizon and the entry stays on its starting side; it holds in
+    /// many cases (not a test that never passes), and never where it
+    /// crosses.
+    #[test]
+    fn a_clear_test_holds_only_where_no_crossing_comes_within_the_stretch() {
+        let (mut clear, mut crossing) = (0, 0);
+        for tau_syn in [2.0, 5.0, 12.0, 19.99] {
+            let a = [[-1.0 / 20.0, 1.0 / 20.0], [0.0, -1.0 / tau_syn]];
+            let rates = PairRates::of(&a);
+            for v in [-0.5, 0.0, 0.3, 0.9, 0.999, 1.5] {
+                for i in [-3.0, 0.0, 0.5, 1.0, 2.0, 5.0] {
+                    for (k, horizon) in [0, 1]
+                        .into_iter()
+                        .flat_map(|k| [0.0, 0.5, 3.0, 10.0, 80.0].map(move |h| (k, h)))
+                    {
+                        let y = [v, i];
+                        let factors = rates.factors(horizon);
+                        let exact =
+                            first_crossing(&a, &[0.0; 2], &rates, &y, k, 1.0, Direction::Either);
+                        let crosses = exact.is_some_and(|s| s <= horizon);
+                        crossing += usize::from(crosses);
+                        let test = ClearTest::of(&rates, &[0.0; 2], k).unwrap();
+                        if !test.holds(y, k, 1.0, &factors) {
+                            continue;
+                        }
+                        clear += 1;
+                        assert!(!crosses, "{tau_syn} {v} {i} {k} {horizon}: {exact:?}");
+                        let below = y[k] < 1.0;
+                        for step in 1..=400 {
+                            let s = horizon * f64::from(step) / 400.0;
+                            let mut at = y;
+                            advance_pair(&a, &[0.0; 2], &rates, &rates.factors(s), &mut at);
+                            assert_eq!(at[k] < 1.0, below, "{tau_syn} {v} {i} {k} {s}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(clear > 300 && crossing > 30, "{clear} {crossing}");
+    }
 
     /// Reference: the exact first crossing ([`first_crossing`], itself
     /// checked against mpmath): over a grid of current-based neurons

@@ -28,6 +28,7 @@
 
 pub use crate::reuse::{keep_larger, refill, SpareVecs};
 
+use crate::engine::exact::PlanCache;
 use crate::engine::runge_kutta::RkBuffers;
 use crate::geometry::GeometryWorkspace;
 use crate::recorder::RecordBuffers;
@@ -47,6 +48,10 @@ pub struct Workspace {
     geometry: Option<GeometryWorkspace>,
     /// The record lists and spare vectors, for either engine.
     records: RecordBuffers,
+    /// The exact solver's layered sweep's plan, kept for the next run of
+    /// the same system (checked against it first: see the module
+    /// `sweep` of the exact solver).
+    plans: PlanCache,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -99,9 +104,16 @@ impl Workspace {
         Ok((stepper.as_mut(), buffers))
     }
 
-    /// The exact solver's buffers: the records' and the event geometry's.
-    pub(crate) fn exact_buffers(&mut self) -> (&mut RecordBuffers, &mut Option<GeometryWorkspace>) {
-        (&mut self.records, &mut self.geometry)
+    /// The exact solver's buffers: the records' and the event geometry's,
+    /// and its kept sweep plan.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn exact_buffers(
+        &mut self,
+    ) -> (
+        (&mut RecordBuffers, &mut Option<GeometryWorkspace>),
+        &mut PlanCache,
+    ) {
+        ((&mut self.records, &mut self.geometry), &mut self.plans)
     }
 }
 

@@ -13,7 +13,7 @@
 
 use crate::pair_net::{self, Above, DeclaredKick, Kick, Net, Neurons};
 use ia_core::{Direction, FromMode, Guard, GuardPartials, HybridError, HybridSystem, ToMode};
-use ia_events::{exact, EventOptions, Problem};
+use ia_events::{exact, simulate_in, EventOptions, Problem, SolverChoice, Workspace};
 use ia_models::{CubaLif, Model};
 use proptest::prelude::*;
 use rstest::rstest;
@@ -25,6 +25,21 @@ fn lazy(max_events: usize) -> EventOptions {
         max_events,
         ..EventOptions::default()
     }
+}
+
+/// Calls `check` with the lazy run (no event states, at most `max_events`
+/// events) of a `cuba-lif` network of `size` at its default parameters.
+fn cuba_lif_problem(size: [usize; 3], max_events: usize, check: impl FnOnce(&Problem<'_>)) {
+    let net = CubaLif::new(size[0], size[1], size[2]).unwrap();
+    let (system, spec) = (net.system(), net.spec());
+    let problem = Problem::new(
+        &system,
+        spec.default_state(),
+        spec.default_params(),
+        spec.t_end,
+    )
+    .with_event_options(lazy(max_events));
+    check(&problem);
 }
 
 /// The sweep's run of `problem` equals the general run's to the bit;
@@ -58,19 +73,86 @@ fn some_fire_again(problem: &Problem<'_>) -> bool {
 #[case::layer([5, 40, 3])]
 #[case::wide([3, 300, 2])]
 fn cuba_lif_sweeps_to_the_general_runs_bits(#[case] size: [usize; 3]) {
-    let net = CubaLif::new(size[0], size[1], size[2]).unwrap();
-    let (system, spec) = (net.system(), net.spec());
-    let problem = Problem::new(
-        &system,
-        spec.default_state(),
-        spec.default_params(),
-        spec.t_end,
-    )
-    .with_event_options(lazy(100_000));
+    cuba_lif_problem(size, 100_000, |problem| {
+        assert!(exact::sweeps(problem));
+        let events = same_to_the_bit(problem);
+        assert!(events > size[0] + size[1], "{events}");
+        assert!(some_fire_again(problem));
+    });
+}
+
+/// Inputs that leave some hidden neurons as they were (a zero weight: the
+/// kick adds nothing): a neuron whose prediction the sweep held off up to
+/// such an input is predicted from its state before it, after it (the
+/// even neurons here, driven by input 3 alone, at 2.3 ms, with weights
+/// from 3 to 19.8: the strongest cross before input 1, at 4.4 ms, others
+/// first between input 1 and input 2, at 7.9 ms, or after it, the weakest
+/// never), and the run is the general run's to the bit.
+#[test]
+fn inputs_that_leave_a_neuron_as_it_was_sweep_to_the_general_runs_bits() {
+    let net = CubaLif::new(4, 30, 2).unwrap();
+    let system = net.system();
+    let mut p = net.spec().default_params();
+    for j in (0..30).step_by(2) {
+        for i in 0..3 {
+            p[net.hidden_weight_index(j, i)] = 0.0;
+        }
+        p[net.hidden_weight_index(j, 3)] = 3.0 + 0.6 * j as f64;
+    }
+    let problem = Problem::new(&system, net.spec().default_state(), p, 40.0)
+        .with_event_options(lazy(100_000));
     assert!(exact::sweeps(&problem));
     let events = same_to_the_bit(&problem);
-    assert!(events > size[0] + size[1], "{events}");
-    assert!(some_fire_again(&problem));
+    assert!(events > 4 + 15, "{events}");
+}
+
+/// One workspace runs `cuba-lif` systems one after another, as a training
+/// loop does: the same system at other parameters (input times, weights,
+/// a threshold, time constants, equal ones too: its kept sweep plan is
+/// used with levels and rates formed again), systems of other sizes with
+/// as many entries or as many transitions (the kept plan is not theirs),
+/// and the first again. Reference: each run to the bit equals a fresh
+/// `exact::simulate`, which finds its plan anew.
+#[test]
+fn a_workspace_sweeps_runs_of_one_system_at_other_parameters_as_fresh_runs() {
+    let nets = [[2, 4, 2], [3, 3, 3], [2, 5, 1]].map(|[i, h, o]| CubaLif::new(i, h, o).unwrap());
+    let systems: Vec<HybridSystem> = nets.iter().map(CubaLif::system).collect();
+    let mut workspace = Workspace::new();
+    let mut runs = 0;
+    for (step, which) in [0, 0, 0, 1, 2, 0, 0, 2].into_iter().enumerate() {
+        let (net, system) = (&nets[which], &systems[which]);
+        let mut p = net.spec().default_params();
+        let [n_in, n_h, _] = net.size();
+        let shift = step as f64;
+        for i in 0..n_in {
+            p[net.input_time_index(i)] = 1.0 + (0.37 * (i as f64 + shift)).rem_euclid(8.0);
+        }
+        for j in 0..n_h {
+            p[net.hidden_weight_index(j, 0)] = 2.0 + 0.9 * ((j as f64 + shift) % 5.0);
+        }
+        (p[0], p[1], p[2]) = match step {
+            1 => (12.0, 12.0, 1.0),
+            2 => (20.0, 5.0, 0.7),
+            _ => (20.0, 5.0, 1.0),
+        };
+        let problem = Problem::new(system, net.spec().default_state(), p, 40.0)
+            .with_solver(SolverChoice::Exact)
+            .with_event_options(lazy(100_000));
+        assert!(exact::sweeps(&problem));
+        let kept = simulate_in(&problem, &mut workspace).unwrap();
+        let fresh = exact::simulate(&problem).unwrap();
+        let bits = |t: &ia_core::Trajectory| -> Vec<u64> {
+            let times = t.events.iter().map(|e| e.time.to_bits());
+            times
+                .chain(t.final_state.iter().map(|x| x.to_bits()))
+                .collect()
+        };
+        assert_eq!(kept, fresh, "step {step}");
+        assert_eq!(bits(&kept), bits(&fresh), "step {step}");
+        runs += usize::from(kept.events.len() > n_in);
+        workspace.recycle(kept);
+    }
+    assert_eq!(runs, 8);
 }
 
 /// A random `cuba-lif` network: sizes, time constants (equal ones too: a
@@ -142,24 +224,17 @@ fn the_random_networks_fire_again_and_share_input_times() {
 /// run's, with the same partial trajectory.
 #[test]
 fn max_events_in_a_sweep_gives_the_general_runs_error() {
-    let net = CubaLif::new(5, 40, 3).unwrap();
-    let (system, spec) = (net.system(), net.spec());
-    let problem = Problem::new(
-        &system,
-        spec.default_state(),
-        spec.default_params(),
-        spec.t_end,
-    )
-    .with_event_options(lazy(25));
-    assert!(exact::sweeps(&problem));
-    let swept = exact::simulate(&problem).unwrap_err();
-    let queued = exact::simulate_without_sweep(&problem).unwrap_err();
-    assert!(
-        matches!(&swept, HybridError::Zeno { reason, .. } if reason.contains("max_events = 25")),
-        "{swept}"
-    );
-    assert_eq!(format!("{swept:?}"), format!("{queued:?}"));
-    assert_eq!(swept.trajectory(), queued.trajectory());
+    cuba_lif_problem([5, 40, 3], 25, |problem| {
+        assert!(exact::sweeps(problem));
+        let swept = exact::simulate(problem).unwrap_err();
+        let queued = exact::simulate_without_sweep(problem).unwrap_err();
+        assert!(
+            matches!(&swept, HybridError::Zeno { reason, .. } if reason.contains("max_events = 25")),
+            "{swept}"
+        );
+        assert_eq!(format!("{swept:?}"), format!("{queued:?}"));
+        assert_eq!(swept.trajectory(), queued.trajectory());
+    });
 }
 
 /// `t - p[time]` rising: an input spike at a parameter's time.
@@ -257,18 +332,14 @@ fn a_cycle_of_kicks_falls_back_to_the_general_run() {
 /// observations.
 #[test]
 fn eager_runs_and_observations_are_not_swept() {
-    let net = CubaLif::new(2, 3, 2).unwrap();
-    let (system, spec) = (net.system(), net.spec());
-    let problem = Problem::new(
-        &system,
-        spec.default_state(),
-        spec.default_params(),
-        spec.t_end,
-    );
-    assert!(!exact::sweeps(&problem));
-    let lazy_problem = problem.clone().with_event_options(lazy(1000));
-    assert!(exact::sweeps(&lazy_problem));
-    assert!(!exact::sweeps(
-        &lazy_problem.clone().with_observations(vec![10.0])
-    ));
+    cuba_lif_problem([2, 3, 2], 1000, |lazy_problem| {
+        assert!(exact::sweeps(lazy_problem));
+        let eager = lazy_problem
+            .clone()
+            .with_event_options(EventOptions::default());
+        assert!(!exact::sweeps(&eager));
+        assert!(!exact::sweeps(
+            &lazy_problem.clone().with_observations(vec![10.0])
+        ));
+    });
 }

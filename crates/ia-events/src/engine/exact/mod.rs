@@ -115,6 +115,8 @@ mod queue;
 mod structure;
 mod sweep;
 
+pub(crate) use sweep::PlanCache;
+
 pub use crate::closed_form::{advance_state, chi, decay, phi, ExactSpan};
 pub use crate::pair_form::{
     advance_pair, first_crossing, PairCotangent, PairFactors, PairRates, PairStretch,
@@ -196,6 +198,7 @@ pub fn simulate_without_sweep(problem: &Problem<'_>) -> Result<Trajectory, Hybri
     let records = &mut RecordBuffers::default();
     general_run(
         problem,
+        None,
         (records, &mut None),
         &mut NoExtraState,
         &mut NoObserver,
@@ -297,40 +300,60 @@ pub fn run<E: ExtraState, O: Observer>(
     observer: &mut O,
 ) -> Result<Trajectory, HybridError> {
     let records = &mut RecordBuffers::default();
-    run_in(problem, (records, &mut None), extra, observer)
+    run_in(problem, (records, &mut None), None, extra, observer)
 }
 
 /// [`run`] in a workspace's buffers: its records' and its event
-/// geometry's.
+/// geometry's, and its sweep plan kept from its previous run (`plans`;
+/// `None`: a one-off run, whose plan is found and dropped).
 pub(crate) fn run_in<E: ExtraState, O: Observer>(
     problem: &Problem<'_>,
     buffers: (&mut RecordBuffers, &mut Option<GeometryWorkspace>),
+    plans: Option<&mut PlanCache>,
     extra: &mut E,
     observer: &mut O,
 ) -> Result<Trajectory, HybridError> {
     if sweepable(problem, extra, observer) {
         problem.validate()?;
         let structure = Structure::of(problem.system, &problem.params)?;
-        if let Some(plan) = sweep::Plan::of(problem, &structure) {
+        let found;
+        let plan = match plans {
+            Some(plans) => plans.plan(problem, &structure),
+            None => {
+                found = sweep::Plan::of(problem, &structure);
+                found.as_ref()
+            }
+        };
+        if let Some(plan) = plan {
             let x = &problem.initial_state;
             check_start(problem, &structure, x)?;
-            if let Ok(result) = sweep::run(problem, &structure, &plan, buffers.0, observer) {
+            if let Ok(result) = sweep::run(problem, &structure, plan, buffers.0, observer) {
                 return result;
             }
         }
+        // The problem is valid and its structure built: the general run
+        // takes both as they are.
+        return general_run(problem, Some(structure), buffers, extra, observer);
     }
-    general_run(problem, buffers, extra, observer)
+    general_run(problem, None, buffers, extra, observer)
 }
 
-/// [`run_in`] by the general run (one event after another).
+/// [`run_in`] by the general run (one event after another), on
+/// `structure` when the caller has validated `problem` and built it.
 fn general_run<E: ExtraState, O: Observer>(
     problem: &Problem<'_>,
+    structure: Option<Structure>,
     buffers: (&mut RecordBuffers, &mut Option<GeometryWorkspace>),
     extra: &mut E,
     observer: &mut O,
 ) -> Result<Trajectory, HybridError> {
-    problem.validate()?;
-    let structure = Structure::of(problem.system, &problem.params)?;
+    let structure = match structure {
+        Some(structure) => structure,
+        None => {
+            problem.validate()?;
+            Structure::of(problem.system, &problem.params)?
+        }
+    };
     let carried = (extra.dim() > 0 || extra.wants_event_geometry()) && !extra.carries_pairs();
     if structure.has_pairs() && carried {
         return Err(HybridError::Unsupported(

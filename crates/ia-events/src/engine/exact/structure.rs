@@ -102,8 +102,9 @@ impl Structure {
                         mode.name
                     )));
                 }
-                let coefficients = pair.a.iter().flatten().chain(&pair.b);
-                if let Some(v) = coefficients.copied().find(|v| !v.is_finite()) {
+                let [[a00, a01], [a10, a11]] = pair.a;
+                let coefficients = [a00, a01, a10, a11, pair.b[0], pair.b[1]];
+                if let Some(&v) = coefficients.iter().find(|v| !v.is_finite()) {
                     return Err(HybridError::invalid_num(
                         format!(
                             "coefficient of the linear pair ({}, {}) of the flow of mode '{}'",
@@ -165,11 +166,16 @@ impl Structure {
             matrices.push(mode_matrices);
             pair_of.push(of);
         }
-        let mut thresholds = Vec::with_capacity(system.transitions().len());
-        // (mode, entry, transition), in the order of the transitions.
-        let mut reads: Vec<(usize, usize, usize)> = Vec::new();
+        let transitions = system.transitions();
+        let mut thresholds = Vec::with_capacity(transitions.len());
+        // Per mode, (entry, transition), in the order of the transitions.
+        let mut reads: Vec<Vec<(usize, usize)>> = vec![Vec::new(); modes.len()];
         let mut leaving = vec![Vec::new(); modes.len()];
-        for (k, tr) in system.transitions().iter().enumerate() {
+        if let [only] = &mut leaving[..] {
+            only.reserve_exact(transitions.len());
+            reads[0].reserve_exact(2 * transitions.len());
+        }
+        for (k, tr) in transitions.iter().enumerate() {
             leaving[tr.from].push(k);
             if let Some(level) = tr.guard.time_threshold(params) {
                 if !level.is_finite() {
@@ -198,22 +204,17 @@ impl Structure {
                     ),
                 ));
             }
-            reads.push((tr.from, threshold.state, k));
+            let reads = &mut reads[tr.from];
+            reads.push((threshold.state, k));
             let (pair, slot) = pair_of[tr.from][threshold.state];
             if pair != NO_PAIR {
                 let other = pairs[tr.from][pair].entries[1 - slot];
-                reads.push((tr.from, other, k));
+                reads.push((other, k));
             }
             thresholds.push(Level::State(threshold));
         }
-        let guards_on = (0..modes.len())
-            .map(|mode| GuardsOn::of(n, reads.iter().filter(|r| r.0 == mode)))
-            .collect();
-        let directions = system
-            .transitions()
-            .iter()
-            .map(|tr| tr.guard.direction())
-            .collect();
+        let guards_on = reads.iter().map(|reads| GuardsOn::of(n, reads)).collect();
+        let directions = transitions.iter().map(|tr| tr.guard.direction()).collect();
         Ok(Self {
             a,
             b,
@@ -243,11 +244,11 @@ pub(super) struct GuardsOn {
 }
 
 impl GuardsOn {
-    /// From `(mode, entry, transition)` triples of one mode, kept in their
-    /// order within an entry.
-    fn of<'r>(n: usize, reads: impl Iterator<Item = &'r (usize, usize, usize)> + Clone) -> Self {
+    /// From `(entry, transition)` pairs of one mode, kept in their order
+    /// within an entry.
+    fn of(n: usize, reads: &[(usize, usize)]) -> Self {
         let mut start = vec![0; n + 1];
-        for &(_, i, _) in reads.clone() {
+        for &(i, _) in reads {
             start[i + 1] += 1;
         }
         for i in 0..n {
@@ -255,7 +256,7 @@ impl GuardsOn {
         }
         let mut fill = start.clone();
         let mut list = vec![0; start[n]];
-        for &(_, i, k) in reads {
+        for &(i, k) in reads {
             list[fill[i]] = k;
             fill[i] += 1;
         }

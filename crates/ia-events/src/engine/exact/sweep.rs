@@ -17,6 +17,13 @@
 //! shared by every block over the same stretch, the kick's reset is applied
 //! once for the whole group, and the blocks it moved are predicted again.
 //! There is no queue of crossings: each block keeps its own one prediction.
+//! A block whose guard entry stays clear of its level up to the group's
+//! next kick (a neuron an input leaves well below its threshold: shown from
+//! the stretch's factors, [`ClearTest`]) keeps its state instead and is
+//! predicted from it only if that kick leaves it as it was; the kick that
+//! moves it predicts it again, as the general run does, and nothing the
+//! held prediction could have done before that kick (a crossing) can
+//! happen.
 //! At the end the events of every group are merged in the order of their
 //! `(time, transition)` and recorded as the general run records them.
 //!
@@ -46,9 +53,10 @@ use crate::factor::phi;
 use crate::pair_form::{advance_pair, PairFactors, PairRates, PairStart};
 use crate::problem::Problem;
 use crate::recorder::{RecordBuffers, Recorder};
+use crate::rough_crossing::ClearTest;
 use crate::vocabulary::{EventJump, Observer, RunContext};
 use crate::zeno::ZenoWatch;
-use ia_core::{Direction, EventRecord, HybridError, Trajectory};
+use ia_core::{Direction, EventRecord, HybridError, Trajectory, Transition};
 
 /// Marks a pair with no guard, or no group.
 const NONE: usize = usize::MAX;
@@ -66,6 +74,44 @@ struct Lane {
     direction: Direction,
     /// The pair's group.
     group: usize,
+    /// Whether its guard entry can be shown clear of its level over a
+    /// stretch, and how ([`Sweep::predict_until`]).
+    clear: Option<ClearTest>,
+}
+
+impl Lane {
+    /// Pair `p` of the mode of `structure` whose pairs are `pairs` (its
+    /// entries' pairs and slots `pair_of`), whose guard is transition
+    /// `guard` (or [`NONE`]), in group `group`.
+    #[inline]
+    fn of(
+        structure: &Structure,
+        (pairs, pair_of): (&[Pair], &[(usize, usize)]),
+        p: usize,
+        guard: usize,
+        group: usize,
+    ) -> Self {
+        let (state, slot, level, direction) = match structure.thresholds.get(guard) {
+            Some(Level::State(threshold)) => {
+                let slot = pair_of[threshold.state].1;
+                let direction = structure.directions[guard];
+                (threshold.state, slot, threshold.level, direction)
+            }
+            _ => (NONE, 0, 0.0, Direction::Rising),
+        };
+        let pair = &pairs[p];
+        Lane {
+            guard,
+            state,
+            slot,
+            level,
+            direction,
+            group,
+            clear: (state != NONE)
+                .then(|| ClearTest::of(&pair.rates, &pair.b, slot))
+                .flatten(),
+        }
+    }
 }
 
 /// How a system's blocks are swept: found once from its structure.
@@ -97,18 +143,26 @@ impl Plan {
         }
         let transitions = system.transitions();
         let n = system.state_dim();
-        let pairs = &structure.pairs[mode];
-        let pair_of = &structure.pair_of[mode];
+        let pairs: &[Pair] = &structure.pairs[mode];
+        let pair_of: &[(usize, usize)] = &structure.pair_of[mode];
         let mut guard = vec![NONE; pairs.len()];
-        // Per entry, the last transition (plus one) that writes it; and the
-        // pairs each transition kicks (its own guard's aside), in the order
-        // of the transitions, each once a transition.
-        let mut written = vec![0; n];
-        let writes = transitions
-            .iter()
-            .map(|tr| tr.reset.writes().map_or(0, <[_]>::len));
-        let mut kicked: Vec<(usize, usize)> = Vec::with_capacity(writes.sum());
+        // Per entry, the last transition (plus one) that writes it, for a
+        // reset that reads more than it writes (made on first use).
+        let mut written: Vec<usize> = Vec::new();
+        // Per pair, the last transition that kicks it (its own guard's
+        // aside), how many do, and how many kick both it and the pair
+        // before it: two neighbours have the same writers when both counts
+        // equal the shared one (a transition kicks a pair once, in the
+        // order of the transitions), with no list of writers per pair.
+        // (Local slices: the loops over every written entry keep their
+        // bounds in registers.)
         let mut last_kick = vec![NONE; pairs.len()];
+        let last_kick: &mut [usize] = &mut last_kick;
+        let mut count = vec![0usize; pairs.len()];
+        let count: &mut [usize] = &mut count;
+        let mut shared = vec![0usize; pairs.len()];
+        let shared: &mut [usize] = &mut shared;
+        let mut own_pair = vec![NONE; transitions.len()];
         for (k, tr) in transitions.iter().enumerate() {
             let reset = &tr.reset;
             let (Some(reads), Some(writes)) = (reset.reads(), reset.writes()) else {
@@ -128,19 +182,30 @@ impl Plan {
                     pair
                 }
             };
+            own_pair[k] = own;
             for &i in writes {
                 let pair = pair_of[i].0;
                 if pair == NO_PAIR {
                     return None;
                 }
-                if pair != own && last_kick[pair] != k {
-                    last_kick[pair] = k;
-                    kicked.push((pair, k));
+                if pair == own || last_kick[pair] == k {
+                    continue;
+                }
+                last_kick[pair] = k;
+                count[pair] += 1;
+                if pair > 0 && last_kick[pair - 1] == k {
+                    shared[pair] += 1;
+                }
+                if last_kick.get(pair + 1) == Some(&k) {
+                    shared[pair + 1] += 1;
                 }
             }
             // A reset that reads what it writes (a spike's kick) lists them
             // once.
             if !std::ptr::eq(reads, writes) {
+                if written.is_empty() {
+                    written = vec![0; n];
+                }
                 for &i in writes {
                     written[i] = k + 1;
                 }
@@ -150,40 +215,59 @@ impl Plan {
                 }
             }
         }
-        // Each pair's writers as flat lists (a counting sort of `kicked`).
-        let mut count = vec![0; pairs.len() + 1];
-        for &(pair, _) in &kicked {
-            count[pair + 1] += 1;
-        }
-        for p in 0..pairs.len() {
-            count[p + 1] += count[p];
-        }
-        let mut list = vec![0; kicked.len()];
-        let mut fill = count.clone();
-        for &(pair, k) in &kicked {
-            list[fill[pair]] = k;
-            fill[pair] += 1;
-        }
-        let writers_of = |p: usize| &list[count[p]..count[p + 1]];
         // Groups: runs of consecutive pairs with the same writers.
         let mut group_of = vec![NONE; pairs.len()];
         let mut first_pair = Vec::new();
         for (p, group) in group_of.iter_mut().enumerate() {
-            if p == 0 || writers_of(p) != writers_of(p - 1) {
+            let same = p > 0 && count[p] == count[p - 1] && shared[p] == count[p];
+            if !same {
                 first_pair.push(p);
             }
             *group = first_pair.len() - 1;
         }
         let groups = first_pair.len();
+        // Each group's writers (its first pair's), in the order of the
+        // transitions, as flat lists.
+        let mut writer_count = vec![0usize; groups + 1];
+        for &p in &first_pair {
+            writer_count[group_of[p] + 1] = count[p];
+        }
+        for g in 0..groups {
+            writer_count[g + 1] += writer_count[g];
+        }
+        let mut list = vec![0; writer_count[groups]];
+        let mut fill = writer_count.clone();
+        let mut last_group = vec![NONE; groups];
+        // Per entry, the group whose first pair holds it (else NONE): the
+        // one test a written entry needs here.
+        let mut first_of = vec![NONE; n];
+        for (g, &p) in first_pair.iter().enumerate() {
+            for i in pairs[p].entries {
+                first_of[i] = g;
+            }
+        }
+        let first_of: &[usize] = &first_of;
+        for (k, tr) in transitions.iter().enumerate() {
+            for &i in tr.reset.writes().unwrap_or(&[]) {
+                let g = first_of[i];
+                if g == NONE || first_pair[g] == own_pair[k] || last_group[g] == k {
+                    continue;
+                }
+                last_group[g] = k;
+                list[fill[g]] = k;
+                fill[g] += 1;
+            }
+        }
+        let writers_of = |g: usize| &list[writer_count[g]..writer_count[g + 1]];
         // Group `g` depends on the groups of its writers' guards: Kahn's
         // order, the first ready group first.
         let mut needs = vec![0usize; groups];
         let mut feeds: Vec<Vec<usize>> = vec![Vec::new(); groups];
-        for (g, &p) in first_pair.iter().enumerate() {
-            for &k in writers_of(p) {
+        for (g, need) in needs.iter_mut().enumerate() {
+            for &k in writers_of(g) {
                 if let Level::State(threshold) = structure.thresholds[k] {
                     let from = group_of[pair_of[threshold.state].0];
-                    needs[g] += 1;
+                    *need += 1;
                     feeds[from].push(g);
                 }
             }
@@ -204,25 +288,7 @@ impl Plan {
             return None;
         }
         // The groups renumbered in their order.
-        let lane = |pair: usize| {
-            let k = guard[pair];
-            let (state, slot, level, direction) = match structure.thresholds.get(k) {
-                Some(Level::State(threshold)) => {
-                    let slot = pair_of[threshold.state].1;
-                    let direction = structure.directions[k];
-                    (threshold.state, slot, threshold.level, direction)
-                }
-                _ => (NONE, 0, 0.0, Direction::Rising),
-            };
-            Lane {
-                guard: k,
-                state,
-                slot,
-                level,
-                direction,
-                group: NONE,
-            }
-        };
+        let lane = |p: usize| Lane::of(structure, (pairs, pair_of), p, guard[p], NONE);
         let mut plan = Self {
             mode,
             lanes: (0..pairs.len()).map(lane).collect(),
@@ -240,10 +306,148 @@ impl Plan {
                 plan.pairs.push(p);
             }
             plan.group_start.push(plan.pairs.len());
-            plan.writers.extend_from_slice(writers_of(p0));
+            plan.writers.extend_from_slice(writers_of(old));
             plan.writer_start.push(plan.writers.len());
         }
         Some(plan)
+    }
+}
+
+/// A sweep's plan kept for the next runs of the same system at other
+/// parameters (in a [`Workspace`](crate::Workspace)), with everything
+/// [`Plan::of`] read to find its groups, order and writers: the mode, the
+/// state's size, each transition's modes, terminal flag, entrywise flag,
+/// the entries its reset reads and writes and its guard's entry, and the
+/// mode's pairing of entries. A run whose system gives all of these equal
+/// takes the kept plan with its lanes' levels, directions and clear tests
+/// formed again from its own structure (what the parameters move); any
+/// difference finds a new plan. Comparing them costs a pass over the
+/// resets' lists, not the search of [`Plan::of`].
+#[derive(Default)]
+pub(crate) struct PlanCache {
+    kept: Option<(PlanKey, Plan)>,
+}
+
+/// What [`Plan::of`] reads of a run besides its levels (see
+/// [`PlanCache`]).
+struct PlanKey {
+    mode: usize,
+    n: usize,
+    /// Per transition: its modes, terminal and entrywise flags, whether
+    /// its reset's reads are its writes, its guard's entry ([`NONE`] for a
+    /// threshold on time) and the lengths of its lists in `writes` and
+    /// `reads`.
+    transitions: Vec<[usize; 8]>,
+    writes: Vec<usize>,
+    reads: Vec<usize>,
+    pair_of: Vec<(usize, usize)>,
+}
+
+impl PlanKey {
+    /// The key of `problem` over `structure`, or `None` where a reset
+    /// declares no lists (no sweep then).
+    fn of(problem: &Problem<'_>, structure: &Structure) -> Option<Self> {
+        let (system, mode) = (problem.system, problem.initial_mode);
+        let transitions = system.transitions();
+        let mut key = Self {
+            mode,
+            n: system.state_dim(),
+            transitions: Vec::with_capacity(transitions.len()),
+            writes: Vec::new(),
+            reads: Vec::new(),
+            pair_of: structure.pair_of[mode].clone(),
+        };
+        for (k, tr) in transitions.iter().enumerate() {
+            let (row, reads, writes) = Self::row(structure, k, tr)?;
+            key.writes.extend_from_slice(writes);
+            key.reads.extend_from_slice(reads);
+            key.transitions.push(row);
+        }
+        Some(key)
+    }
+
+    /// Transition `k`'s row of [`PlanKey::transitions`], with the lists it
+    /// adds to `reads` (none where the reads are the writes) and `writes`.
+    #[allow(clippy::type_complexity)]
+    fn row<'t>(
+        structure: &Structure,
+        k: usize,
+        tr: &'t Transition,
+    ) -> Option<([usize; 8], &'t [usize], &'t [usize])> {
+        let reset = &tr.reset;
+        let (reads, writes) = (reset.reads()?, reset.writes()?);
+        let same = std::ptr::eq(reads, writes);
+        let reads = if same { &[][..] } else { reads };
+        let state = match structure.thresholds[k] {
+            Level::Time(_) => NONE,
+            Level::State(threshold) => threshold.state,
+        };
+        let row = [
+            tr.from,
+            tr.to,
+            usize::from(tr.terminal),
+            usize::from(reset.writes_entrywise()),
+            usize::from(same),
+            state,
+            writes.len(),
+            reads.len(),
+        ];
+        Some((row, reads, writes))
+    }
+
+    /// Whether the key of `problem` over `structure` ([`PlanKey::of`])
+    /// would be this one, compared as it is formed (nothing copied).
+    fn matches(&self, problem: &Problem<'_>, structure: &Structure) -> bool {
+        let (system, mode) = (problem.system, problem.initial_mode);
+        let transitions = system.transitions();
+        if self.mode != mode
+            || self.n != system.state_dim()
+            || self.transitions.len() != transitions.len()
+            || self.pair_of[..] != structure.pair_of[mode][..]
+        {
+            return false;
+        }
+        let (mut w, mut r) = (0, 0);
+        for (k, tr) in transitions.iter().enumerate() {
+            let Some((row, reads, writes)) = Self::row(structure, k, tr) else {
+                return false;
+            };
+            let (w_end, r_end) = (w + writes.len(), r + reads.len());
+            if row != self.transitions[k]
+                || self.writes.get(w..w_end) != Some(writes)
+                || self.reads.get(r..r_end) != Some(reads)
+            {
+                return false;
+            }
+            (w, r) = (w_end, r_end);
+        }
+        w == self.writes.len() && r == self.reads.len()
+    }
+}
+
+impl PlanCache {
+    /// The sweep of `problem` over `structure` ([`Plan::of`]): the kept
+    /// plan when `problem`'s system gives everything it was found from
+    /// equal (see [`PlanCache`]), else a new one, kept.
+    pub(super) fn plan(&mut self, problem: &Problem<'_>, structure: &Structure) -> Option<&Plan> {
+        if !problem.observation_times.is_empty() || problem.stop_after.is_some() {
+            return None;
+        }
+        let kept = match self.kept.take() {
+            Some((key, mut plan)) if key.matches(problem, structure) => {
+                let mode = plan.mode;
+                let blocks = (&structure.pairs[mode][..], &structure.pair_of[mode][..]);
+                for (p, lane) in plan.lanes.iter_mut().enumerate() {
+                    *lane = Lane::of(structure, blocks, p, lane.guard, lane.group);
+                }
+                (key, plan)
+            }
+            _ => {
+                let plan = Plan::of(problem, structure)?;
+                (PlanKey::of(problem, structure)?, plan)
+            }
+        };
+        Some(&self.kept.insert(kept).1)
     }
 }
 
@@ -255,6 +459,9 @@ pub(super) struct Fallback;
 /// stretches between the same kicks, one after another).
 struct FactorCache {
     slots: Vec<(usize, u64, PairFactors)>,
+    /// The slot asked last (the blocks of a layer ask for the same
+    /// factors one after another): looked at before hashing.
+    last: usize,
 }
 
 /// Slots of [`FactorCache`] (a power of two).
@@ -270,6 +477,7 @@ impl FactorCache {
         };
         Self {
             slots: vec![(NONE, 0, zero); CACHE_SLOTS],
+            last: 0,
         }
     }
 
@@ -278,13 +486,31 @@ impl FactorCache {
     #[inline]
     fn get(&mut self, matrix: usize, rates: &PairRates, s: f64) -> &PairFactors {
         let bits = s.to_bits();
+        let last = &self.slots[self.last];
+        if last.0 == matrix && last.1 == bits {
+            return &self.slots[self.last].2;
+        }
         let hash = (bits ^ (bits >> 29) ^ matrix as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let slot = &mut self.slots[(hash >> 58) as usize % CACHE_SLOTS];
+        self.last = (hash >> 58) as usize % CACHE_SLOTS;
+        let slot = &mut self.slots[self.last];
         if slot.0 != matrix || slot.1 != bits {
             *slot = (matrix, bits, rates.factors(s));
         }
         &slot.2
     }
+}
+
+/// A pair's prediction put off at a kick of its group: its guard cannot
+/// cross before the group's next kick (see [`Sweep::predict_until`]).
+#[derive(Clone, Copy)]
+struct Held {
+    /// The pair's state and time when it was due (its prediction is made
+    /// from them when needed, as it would have been then).
+    y: [f64; 2],
+    t: f64,
+    /// The next kick (`u128::MAX`: the end of the run), up to whose time
+    /// the guard cannot cross.
+    until: u128,
 }
 
 /// Which blocks a reset applied now belongs to.
@@ -312,6 +538,9 @@ struct Sweep<'a> {
     since: Vec<f64>,
     pending: Vec<f64>,
     pending_kind: Vec<Queued>,
+    /// Per pair, its prediction put off, if it is (then `pending` holds
+    /// the time it holds until).
+    held: Vec<Option<Held>>,
     /// The events so far, as queue keys `(time, transition)`, with their
     /// guards' rates; and per transition the range of its own there (once
     /// its group has run).
@@ -352,6 +581,7 @@ pub(super) fn run<O: Observer>(
         since: vec![problem.t0; pairs],
         pending: vec![f64::INFINITY; pairs],
         pending_kind: vec![Queued::Exact; pairs],
+        held: vec![None; pairs],
         events: Vec::new(),
         fired: vec![(0, 0); transitions],
         kicks: Vec::new(),
@@ -466,30 +696,34 @@ impl Sweep<'_> {
         let pairs = &plan.pairs[plan.group_start[g]..plan.group_start[g + 1]];
         let writers = &plan.writers[plan.writer_start[g]..plan.writer_start[g + 1]];
         let first_event = self.events.len();
-        let t0 = self.problem.t0;
-        for &p in pairs {
-            self.predict(p, t0);
-        }
         self.kicks.clear();
         for &k in writers {
             let (from, to) = self.fired[k];
             self.kicks.extend(self.events[from..to].iter().map(|e| e.0));
         }
         self.kicks.sort_unstable();
+        let t0 = self.problem.t0;
+        let first_kick = self.kicks.first().copied().unwrap_or(u128::MAX);
+        for &p in pairs {
+            self.predict_until(p, t0, first_kick);
+        }
         for c in 0..self.kicks.len() {
             let key = self.kicks[c];
             let (t, k) = (time(key), transition(key));
             for &p in pairs {
-                // A prediction after the kick's time cannot come before it.
-                if self.pending[p] <= t {
+                // A prediction after the kick's time cannot come before it,
+                // nor one held off up to this kick.
+                let holds = |held: Option<Held>| held.is_some_and(|h| key <= h.until);
+                if self.pending[p] <= t && !holds(self.held[p]) {
                     self.resolve(p, key)?;
                 }
                 self.bring(p, t);
             }
             self.apply(k, t, Scope::Group(g))?;
+            let next = self.kicks.get(c + 1).copied().unwrap_or(u128::MAX);
             while let Some(p) = self.moved.pop() {
                 self.is_moved[p] = false;
-                self.predict(p, t);
+                self.predict_until(p, t, next);
             }
         }
         let t_end = self.problem.t_end;
@@ -514,7 +748,7 @@ impl Sweep<'_> {
     }
 
     /// Brings pair `p` from its own time to `t`.
-    #[inline]
+    #[inline(always)]
     fn bring(&mut self, p: usize, t: f64) {
         let s = t - self.since[p];
         if s <= 0.0 {
@@ -543,11 +777,23 @@ impl Sweep<'_> {
         }
     }
 
+    /// Pair `p`'s state.
+    #[inline]
+    fn state(&self, p: usize) -> [f64; 2] {
+        let [i, j] = self.pairs[p].entries;
+        [self.x[i], self.x[j]]
+    }
+
     /// The stretch of pair `p` from its state.
     #[inline]
     fn start(&self, p: usize) -> PairStart<'_> {
+        self.start_from(p, self.state(p))
+    }
+
+    /// The stretch of pair `p` from the state `y`.
+    #[inline]
+    fn start_from(&self, p: usize, y: [f64; 2]) -> PairStart<'_> {
         let pair = &self.pairs[p];
-        let y = [self.x[pair.entries[0]], self.x[pair.entries[1]]];
         PairStart::new(&pair.a, &pair.b, &pair.rates, y)
     }
 
@@ -557,9 +803,46 @@ impl Sweep<'_> {
         if lane.guard == NONE {
             return;
         }
+        self.held[p] = None;
         let (time, queued) = predicted(&self.start(p), t, lane.slot, lane.level, lane.direction);
         self.pending[p] = time.unwrap_or(f64::INFINITY);
         self.pending_kind[p] = queued;
+    }
+
+    /// [`Sweep::predict`] at a kick of the group at `t` whose next kick is
+    /// `until` (`u128::MAX`: none), or holds the prediction off when the
+    /// pair's guard entry stays clear of its level up to that kick's time
+    /// ([`ClearTest`]: a pair with no constant term, decaying, as a
+    /// neuron between its inputs): most kicks of a layer move no neuron
+    /// across its threshold before the next. The prediction is made later
+    /// from the state kept here, as it would have been now, only if the
+    /// next kick leaves the pair as it was ([`Sweep::resolve`]); a kick that
+    /// moves it predicts it again, which drops this one.
+    #[inline(always)]
+    fn predict_until(&mut self, p: usize, t: f64, until: u128) {
+        let (plan, pairs) = (self.plan, self.pairs);
+        let lane = &plan.lanes[p];
+        let Some(test) = lane.clear else {
+            self.predict(p, t);
+            return;
+        };
+        let pair = &pairs[p];
+        let end = if until == u128::MAX {
+            self.problem.t_end
+        } else {
+            time(until)
+        };
+        let (s, y) = (end - t, self.state(p));
+        let held = s >= 0.0 && {
+            let factors = self.factors.get(pair.matrix, &pair.rates, s);
+            test.holds(y, lane.slot, lane.level, factors)
+        };
+        if !held {
+            self.predict(p, t);
+            return;
+        }
+        self.held[p] = Some(Held { y, t, until });
+        self.pending[p] = end;
     }
 
     /// Fires pair `p`'s guard as often as it crosses before the event
@@ -567,6 +850,34 @@ impl Sweep<'_> {
     /// run's order).
     fn resolve(&mut self, p: usize, key: u128) -> Result<(), Fallback> {
         let lane = self.plan.lanes[p];
+        if let Some(held) = self.held[p] {
+            if key <= held.until {
+                // Nothing crosses up to the kick it holds until.
+                return Ok(());
+            }
+            // The kick it held until left the pair as it was: its
+            // prediction, from its state then, and that kick's refinement
+            // of it, from the same state (the pair was not brought in
+            // between), as the pair had them after that kick.
+            self.held[p] = None;
+            let start = self.start_from(p, held.y);
+            let (time, queued) = predicted(&start, held.t, lane.slot, lane.level, lane.direction);
+            let mut step = (time.unwrap_or(f64::INFINITY), queued);
+            loop {
+                let (t, queued) = step;
+                if t >= self.problem.t_end || entry(t, lane.guard) >= held.until {
+                    break;
+                }
+                if queued == Queued::Exact {
+                    // Ruled out by the clear test: left to the general run.
+                    return Err(Fallback);
+                }
+                let (slot, level, direction) = (lane.slot, lane.level, lane.direction);
+                let (next, queued) = refined(&start, held.t, slot, level, direction, (queued, t));
+                step = (next.unwrap_or(f64::INFINITY), queued);
+            }
+            (self.pending[p], self.pending_kind[p]) = step;
+        }
         let t_end = self.problem.t_end;
         loop {
             let t = self.pending[p];
