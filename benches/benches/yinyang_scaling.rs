@@ -7,6 +7,9 @@
 //! (the ratio of the two is the growth of a sample's cost with N). Each
 //! primal size is timed too with the event states kept
 //! (`exact_primal_eager`: every neuron brought to every event's time).
+//! `exact_primal_batch` times a batch of 32 samples (points spread over
+//! the square) of the N = 1,000 network on one worker per core: the
+//! machine's primal events per second, as a training batch runs.
 //!
 //! ```text
 //! cargo bench -p ia-benches --bench yinyang_scaling
@@ -17,7 +20,7 @@
 //! (the same events, times to 1e-12).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use ia_adjoint::gradient;
+use ia_adjoint::{gradient, Batch};
 use ia_benches::yinyang_net::YinYangNet;
 use ia_events::{exact, EventOptions};
 use std::hint::black_box;
@@ -26,6 +29,9 @@ use std::time::Duration;
 /// The point the inputs code (inside the unit square; its class does not
 /// matter for the cost).
 const POINT: (f64, f64) = (0.31, 0.64);
+
+/// The samples of the batch timed by `exact_primal_batch`.
+const BATCH: usize = 32;
 
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("yinyang_scaling");
@@ -67,6 +73,32 @@ fn bench(c: &mut Criterion) {
             b.iter(|| black_box(exact::simulate(&eager_problem).unwrap()))
         });
     }
+    // The machine's primal events per second: a batch of samples (other
+    // points, the same network) on one worker per core, each worker in its
+    // own kept workspace, as a training batch runs (`jax.vmap`).
+    let net = YinYangNet::new(1000, POINT);
+    let points: Vec<(f64, f64)> = (0..BATCH)
+        .map(|i| {
+            let u = (i as f64 + 0.5) / BATCH as f64;
+            (u, (0.37 + 0.61 * u) % 1.0)
+        })
+        .collect();
+    let problems: Vec<_> = points.iter().map(|&p| net.problem_at(p)).collect();
+    let batch = Batch::with_threads(0).expect("a pool");
+    let events: usize = batch
+        .simulate(&problems)
+        .into_iter()
+        .map(|run| run.expect("the exact run").events.len())
+        .sum();
+    eprintln!(
+        "N = 1000, a batch of {BATCH} samples on {} workers: {events} events",
+        batch.threads()
+    );
+    group.throughput(Throughput::Elements(events as u64));
+    group.bench_function(
+        BenchmarkId::new("exact_primal_batch", format!("1000x{BATCH}")),
+        |b| b.iter(|| black_box(batch.simulate(&problems))),
+    );
     for hidden in [100, 1000] {
         let net = YinYangNet::new(hidden, POINT);
         let problem = net.problem();

@@ -47,6 +47,16 @@ fn normal(state: &mut u64) -> f64 {
     (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
 }
 
+/// Sets the input spike times coding the point `(x, y)`: the features
+/// `(x, y, 1 - x, 1 - y)` at `30 ms x value`, and the bias spike, each at
+/// least 0.01 ms (inside the run).
+fn set_input_times(model: &CubaLif, params: &mut [f64], (x, y): (f64, f64)) {
+    let times = [30.0 * x, 30.0 * y, 30.0 * (1.0 - x), 30.0 * (1.0 - y), 0.0];
+    for (i, t) in times.into_iter().enumerate() {
+        params[model.input_time_index(i)] = t.max(0.01);
+    }
+}
+
 impl YinYangNet {
     /// The network of `hidden` hidden neurons, its inputs coding the point
     /// `(x, y)`.
@@ -54,10 +64,7 @@ impl YinYangNet {
         let model = CubaLif::new(5, hidden, 3).expect("a valid size");
         let system = model.system();
         let mut params = model.spec().default_params();
-        let times = [30.0 * x, 30.0 * y, 30.0 * (1.0 - x), 30.0 * (1.0 - y), 0.0];
-        for (i, t) in times.into_iter().enumerate() {
-            params[model.input_time_index(i)] = t.max(0.01);
-        }
+        set_input_times(&model, &mut params, (x, y));
         let mut seed = 42;
         for j in 0..hidden {
             for i in 0..5 {
@@ -84,19 +91,26 @@ impl YinYangNet {
     /// transitions but no event states (so each neuron is advanced only
     /// when an event touches it).
     pub fn problem(&self) -> Problem<'_> {
+        self.problem_with(self.params.clone())
+    }
+
+    /// [`YinYangNet::problem`] of the same network with its inputs coding
+    /// the point `(x, y)` instead (another sample of a batch).
+    pub fn problem_at(&self, (x, y): (f64, f64)) -> Problem<'_> {
+        let mut params = self.params.clone();
+        set_input_times(&self.model, &mut params, (x, y));
+        self.problem_with(params)
+    }
+
+    fn problem_with(&self, params: Vec<f64>) -> Problem<'_> {
         let spec = self.model.spec();
-        Problem::new(
-            &self.system,
-            spec.default_state(),
-            self.params.clone(),
-            T_END,
-        )
-        .with_solver(ia_events::SolverChoice::Exact)
-        .with_event_options(EventOptions {
-            max_events: 10_000_000,
-            event_states: false,
-            ..EventOptions::default()
-        })
+        Problem::new(&self.system, spec.default_state(), params, T_END)
+            .with_solver(ia_events::SolverChoice::Exact)
+            .with_event_options(EventOptions {
+                max_events: 10_000_000,
+                event_states: false,
+                ..EventOptions::default()
+            })
     }
 }
 
