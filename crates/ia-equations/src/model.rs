@@ -685,6 +685,22 @@ enum Crossing {
     Time,
 }
 
+/// How a threshold guard's level is read at a run's parameters: a
+/// parameter or a number read directly (`V - theta`, `t - t_in0`,
+/// `V - 1.5`, `V`), any other expression of the parameters by evaluating
+/// the guard (which loads every state and parameter: for a large network
+/// written as equations, once per transition per run, so the common forms
+/// skip it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum LevelOf {
+    /// A number (zero for a guard `x_k` or `t` alone).
+    Number(f64),
+    /// Parameter `i`.
+    Param(usize),
+    /// Minus the guard at `t = 0`, `x = 0`.
+    Guard,
+}
+
 /// The guard of one transition, compiled, with the entries it reads.
 #[derive(Clone, Debug)]
 pub struct EquationGuard {
@@ -693,16 +709,21 @@ pub struct EquationGuard {
     states: Vec<usize>,
     params: Vec<usize>,
     crossing: Crossing,
+    level_of: LevelOf,
     /// The number of state entries.
     dim: usize,
 }
 
 impl EquationGuard {
-    /// The level of a guard `x_k - level(p)` or `t - level(p)`: minus the
-    /// guard at `t = 0` and `x = 0`, where it is `0 - level`, which is
-    /// `-level` exactly.
+    /// The level of a guard `x_k - level(p)` or `t - level(p)`: the
+    /// parameter or number it is, or else minus the guard at `t = 0` and
+    /// `x = 0`, where it is `0 - level`, which is `-level` exactly.
     fn level(&self, p: &[f64]) -> f64 {
-        -self.program.eval_one(0.0, &vec![0.0; self.dim], p)
+        match self.level_of {
+            LevelOf::Number(v) => v,
+            LevelOf::Param(i) => p[i],
+            LevelOf::Guard => -self.program.eval_one(0.0, &vec![0.0; self.dim], p),
+        }
     }
 }
 
@@ -825,21 +846,29 @@ impl EquationModel {
 
     /// What the guard `e` crosses: `x_k - level` (or `x_k`) is a threshold
     /// on `x_k` and `t - level` (or `t`) one on time, when the level reads
-    /// neither the states nor the time; any other form is [`Crossing::Other`].
-    fn crossing_of(&self, e: &Expr) -> Crossing {
+    /// neither the states nor the time; any other form is
+    /// [`Crossing::Other`]. With it, how its level is read.
+    fn crossing_of(&self, e: &Expr) -> (Crossing, LevelOf) {
         let (on, level) = match e {
             Expr::Binary(BinaryOp::Sub, on, level) => (&**on, Some(&**level)),
             on => (on, None),
         };
         let constant = |l: &Expr| self.support_of(l).0.is_empty() && !self.reads_time(l);
         if !level.is_none_or(constant) {
-            return Crossing::Other;
+            return (Crossing::Other, LevelOf::Guard);
         }
-        match on {
+        let crossing = match on {
             Expr::Name(Name::State(k)) => Crossing::State(*k),
             Expr::Name(Name::Time) => Crossing::Time,
             _ => Crossing::Other,
-        }
+        };
+        let level_of = match level {
+            None => LevelOf::Number(0.0),
+            Some(Expr::Number(v)) => LevelOf::Number(*v),
+            Some(Expr::Name(Name::Param(i))) => LevelOf::Param(*i),
+            Some(_) => LevelOf::Guard,
+        };
+        (crossing, level_of)
     }
 
     /// Whether each entry a reset writes takes a new value that reads no
@@ -910,12 +939,14 @@ impl Model for EquationModel {
         }
         for (k, t) in self.transitions.iter().enumerate() {
             let (support_states, support_params) = self.support_of(&t.guard);
+            let (crossing, level_of) = self.crossing_of(&t.guard);
             let guard = EquationGuard {
                 program: self.compiled_guards[k].clone(),
                 direction: t.direction,
                 states: support_states,
                 params: support_params,
-                crossing: self.crossing_of(&t.guard),
+                crossing,
+                level_of,
                 dim: self.states.len(),
             };
             let mut reads: Vec<usize> = t
@@ -1040,12 +1071,17 @@ mod tests {
 
     /// Guards written `x_k - level` or `t - level` (or `x_k`, `t`) with a
     /// level of the parameters alone declare their threshold, its level
-    /// the parameters' value (by hand); any other form declares none.
+    /// the parameters' value (by hand: a parameter or a number read
+    /// directly, an expression through the guard); any other form
+    /// declares none.
     #[rstest::rstest]
     #[case("V - theta", Some(0), None, Some(1.5))]
     #[case("V - (theta + w)", Some(0), None, Some(3.5))]
     #[case("I", Some(1), None, Some(0.0))]
     #[case("t - 2 * theta", None, Some(3.0), None)]
+    #[case("V - 1.25", Some(0), None, Some(1.25))] // a number, read directly
+    #[case("t - w", None, Some(2.0), None)] // a parameter, read directly
+    #[case("t", None, Some(0.0), None)]
     #[case("V - I", None, None, None)] // the level reads a state
     #[case("V - t", None, None, None)] // the level reads time
     #[case("theta - V", None, None, None)] // not the form (its sign is the other)
