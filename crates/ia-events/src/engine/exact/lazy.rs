@@ -35,9 +35,9 @@ use crate::pair_form::{advance_pair, crossing_near, first_crossing_from, PairSta
 use crate::rough_crossing::{cheap_bound, rough_crossing, Rough, MARGIN};
 use crate::vocabulary::LazyJump;
 use crate::vocabulary::{ExtraState, Observer};
-use ia_core::HybridError;
 use ia_core::Tangent;
 use ia_core::{Direction, Threshold};
+use ia_core::{HybridError, Reset};
 
 impl<E: ExtraState, O: Observer> Run<'_, E, O> {
     /// Whether this run can keep its blocks at their own times (see the
@@ -227,20 +227,15 @@ impl<E: ExtraState, O: Observer> Run<'_, E, O> {
     /// before it.
     pub(super) fn reset_in_place(&mut self, k: usize) {
         let (t, params) = (self.t, &self.problem.params);
-        let reset = &self.problem.system.transitions()[k].reset;
-        let writes = reset.writes().unwrap_or(&[]);
+        let reset = &*self.problem.system.transitions()[k].reset;
         self.changed.clear();
-        self.changed_before.clear();
-        let x = &self.x;
-        self.changed_before.extend(writes.iter().map(|&j| x[j]));
-        if !reset.apply_in_place(t, &mut self.x, params) {
-            // Every entry of `x_after` but the written ones is `x`'s (some
-            // stale, unread).
-            reset.apply(t, &self.x, params, &mut self.x_after);
-            for &j in writes {
-                self.x[j] = self.x_after[j];
-            }
-        }
+        let writes = apply_writes(
+            reset,
+            t,
+            params,
+            (&mut self.x, &mut self.x_after),
+            &mut self.changed_before,
+        );
         let mut kept = 0;
         for (w, &j) in writes.iter().enumerate() {
             let before = self.changed_before[w];
@@ -446,4 +441,29 @@ impl LazyTaping {
             guard_rate: self.guard_rate,
         }
     }
+}
+
+/// Applies `reset` at `t` to the entries it writes of `x` (in place where
+/// it can, otherwise through `x_after`, whose other entries are then `x`'s,
+/// some stale and unread), with those entries' values before it in
+/// `before`; returns the written entries. The lazy runs' one way of
+/// applying a reset that writes a known few entries (the general run's
+/// event and the sweep's kick).
+pub(super) fn apply_writes<'r>(
+    reset: &'r dyn Reset,
+    t: f64,
+    params: &[f64],
+    (x, x_after): (&mut [f64], &mut [f64]),
+    before: &mut Vec<f64>,
+) -> &'r [usize] {
+    let writes = reset.writes().unwrap_or(&[]);
+    before.clear();
+    before.extend(writes.iter().map(|&j| x[j]));
+    if !reset.apply_in_place(t, x, params) {
+        reset.apply(t, x, params, x_after);
+        for &j in writes {
+            x[j] = x_after[j];
+        }
+    }
+    writes
 }

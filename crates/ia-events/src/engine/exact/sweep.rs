@@ -45,7 +45,7 @@
 //! events or the Zeno rule) is run again by the general run, which reports
 //! it as it does.
 
-use super::lazy::{predicted, refined, Queued};
+use super::lazy::{apply_writes, predicted, refined, Queued};
 use super::queue::{entry, time, transition};
 use super::structure::{pushed_over, Level, Pair, Structure, NO_PAIR};
 use crate::closed_form::advance_component;
@@ -930,18 +930,14 @@ impl Sweep<'_> {
     /// guard due at once or a state non-finite.
     fn apply(&mut self, k: usize, t: f64, scope: Scope) -> Result<(), Fallback> {
         let (problem, plan) = (self.problem, self.plan);
-        let reset = &problem.system.transitions()[k].reset;
-        let writes = reset.writes().unwrap_or(&[]);
-        let params = &problem.params;
-        self.before.clear();
-        let x = &self.x;
-        self.before.extend(writes.iter().map(|&j| x[j]));
-        if !reset.apply_in_place(t, &mut self.x, params) {
-            reset.apply(t, &self.x, params, &mut self.x_after);
-            for &j in writes {
-                self.x[j] = self.x_after[j];
-            }
-        }
+        let reset = &*problem.system.transitions()[k].reset;
+        let writes = apply_writes(
+            reset,
+            t,
+            &problem.params,
+            (&mut self.x, &mut self.x_after),
+            &mut self.before,
+        );
         let pair_of = self.pair_of;
         for (&j, &before) in writes.iter().zip(&self.before) {
             let p = pair_of[j].0;
