@@ -398,6 +398,27 @@ impl<'a> Entry<'a> {
         (g, dg)
     }
 
+    /// `(g(s), e(s), g'(s))`: `g` as [`Entry::at`] gives it, and `e =
+    /// (y0 - level) + S` (`S = P0 u + P1 w`, the increment [`advance_pair`]
+    /// adds), the unrounded entry's distance from the level. The rounded
+    /// entry `fl(y0 + S)` is a step function of `s`, flat at the level or
+    /// its neighbour over several doubles of `s` where `|g'|` times a
+    /// double's spacing is below the level's: `g` is 0 or one spacing of
+    /// the level off there and tells nothing of where the step onto the
+    /// level lies, while `e` (no rounding at the level's scale) moves with
+    /// `s` at every double. The rounded entry reaches the level where `e`
+    /// passes half the gap between the level and its neighbour on the side
+    /// it comes from ([`edge_gap`]): Newton's point on `e` plus that half
+    /// gap lands within the rounding of `S` of the step, where the step
+    /// onto the level ([`step_onto_level`]) starts.
+    fn at_edge(&self, s: f64) -> (f64, f64, f64) {
+        let f = self.rates.factors(s);
+        let increment = f.p0 * self.u + f.p1 * self.w;
+        let g = (self.y0 + increment) - self.level;
+        let e = (self.y0 - self.level) + increment;
+        (g, e, f.e0 * self.u + f.e1 * self.w)
+    }
+
     /// `(g(s), g'(s), g''(s))`: `g'' = [e^{A s} A r0]_k = E0 (m u + w) +
     /// E1 (m w + q u)` (`A = m I + N`, `N^2 = q I`).
     #[inline]
@@ -546,7 +567,11 @@ pub(crate) fn first_crossing_from(
 /// lower bound of the crossing and `hi` beyond it (a rough root lowered and
 /// raised by a small relative margin, [`crate::rough_crossing`]). One
 /// Newton step from `estimate` with the exact arithmetic of
-/// [`advance_pair`], a bracket by doubling steps of doubles from Newton's
+/// [`advance_pair`], aimed at the edge where the rounded entry reaches the
+/// level rather than at the root of the rounded guard, which is flat over
+/// several doubles there ([`Entry::at_edge`]: from the same evaluation,
+/// about 4 evaluations a crossing instead of 6 on the Yin-Yang network),
+/// a bracket by doubling steps of doubles from Newton's
 /// point (bounded by the estimate where the two lie across the root) or
 /// from the nearer of the two, then bisection of the doubles to adjacent
 /// ones, the guard short of the level at the first and at or beyond it at
@@ -565,8 +590,8 @@ pub(crate) fn crossing_near(
         return None;
     }
     let entry = Entry::of(start, k, level);
-    let (g, dg) = entry.at(estimate);
-    if dg == 0.0 || !dg.is_finite() || !g.is_finite() {
+    let (g, fine, dg) = entry.at_edge(estimate);
+    if dg == 0.0 || !dg.is_finite() || !g.is_finite() || !fine.is_finite() {
         return None;
     }
     // On a monotone segment the guard's rate keeps its sign.
@@ -577,7 +602,9 @@ pub(crate) fn crossing_near(
     let sign = if rising { 1.0 } else { -1.0 };
     let h_at = |bits: u64| sign * entry.at(f64::from_bits(bits)).0;
     let e = (estimate.to_bits(), sign * g);
-    let newton = estimate - g / dg;
+    // Newton's point on the edge at which the rounded entry reaches the
+    // level ([`Entry::at_edge`]).
+    let newton = estimate - (fine + sign * edge_gap(level, rising)) / dg;
     let n = if newton > lo && newton < hi && newton != estimate {
         let bits = newton.to_bits();
         (bits, h_at(bits))
@@ -676,6 +703,33 @@ fn fires(direction: Direction, rising: bool) -> bool {
         Direction::Rising => rising,
         Direction::Falling => !rising,
         Direction::Either => true,
+    }
+}
+
+/// Half the gap between `level` and the double next to it on the side a
+/// guard comes from (below where it rises to the level, above where it
+/// falls): the rounded entry `fl(x)` reaches the level once the unrounded
+/// `x` is within this of it ([`Entry::at_edge`]). 0 where the level is not
+/// finite.
+fn edge_gap(level: f64, rising: bool) -> f64 {
+    if !level.is_finite() {
+        return 0.0;
+    }
+    let bits = level.to_bits();
+    // The neighbour toward minus infinity where rising, toward plus
+    // infinity where falling (by the bits, magnitudes grow away from 0).
+    let neighbour = if level == 0.0 {
+        f64::from_bits(1)
+    } else if (level > 0.0) != rising {
+        f64::from_bits(bits + 1)
+    } else {
+        f64::from_bits(bits - 1)
+    };
+    let gap = 0.5 * (level - neighbour).abs();
+    if gap.is_finite() {
+        gap
+    } else {
+        0.0
     }
 }
 
@@ -1198,6 +1252,24 @@ mod tests {
             }
         }
         assert_eq!(checked, 60);
+    }
+
+    /// Reference: IEEE 754 spacing by hand. Below 1 the doubles are
+    /// `2^-53` apart, above it `2^-52`; around -1 the other way round; at
+    /// 0.37 (in [0.25, 0.5)) `2^-54` on both sides; at 0 and at a level that
+    /// is not finite the half gap is 0.
+    #[test]
+    fn edge_gaps_are_half_the_spacing_on_the_approaching_side() {
+        let p = |e: i32| 2f64.powi(e);
+        assert_eq!(edge_gap(1.0, true), p(-54));
+        assert_eq!(edge_gap(1.0, false), p(-53));
+        assert_eq!(edge_gap(-1.0, true), p(-53));
+        assert_eq!(edge_gap(-1.0, false), p(-54));
+        assert_eq!(edge_gap(0.37, true), p(-55));
+        assert_eq!(edge_gap(0.37, false), p(-55));
+        assert_eq!(edge_gap(0.0, true), 0.0);
+        assert_eq!(edge_gap(f64::INFINITY, true), 0.0);
+        assert_eq!(edge_gap(f64::NAN, false), 0.0);
     }
 
     /// Reference: `atanh(z) / z` and its series agree where they meet.
