@@ -144,9 +144,6 @@ pub(crate) fn rough_crossing(
     if (u == 0.0 && w == 0.0) || g0 == 0.0 || !scale.is_finite() {
         return Rough::Unsure;
     }
-    if never_reaches(start, k, level, direction) {
-        return Rough::Never;
-    }
     let mut rising = if u != 0.0 { u > 0.0 } else { w > 0.0 };
     let extremum = (w != 0.0)
         .then(|| {
@@ -160,9 +157,16 @@ pub(crate) fn rough_crossing(
     if let Some(s_star) = extremum {
         let (g_star, _) = fast.at(s_star);
         if !g_star.is_finite() || g_star.abs() <= LEVEL_MARGIN * scale {
-            return Rough::Unsure;
+            return if never_reaches(start, k, level, direction) {
+                Rough::Never
+            } else {
+                Rough::Unsure
+            };
         }
         let sign = if rising { 1.0 } else { -1.0 };
+        // A crossing before the extremum, the extremum past the level by
+        // more than the margin: `never_reaches` (whose margin is at least
+        // this one) cannot hold, so it is asked only after.
         if sign * g_lo < 0.0 && sign * g_star > 0.0 {
             if !fires(direction, rising) {
                 // The exact search looks on past a crossing it does not
@@ -172,6 +176,9 @@ pub(crate) fn rough_crossing(
             return root(&fast, rising, (lo, g_lo, u), (s_star, g_star, 0.0), scale);
         }
         (lo, g_lo, rising) = (s_star, g_star, !rising);
+    }
+    if never_reaches(start, k, level, direction) {
+        return Rough::Never;
     }
     let toward = if rising { g_lo < 0.0 } else { g_lo > 0.0 };
     if !toward || !fires(direction, rising) {
