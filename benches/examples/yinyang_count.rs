@@ -9,6 +9,8 @@
 //! valgrind --tool=callgrind target/release/examples/yinyang_count 1000 primal queue
 //! valgrind --tool=callgrind --toggle-collect='yinyang_count::second_run' \
 //!     target/release/examples/yinyang_count 1000 primal again
+//! valgrind --tool=callgrind --toggle-collect='ia_events::engine::exact::run_in' \
+//!     target/release/examples/yinyang_count 1000 primal batch
 //! ```
 //!
 //! Arguments: the number of hidden neurons (default 120), then `primal`
@@ -22,7 +24,12 @@
 //! another point (other `t_in<i>`, the same system and weights), as a
 //! training loop does from sample to sample: `second_run` is that second
 //! run alone (it reuses what the first kept), and it prints the second
-//! run's fingerprints after checking them against a fresh run's.
+//! run's fingerprints after checking them against a fresh run's. `batch`
+//! instead runs the 32 samples of the `yinyang_scaling` bench's
+//! `exact_primal_batch` twice through one [`Batch`](ia_adjoint::Batch) of
+//! one worker (the second call reuses the worker's kept workspace, as
+//! the bench's timed calls do); `run_in` counts the 64 runs, and it prints
+//! the batch's event count and the first sample's fingerprints.
 
 use ia_benches::yinyang_net::YinYangNet;
 
@@ -35,6 +42,20 @@ fn main() {
     if args.next().as_deref() == Some("primal") {
         let run = match args.next().as_deref() {
             Some("queue") => ia_events::exact::simulate_without_sweep(&net.problem()),
+            Some("batch") => {
+                let problems: Vec<_> = (0..32)
+                    .map(|i| {
+                        let u = (i as f64 + 0.5) / 32.0;
+                        net.problem_at((u, (0.37 + 0.61 * u) % 1.0))
+                    })
+                    .collect();
+                let batch = ia_adjoint::Batch::with_threads(1).expect("a pool");
+                batch.simulate(&problems);
+                let runs = second_batch(&batch, &problems);
+                let events: usize = runs.iter().map(|r| r.as_ref().unwrap().events.len()).sum();
+                eprintln!("batch of 32: {events} events");
+                runs.into_iter().next().unwrap()
+            }
             Some("again") => {
                 let mut workspace = ia_events::Workspace::new();
                 let first = ia_events::simulate_in(&net.problem(), &mut workspace);
@@ -87,4 +108,13 @@ fn second_run(
     workspace: &mut ia_events::Workspace,
 ) -> Result<ia_core::Trajectory, ia_core::HybridError> {
     ia_events::simulate_in(problem, workspace)
+}
+
+/// The second call of [`main`]'s `batch`.
+#[inline(never)]
+fn second_batch(
+    batch: &ia_adjoint::Batch,
+    problems: &[ia_events::Problem<'_>],
+) -> Vec<Result<ia_core::Trajectory, ia_core::HybridError>> {
+    batch.simulate(problems)
 }
