@@ -5,84 +5,26 @@
 use super::{Found, Run};
 use crate::vocabulary::{ExtraState, Observer};
 use ia_core::HybridError;
+use roots::{find_root_regula_falsi, Convergency};
 
-/// Why [`illinois`] gave up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RootFailure {
-    /// The values at the bracket's ends have the same strict sign.
-    NoBracket,
-    /// The iteration limit was reached first.
-    NoConvergence,
+/// Time tolerance as a `roots` convergence criterion: stop when the guard
+/// value is within rounding noise of zero or the bracket is narrower than
+/// the tolerance.
+struct TimeTolerance {
+    tolerance: f64,
+    noise: f64,
+    max_iterations: usize,
 }
 
-/// The zero of `g` in `[lo, hi]` by the Illinois variant of regula falsi,
-/// from the values `g_lo`, `g_hi` at the ends (not evaluated again): the
-/// secant point of the bracket, each end replaced by it on its own side,
-/// and the value of an end kept twice in a row halved, so that the bracket
-/// closes from both sides. Returns the first point whose value is within
-/// `noise` of zero, or the secant point once the bracket is no wider than
-/// `tolerance`; gives up after `max_iterations` evaluations.
-///
-/// The arithmetic and the stopping rules are those of
-/// `roots::find_root_regula_falsi` (0.0.8) with a convergence test of
-/// `|g| <= noise` and a bracket of at most `tolerance` (the same points,
-/// to the bit; a test compares them), written here so that `g` and the
-/// tests inline into the event location rather than being called through
-/// the crate's trait objects once per iteration.
-fn illinois(
-    (lo, g_lo): (f64, f64),
-    (hi, g_hi): (f64, f64),
-    mut g: impl FnMut(f64) -> f64,
-    (tolerance, noise): (f64, f64),
-    max_iterations: usize,
-) -> Result<f64, RootFailure> {
-    let ((mut x1, mut y1), (mut x2, mut y2)) = if lo > hi {
-        ((hi, g_hi), (lo, g_lo))
-    } else {
-        ((lo, g_lo), (hi, g_hi))
-    };
-    if y1.abs() <= noise {
-        return Ok(x1);
+impl Convergency<f64> for TimeTolerance {
+    fn is_root_found(&mut self, y: f64) -> bool {
+        y.abs() <= self.noise
     }
-    if y2.abs() <= noise {
-        return Ok(x2);
+    fn is_converged(&mut self, a: f64, b: f64) -> bool {
+        (a - b).abs() <= self.tolerance
     }
-    if y1 * y2 > 0.0 {
-        return Err(RootFailure::NoBracket);
-    }
-    // Which end the last iterate replaced (1 or 2; 0 for none yet).
-    let mut kept_from = 0;
-    let mut iterations = 0;
-    loop {
-        let x = (x1 * y2 - x2 * y1) / (y2 - y1);
-        if (x1 - x2).abs() <= tolerance {
-            return Ok(x);
-        }
-        let y = g(x);
-        if y.abs() <= noise {
-            return Ok(x);
-        }
-        if y * y1 > 0.0 {
-            x1 = x;
-            y1 = y;
-            if kept_from == 1 {
-                y2 /= 2.0;
-            }
-            kept_from = 1;
-        } else if y * y2 > 0.0 {
-            x2 = x;
-            y2 = y;
-            if kept_from == 2 {
-                y1 /= 2.0;
-            }
-            kept_from = 2;
-        } else {
-            return Ok(x);
-        }
-        iterations += 1;
-        if iterations >= max_iterations {
-            return Err(RootFailure::NoConvergence);
-        }
+    fn is_iteration_limit_reached(&mut self, iter: usize) -> bool {
+        iter >= self.max_iterations
     }
 }
 
@@ -566,14 +508,18 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
         // the guard value is down to rounding noise of its size at the
         // bracket's ends (no sample can then tell the root apart).
         let noise = 4.0 * f64::EPSILON * scale;
-        // The Illinois variant of regula falsi: superlinear on a smooth
-        // guard, and the halved weight of an end that stays moves that end
-        // too, so the bracket closes from both sides. Brent's method as the
-        // `roots` crate writes it (no minimum step towards the far end)
+        let mut convergence = TimeTolerance {
+            tolerance: self.time_tolerance,
+            noise,
+            max_iterations: 200,
+        };
+        // The Illinois variant of regula falsi (`roots`): superlinear on a
+        // smooth guard, and the halved weight of an end that stays moves
+        // that end too, so the bracket closes from both sides. Brent's
+        // method as `roots` writes it (no minimum step towards the far end)
         // took bisections to close it: 10.5 guard evaluations per
-        // thermostat event against 6.3. Its iterates are evaluated here
-        // (the values at the bracket's ends are known), an iterate that
-        // lands on an end by its known value.
+        // thermostat event against 6.3. It evaluates both ends first, whose
+        // values are known here.
         let mut g_cached = |t: f64| {
             if t == lo {
                 lo_value
@@ -583,13 +529,7 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
                 g_at(t)
             }
         };
-        let located = illinois(
-            (lo, lo_value),
-            (hi, hi_value),
-            &mut g_cached,
-            (self.time_tolerance, noise),
-            200,
-        );
+        let located = find_root_regula_falsi(lo, hi, &mut g_cached, &mut convergence);
         self.recorder.count_root_iterations(evaluations);
         located.map_err(|e| {
             let name = system.transitions()[k].name.clone();
@@ -600,104 +540,13 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
                 reason: format!(
                     "root finding failed: {}; the guard is too flat or too noisy there to locate its zero (bound the step, or start further from a tangential contact)",
                     match e {
-                        RootFailure::NoConvergence => "no convergence",
-                        RootFailure::NoBracket => "the guard does not change sign",
+                        roots::SearchError::NoConvergency => "no convergence",
+                        roots::SearchError::NoBracketing => "the guard does not change sign",
+                        roots::SearchError::ZeroDerivative => "the guard's slope is zero",
                     }
                 ),
                 trajectory: Box::new(self.snapshot()),
             }
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{illinois, RootFailure};
-    use rstest::rstest;
-
-    /// `roots::find_root_regula_falsi` with the convergence test the event
-    /// location used before [`illinois`] replaced it.
-    struct Tolerance {
-        tolerance: f64,
-        noise: f64,
-        max_iterations: usize,
-    }
-
-    impl roots::Convergency<f64> for Tolerance {
-        fn is_root_found(&mut self, y: f64) -> bool {
-            y.abs() <= self.noise
-        }
-        fn is_converged(&mut self, a: f64, b: f64) -> bool {
-            (a - b).abs() <= self.tolerance
-        }
-        fn is_iteration_limit_reached(&mut self, iter: usize) -> bool {
-            iter >= self.max_iterations
-        }
-    }
-
-    #[rstest]
-    #[case::parabola(|t: f64| 1.0 - 4.905 * t * t, 0.2, 0.5, 1e-13, 200)]
-    #[case::late_quartic(|t: f64| (1.0 - t).powi(3) * (t + 0.1) - 1e-4, 0.0, 0.99, 1e-13, 200)]
-    #[case::sine(|t: f64| t.sin(), 3.0, 3.5, 1e-13, 200)]
-    #[case::steep(|t: f64| (50.0 * (t - 0.3)).tanh(), 0.0, 1.0, 1e-13, 200)]
-    #[case::flat(|t: f64| (t - 0.7).powi(5), 0.0, 1.0, 1e-13, 200)]
-    #[case::wide_tolerance(|t: f64| t * t - 2.0, 1.0, 2.0, 1e-3, 200)]
-    #[case::iteration_limit(|t: f64| (t - 0.7).powi(5), 0.0, 1.0, 1e-15, 3)]
-    #[case::root_at_an_end(|t: f64| t - 1.0, 0.0, 1.0, 1e-13, 200)]
-    #[case::same_sign(|t: f64| t * t + 1.0, -1.0, 2.0, 1e-13, 200)]
-    #[case::reversed(|t: f64| t.cos(), 2.0, 1.0, 1e-13, 200)]
-    fn illinois_takes_the_points_of_the_roots_crate(
-        #[case] g: fn(f64) -> f64,
-        #[case] lo: f64,
-        #[case] hi: f64,
-        #[case] tolerance: f64,
-        #[case] max_iterations: usize,
-    ) {
-        // Reference: `roots::find_root_regula_falsi` (the event location's
-        // root finder before), given the same function with the ends'
-        // values known: the same points evaluated, in the same order, and
-        // the same result, to the bit.
-        let (g_lo, g_hi) = (g(lo), g(hi));
-        let noise = 4.0 * f64::EPSILON * g_lo.abs().max(g_hi.abs());
-        let mut ours = Vec::new();
-        let found = illinois(
-            (lo, g_lo),
-            (hi, g_hi),
-            |t| {
-                ours.push(t.to_bits());
-                g(t)
-            },
-            (tolerance, noise),
-            max_iterations,
-        );
-        let mut theirs = Vec::new();
-        let mut convergence = Tolerance {
-            tolerance,
-            noise,
-            max_iterations,
-        };
-        let (a, b) = (lo.min(hi), lo.max(hi));
-        let reference = roots::find_root_regula_falsi(
-            lo,
-            hi,
-            |t: f64| {
-                if t == a {
-                    g(a)
-                } else if t == b {
-                    g(b)
-                } else {
-                    theirs.push(t.to_bits());
-                    g(t)
-                }
-            },
-            &mut convergence,
-        );
-        assert_eq!(ours, theirs);
-        match (found, reference) {
-            (Ok(x), Ok(y)) => assert_eq!(x.to_bits(), y.to_bits()),
-            (Err(RootFailure::NoBracket), Err(roots::SearchError::NoBracketing))
-            | (Err(RootFailure::NoConvergence), Err(roots::SearchError::NoConvergency)) => {}
-            other => panic!("{other:?}"),
-        }
     }
 }
