@@ -315,6 +315,16 @@ impl Probes {
     ) -> bool {
         let (n, m) = (self.n, self.n + self.n_params);
         let flow = &run.system.modes()[mode].flow;
+        if self.count == 1 {
+            // The automatic choice for the explicit methods: the loop's
+            // bookkeeping was a tenth of a stage's rate on a small flow.
+            let tangent = Tangent {
+                t: 0.0,
+                x: &extra[..n],
+                param: ParamDirection::Along(&self.directions[n..m]),
+            };
+            return flow.jacobian_vector_product(t, x, run.params, tangent, &mut rate[..n]);
+        }
         for c in 0..self.count {
             let (v, out) = (&extra[c * n..(c + 1) * n], &mut rate[c * n..(c + 1) * n]);
             let dp = &self.directions[c * m + n..(c + 1) * m];

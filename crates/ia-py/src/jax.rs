@@ -583,7 +583,7 @@ impl SolverCore {
             // bookkeeping of points below (the same passes, the same
             // numbers, the same statistics).
             let key = tapes::key(problem);
-            let found = self.take_tapes(&[key.as_slice()]).pop().flatten();
+            let found = self.take_tapes(&[&*key]).pop().flatten();
             count(&self.counts.backward_passes, 1);
             let mut workspace = self.kept_workspace();
             let grad = match found {
@@ -599,19 +599,19 @@ impl SolverCore {
         // at one point), each with the tape its forward call kept; a point
         // without one is recorded again, once. Every pass at a point reads
         // its tape.
-        let keys: Vec<Vec<u64>> = problems.iter().map(tapes::key).collect();
+        let keys: Vec<tapes::Key> = problems.iter().map(tapes::key).collect();
         let mut points: Vec<usize> = Vec::new();
         let mut seen: HashMap<&[u64], usize, tapes::KeyBuild> =
             HashMap::with_capacity_and_hasher(batch, tapes::KeyBuild::default());
         let point_of: Vec<usize> = (0..batch)
             .map(|b| {
-                *seen.entry(&keys[b]).or_insert_with(|| {
+                *seen.entry(&*keys[b]).or_insert_with(|| {
                     points.push(b);
                     points.len() - 1
                 })
             })
             .collect();
-        let point_keys: Vec<&[u64]> = points.iter().map(|&b| keys[b].as_slice()).collect();
+        let point_keys: Vec<&[u64]> = points.iter().map(|&b| &*keys[b]).collect();
         let found = self.take_tapes(&point_keys);
         count(&self.counts.backward_passes, batch);
         let missing: Vec<usize> = (0..points.len()).filter(|&q| found[q].is_none()).collect();

@@ -20,6 +20,7 @@
 use ia_adjoint::{Problem, TapedRun};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 /// A taped run as the store keeps it: boxed, so that keeping, evicting and
 /// taking it move a pointer, not the run's structures (a `TapedRun` is
@@ -68,9 +69,14 @@ pub(crate) type KeyBuild = BuildHasherDefault<KeyHasher>;
 /// The fewest runs kept whatever the batch sizes.
 pub(crate) const MIN_KEPT: usize = 16;
 
+/// The key of a run's tape: the bits of its inputs, shared (not copied)
+/// by the store's maps and its list of spent keys, so that keeping and
+/// taking a run allocates no key beyond the one made for it.
+pub(crate) type Key = Arc<[u64]>;
+
 /// The inputs of a run (its initial state, parameters and final time),
-/// bit for bit: the key of its tape.
-pub(crate) fn key(problem: &Problem<'_>) -> Vec<u64> {
+/// bit for bit: the key of its tape (one allocation: the length is known).
+pub(crate) fn key(problem: &Problem<'_>) -> Key {
     let (x0, params) = (&problem.initial_state, &problem.params);
     x0.iter()
         .chain(params)
@@ -85,16 +91,16 @@ pub(crate) fn key(problem: &Problem<'_>) -> Vec<u64> {
 #[derive(Default)]
 pub(crate) struct TapeStore {
     /// The serial numbers of the kept runs of each key, oldest first.
-    serials: HashMap<Vec<u64>, VecDeque<u64>, KeyBuild>,
+    serials: HashMap<Key, VecDeque<u64>, KeyBuild>,
     /// The kept runs by serial number (the order they were stored in),
     /// each with its key.
-    runs: BTreeMap<u64, (Vec<u64>, KeptRun)>,
+    runs: BTreeMap<u64, (Key, KeptRun)>,
     /// The serial number of the next run kept.
     next: u64,
     /// The keys of runs recorded by forward calls whose tapes are gone.
-    spent: HashSet<Vec<u64>, KeyBuild>,
+    spent: HashSet<Key, KeyBuild>,
     /// Those keys, oldest first (each once).
-    spent_order: VecDeque<Vec<u64>>,
+    spent_order: VecDeque<Key>,
     /// The most keys `spent` remembers: that of runs at the last keep.
     spent_limit: usize,
 }
@@ -103,7 +109,7 @@ impl TapeStore {
     /// Keeps the runs of one forward call (`(key, run)` each), evicting
     /// the oldest runs past twice this call's size (at least
     /// [`MIN_KEPT`]).
-    pub(crate) fn keep(&mut self, runs: Vec<(Vec<u64>, KeptRun)>) {
+    pub(crate) fn keep(&mut self, runs: Vec<(Key, KeptRun)>) {
         let limit = (2 * runs.len()).max(MIN_KEPT);
         self.spent_limit = limit;
         for (key, run) in runs {
@@ -133,7 +139,7 @@ impl TapeStore {
     }
 
     /// Remembers that the run of `key` was recorded and its tape is gone.
-    fn spend(&mut self, key: Vec<u64>) {
+    fn spend(&mut self, key: Key) {
         if !self.spent.contains(&key) {
             self.spent.insert(key.clone());
             self.spent_order.push_back(key);

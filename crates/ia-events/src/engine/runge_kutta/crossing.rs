@@ -448,7 +448,11 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
         if g_start * side <= band {
             let width = t_new - t_prev;
             let eighth = width / COARSE_SAMPLES as f64;
-            let first_coarse_on_side = g_at(t_prev + eighth) * side > band;
+            // The first coarse sample, evaluated once: the scan below
+            // reads it again when it comes to it.
+            let first_coarse = t_prev + eighth;
+            let first_coarse_value = g_at(first_coarse);
+            let first_coarse_on_side = first_coarse_value * side > band;
             let fine = (1..=BRACKET_DOUBLINGS)
                 .rev()
                 .map(|i| t_prev + eighth * 0.5f64.powi(i as i32))
@@ -467,7 +471,11 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
             let mut on_side: Option<(f64, f64)> = None;
             let mut found = None;
             for t in fine.chain(coarse) {
-                let g = g_at(t);
+                let g = if t == first_coarse {
+                    first_coarse_value
+                } else {
+                    g_at(t)
+                };
                 if g * side > band {
                     on_side = Some((t, g));
                 } else if let (Some((a, g_a)), true) = (on_side, g * side <= 0.0) {
