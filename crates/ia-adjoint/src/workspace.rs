@@ -188,7 +188,11 @@ impl Workspace {
             None => Probes::new(problem.system, count),
         };
         probes.weigh(probe_weight(problem));
-        let first = run_probed(problem, &mut self.run, &mut probes, extra, observer);
+        let mut probed = Probed {
+            probes: &mut probes,
+            inner: extra,
+        };
+        let first = ia_events::run_in(problem, &mut self.run, &mut probed, observer);
         self.probes = Some(probes);
         let first = first?;
         if !redone_with_unit_probes(problem, &first.stats) {
