@@ -1034,7 +1034,12 @@ mod tests {
         let mut workspace = crate::Workspace::new();
         let mut tape = Tape::default();
         let trajectory = if probes {
-            workspace.run_on_taped_steps(&run, &mut ia_events::NoExtraState, &mut tape)
+            workspace.run_on_taped_steps(
+                &run,
+                &mut ia_events::NoExtraState,
+                &mut tape,
+                |_, tape| tape.forget_run(),
+            )
         } else {
             ia_events::run(&run, &mut ia_events::NoExtraState, &mut tape)
         }

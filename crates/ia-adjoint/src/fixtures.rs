@@ -2,6 +2,8 @@
 //! (h0, v0 = 0) under gravity g, bouncing with restitution e. Closed forms,
 //! derived by hand: the first impact at `t1 = sqrt(2 h0 / g)`, the second at
 //! `t2 = t1 (1 + 2 e)`; between them `h(T) = e g t1 (T - t1) - g/2 (T - t1)^2`.
+//! And a stiff flow with threshold doses ([`stiff_threshold`]), for the
+//! implicit methods and the explicit ones' stiff taped runs.
 
 use ia_core::{
     Autodiff, Direction, Flow, FlowFn, FromMode, GuardFn, HybridSystem, ResetFn, Scalar, ToMode,
@@ -85,4 +87,48 @@ pub(crate) fn dh_final() -> [f64; 4] {
         dh_dw * H0 / w - dh_dt1 * t1 / (2.0 * G) - s * s / 2.0,
         w * s,
     ]
+}
+
+/// A stiff nonlinear flow: `x' = -k (x - y^2)` (fast, `k` about 1e3),
+/// `y' = -a y + 0.1 x` (slow).
+struct Stiff;
+impl FlowFn for Stiff {
+    fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
+        d[0] = -p[0] * (x[0] - x[1] * x[1]);
+        d[1] = -p[1] * x[1] + x[0] * 0.1;
+    }
+}
+/// `y` falls to the threshold `c`...
+struct Threshold;
+impl GuardFn for Threshold {
+    fn direction(&self) -> Direction {
+        Direction::Falling
+    }
+    fn value<S: Scalar>(&self, _t: S, x: &[S], p: &[S]) -> S {
+        x[1] - p[2]
+    }
+}
+/// ...and is topped up by `d (1 + x)`.
+struct Dose;
+impl ResetFn for Dose {
+    fn apply<S: Scalar>(&self, _t: S, x: &[S], p: &[S], a: &mut [S]) {
+        a[0] = x[0];
+        a[1] = x[1] + p[3] * (x[0] + 1.0);
+    }
+}
+
+/// The stiff flow [`Stiff`] with the threshold dose [`Threshold`], [`Dose`]:
+/// states `x, y`, parameters `k, a, c, d`.
+pub(crate) fn stiff_threshold() -> HybridSystem {
+    HybridSystem::builder(&["x", "y"], &["k", "a", "c", "d"])
+        .mode("on", Autodiff(Stiff))
+        .transition(
+            "dose",
+            FromMode("on"),
+            ToMode("on"),
+            Autodiff(Threshold),
+            Autodiff(Dose),
+        )
+        .build()
+        .unwrap()
 }

@@ -100,8 +100,6 @@ pub(crate) struct ForwardSensitivity {
 pub(crate) struct SensitivityAt {
     n: usize,
     columns: usize,
-    /// Extra components carried before `S` (derivative probes).
-    skip: usize,
     /// `S` at each observation time.
     pub observation_jacobians: Vec<DMatrix<f64>>,
     /// `S` at the end.
@@ -116,22 +114,29 @@ impl SensitivityAt {
         Self {
             n: carried.n,
             columns: carried.columns(),
-            skip: 0,
             observation_jacobians: Vec::new(),
             final_jacobian: None,
             spare: SpareVecs::default(),
         }
     }
 
-    /// Reads `S` after `skip` extra components carried before it.
-    pub(crate) fn after(mut self, skip: usize) -> Self {
-        self.skip = skip;
-        self
+    /// `S`, the last `n x columns` carried components: after the state
+    /// and any derivative probes carried before it (whose number the
+    /// taped run may change when it is redone: [`crate::probe`]).
+    fn matrix(&mut self, y: &[f64]) -> DMatrix<f64> {
+        let start = y.len() - self.n * self.columns;
+        DMatrix::from_vec(self.n, self.columns, self.spare.copy_of(&y[start..]))
     }
 
-    fn matrix(&mut self, y: &[f64]) -> DMatrix<f64> {
-        let start = self.n + self.skip;
-        DMatrix::from_vec(self.n, self.columns, self.spare.copy_of(&y[start..]))
+    /// Forgets what a run showed it (a taped run discarded to be redone:
+    /// [`crate::probe`]), its matrices' buffers kept for the next.
+    pub(crate) fn forget_run(&mut self) {
+        for s in self.observation_jacobians.drain(..) {
+            self.spare.give(s.data.into());
+        }
+        if let Some(s) = self.final_jacobian.take() {
+            self.spare.give(s.data.into());
+        }
     }
 }
 
@@ -191,10 +196,16 @@ impl ForwardSensitivity {
         self.apply_saltation = apply_saltation;
         self.chosen = None;
         self.recording = EventRecording::All;
+        self.forget_run();
+        self
+    }
+
+    /// Forgets what a run carried (a taped run discarded to be redone:
+    /// [`crate::probe`]), keeping the columns and the recording chosen.
+    pub(crate) fn forget_run(&mut self) {
         self.cascade_time_gradient.clear();
         self.time_gradient_rows.clear();
         self.saltation.forget();
-        self
     }
 
     /// Keeps the event-time gradients of the events `recording` keeps (as

@@ -189,7 +189,12 @@ pub fn record_in(
 ) -> Result<TapedRun, HybridError> {
     adjoint_stepping(problem)?;
     let mut tape = workspace.tape(options);
-    let run = workspace.run_on_taped_steps(problem, &mut ia_events::NoExtraState, &mut tape);
+    let run = workspace.run_on_taped_steps(
+        problem,
+        &mut ia_events::NoExtraState,
+        &mut tape,
+        |_, tape| tape.forget_run(),
+    );
     match run {
         Ok(trajectory) => Ok(TapedRun { tape, trajectory }),
         Err(error) => {
@@ -240,12 +245,17 @@ pub fn gradient_forward(
 
 /// Runs `problem` on the steps of the adjoint's taped run (with its
 /// derivative probes, [`crate::probe`]), showing them to `observer`: what
-/// a check of the steps the adjoint transposes reads. Only with the
-/// `testing` feature (ia-verify's checks).
+/// a check of the steps the adjoint transposes reads. When the taped run
+/// is redone (a stiff explicit run: [`crate::probe`]), `forget` makes
+/// `observer` ready for the second run, which is the one returned. Only
+/// with the `testing` feature (ia-verify's checks).
 #[cfg(any(test, feature = "testing"))]
 pub fn run_on_taped_steps<O: ia_events::Observer>(
     problem: &Problem<'_>,
     observer: &mut O,
+    forget: impl FnOnce(&mut O),
 ) -> Result<Trajectory, HybridError> {
-    Workspace::new().run_on_taped_steps(problem, &mut ia_events::NoExtraState, observer)
+    Workspace::new().run_on_taped_steps(problem, &mut ia_events::NoExtraState, observer, |_, o| {
+        forget(o)
+    })
 }

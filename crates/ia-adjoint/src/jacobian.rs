@@ -6,7 +6,6 @@
 use crate::adjoint::{adjoint_stepping, Backward};
 use crate::forward::SensitivityAt;
 use crate::loss::LossSeeds;
-use crate::probe::probes_for;
 use crate::results::{Method, Sensitivities};
 use crate::tape::AdjointOptions;
 use crate::tape::Cursor;
@@ -69,8 +68,12 @@ pub fn jacobian_in(
             let wrt = sys.shared_wrt_names();
             let stepping = adjoint_stepping(problem)?;
             let mut tape = workspace.tape(&AdjointOptions::default());
-            let run =
-                workspace.run_on_taped_steps(problem, &mut ia_events::NoExtraState, &mut tape);
+            let run = workspace.run_on_taped_steps(
+                problem,
+                &mut ia_events::NoExtraState,
+                &mut tape,
+                |_, tape| tape.forget_run(),
+            );
             let trajectory = match run {
                 Ok(trajectory) => trajectory,
                 Err(e) => {
@@ -436,16 +439,18 @@ fn forward_jacobian(
             fresh.with_seeds(x0.as_slice().to_vec(), params.as_slice().to_vec())
         }
     };
-    // On the taped run's steps, the derivative probes ride before `S`.
-    let skip = match method {
-        Method::ForwardOnStateSteps => probes_for(problem) * sys.state_dim(),
-        _ => 0,
-    };
-    let mut at = SensitivityAt::of(&carried).after(skip);
+    // On the taped run's steps, the derivative probes ride before `S`
+    // (which `at` reads off the end).
+    let mut at = SensitivityAt::of(&carried);
     at.spare = std::mem::take(&mut workspace.matrices);
     at.observation_jacobians = workspace.observation_list();
     let run = match method {
-        Method::ForwardOnStateSteps => workspace.run_on_taped_steps(problem, &mut carried, &mut at),
+        Method::ForwardOnStateSteps => {
+            workspace.run_on_taped_steps(problem, &mut carried, &mut at, |carried, at| {
+                carried.forget_run();
+                at.forget_run();
+            })
+        }
         _ => ia_events::run_in(problem, &mut workspace.run, &mut carried, &mut at),
     };
     workspace.matrices = std::mem::take(&mut at.spare);

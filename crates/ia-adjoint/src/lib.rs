@@ -119,7 +119,7 @@ pub use jacobian::{
     jacobian_wrt_in,
 };
 pub use loss::{FinalComponent, Loss, LossSeeds, LossTerms, Term, TERM_FORMS};
-pub use probe::{AUTOMATIC_PROBE_INPUTS, IMPLICIT_PROBES, PROBE_SAFETY};
+pub use probe::{AUTOMATIC_PROBE_INPUTS, IMPLICIT_PROBES, PROBE_SAFETY, UNIT_PROBE_INPUTS};
 pub use results::{Gradient, Method, Sensitivities};
 pub use saltation::{event_saltations, Saltation, SaltationWorkspace};
 pub use tape::{AdjointOptions, AUTOMATIC_CHECKPOINT_FLOATS};

@@ -534,6 +534,15 @@ impl Tape {
         }
     }
 
+    /// Forgets the run taped (a taped run discarded to be redone:
+    /// [`crate::probe`]), keeping its buffers and its checkpoints' setting.
+    pub(crate) fn forget_run(&mut self) {
+        let options = AdjointOptions {
+            checkpoints: self.checkpoints,
+        };
+        *self = std::mem::take(self).renew(&options);
+    }
+
     /// With more than `2 K` kept records of `width` floats, keeps every
     /// second one (those of the steps at multiples of twice the stride) and
     /// doubles the stride. The automatic `K` counts floats, so records

@@ -26,7 +26,7 @@
 
 use crate::adjoint::BackwardBuffers;
 use crate::forward::ForwardSensitivity;
-use crate::probe::{probe_weight, probes_for, Probed, Probes};
+use crate::probe::{probe_weight, probes_for, redone_with_unit_probes, Probed, Probes};
 use crate::results::{Gradient, Sensitivities};
 use crate::tape::AdjointOptions;
 use crate::tape::Tape;
@@ -55,6 +55,9 @@ pub struct Workspace {
     tape_bytes: usize,
     pub(crate) backward: BackwardBuffers,
     probes: Option<Probes>,
+    /// The forward sensitivities a taped run redone as stiff carries as
+    /// its probes ([`redone_with_unit_probes`]).
+    unit_probes: Option<ForwardSensitivity>,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -163,12 +166,18 @@ impl Workspace {
 
     /// `problem` run with `extra` and `observer`, and with the derivative
     /// probes of its taped run ([`crate::probe`]) before `extra` when it
-    /// has any: the steps the adjoint transposes.
+    /// has any: the steps the adjoint transposes. When the automatic choice
+    /// redoes the run with a probe per input
+    /// ([`redone_with_unit_probes`]), `forget` makes `extra` and `observer`
+    /// ready for the second run, and the trajectory is the second run's,
+    /// the first's accepted steps in its
+    /// [`redone_steps`](ia_core::SolverStats::redone_steps).
     pub(crate) fn run_on_taped_steps<E: ExtraState, O: Observer>(
         &mut self,
         problem: &Problem<'_>,
         extra: &mut E,
         observer: &mut O,
+        forget: impl FnOnce(&mut E, &mut O),
     ) -> Result<Trajectory, HybridError> {
         let count = probes_for(problem);
         if count == 0 {
@@ -183,9 +192,26 @@ impl Workspace {
             probes: &mut probes,
             inner: extra,
         };
-        let run = ia_events::run_in(problem, &mut self.run, &mut probed, observer);
+        let first = ia_events::run_in(problem, &mut self.run, &mut probed, observer);
         self.probes = Some(probes);
-        run
+        let first = first?;
+        if !redone_with_unit_probes(problem, &first.stats) {
+            return Ok(first);
+        }
+        let redone_steps = first.stats.steps;
+        self.run.recycle(first);
+        forget(extra, observer);
+        // A probe per input along the unit directions: the forward pass's
+        // sensitivities, error controlled, its arithmetic and its steps.
+        let mut unit = match self.unit_probes.take() {
+            Some(kept) => kept.renew(problem.system, true, true),
+            None => ForwardSensitivity::new(problem.system, true, true),
+        };
+        let second = run_probed(problem, &mut self.run, &mut unit, extra, observer);
+        self.unit_probes = Some(unit);
+        let mut second = second?;
+        second.stats.redone_steps = redone_steps;
+        Ok(second)
     }
 
     /// Drops the tape's and the backward replay's buffers when either
@@ -210,6 +236,21 @@ impl Workspace {
     pub(crate) fn observation_list(&mut self) -> Vec<DMatrix<f64>> {
         std::mem::take(&mut self.observation_jacobians)
     }
+}
+
+/// `problem` run with `probes` (controlled) before `extra`.
+fn run_probed<P: ExtraState, E: ExtraState, O: Observer>(
+    problem: &Problem<'_>,
+    run: &mut ia_events::Workspace,
+    probes: &mut P,
+    extra: &mut E,
+    observer: &mut O,
+) -> Result<Trajectory, HybridError> {
+    let mut probed = Probed {
+        probes,
+        inner: extra,
+    };
+    ia_events::run_in(problem, run, &mut probed, observer)
 }
 
 /// The largest dense sensitivity block, `n (n + n_p)` numbers, whose

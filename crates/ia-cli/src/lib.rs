@@ -187,7 +187,10 @@
 //! * `method` is `forward` or `adjoint`; `stats` counts accepted steps,
 //!   right-hand-side evaluations and events, and `stiff_steps` when the
 //!   explicit method's stiffness test found the flow stiff (the steps it
-//!   took with their size set by stability: an implicit method fits).
+//!   took with their size set by stability: an implicit method fits), and
+//!   `redone_steps` when the adjoint's taped run found the flow stiff and
+//!   was redone with one derivative probe per input (the accepted steps of
+//!   the run discarded).
 //! * With a `loss`, `loss` follows `jacobian`:
 //!   `"loss": {"value": L, "gradient": {"initial.x": dL/dx0, "...": 0.0, "param.c": dL/dc}}`,
 //!   keys in `wrt` order. Under `--method forward` it is the forward

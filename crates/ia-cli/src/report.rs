@@ -305,6 +305,11 @@ fn build(
     if st.stiff_steps > 0 {
         stats.push(("stiff_steps".into(), Value::from(st.stiff_steps as u64)));
     }
+    // Shown only when the adjoint's taped run was redone (it found the
+    // flow stiff): the steps of the run discarded.
+    if st.redone_steps > 0 {
+        stats.push(("redone_steps".into(), Value::from(st.redone_steps as u64)));
+    }
     out.push(("stats".into(), obj(stats)));
     obj(out)
 }

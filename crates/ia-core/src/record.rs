@@ -80,6 +80,14 @@ pub struct SolverStats {
     /// accuracy. Zero for the other methods and for non-stiff flows.
     #[serde(default)]
     pub stiff_steps: usize,
+    /// Accepted steps of an adjoint's taped run that was discarded and
+    /// redone: an explicit method's taped run that found the flow stiff
+    /// is run again with one derivative probe per input, the forward
+    /// pass's error norm (`ia_adjoint`'s `probe` module says when and
+    /// why). Zero when the run was not redone, and for every run that is
+    /// not an adjoint's taped run; the other counts are the second run's.
+    #[serde(default)]
+    pub redone_steps: usize,
 }
 
 /// The record of a run: segments, events, observations and the final state.

@@ -312,10 +312,13 @@ pub struct Problem<'a> {
     /// carries as forward sensitivities inside its error norm, so that its
     /// steps control the accuracy of the derivative the adjoint returns,
     /// not only the state's ([`Problem::with_derivative_probes`]). `None`
-    /// (the default) lets `ia-adjoint` choose: one for DOPRI5 and DOP853,
-    /// two for the implicit methods, when the system has at most 64 inputs
-    /// (initial states and parameters), none otherwise; `Some(0)` turns
-    /// the probes off. A plain
+    /// (the default) lets `ia-adjoint` choose: one for DOPRI5 and DOP853
+    /// (their taped run redone with one per input, the forward pass's error
+    /// norm, when it finds the flow stiff on a system of at most 16
+    /// inputs: `ia_adjoint::probe`), two for the implicit methods, when
+    /// the system has at most 64 inputs (initial states and parameters),
+    /// none otherwise; `Some(0)` turns the probes off, and `Some(k)`
+    /// carries `k` and is never redone. A plain
     /// simulation ignores it.
     pub derivative_probes: Option<usize>,
 }

@@ -178,6 +178,34 @@ fn same_steps_gap(problem: &Problem<'_>, adjoint: &Sensitivities) -> f64 {
     )
 }
 
+/// How far the adjoint's final Jacobian and event-time gradients lie from
+/// the forward pass's, normwise relative (the larger).
+fn forward_gap(forward: &Sensitivities, adjoint: &Sensitivities) -> f64 {
+    let gradients = if forward.event_time_gradients.is_empty() {
+        0.0
+    } else {
+        normwise(
+            adjoint.event_time_gradients.as_slice(),
+            forward.event_time_gradients.as_slice(),
+        )
+    };
+    normwise(
+        adjoint.final_jacobian.as_slice(),
+        forward.final_jacobian.as_slice(),
+    )
+    .max(gradients)
+}
+
+/// Whether the adjoint's taped run was redone on the forward pass's steps
+/// (a stiff explicit run: `ia_adjoint::probe`) and its derivatives are the
+/// forward pass's to `tol` (rounding, as the steps amplify it): the
+/// forward pass transposed, whose error is the forward pass's to `tol`.
+fn the_forward_pass_transposed(forward: &Sensitivities, adjoint: &Sensitivities, tol: f64) -> bool {
+    adjoint.trajectory.stats.redone_steps > 0
+        && adjoint.trajectory.stats.steps == forward.trajectory.stats.steps
+        && forward_gap(forward, adjoint) <= tol
+}
+
 /// Forward and adjoint on the same steps are each other's transposes: they
 /// agree to rounding (issue 28's target).
 const SAME_STEPS_TOL: f64 = 1e-10;
@@ -206,30 +234,22 @@ fn derivative_error(e: &Errors) -> f64 {
 }
 
 /// The (problem, method) pairs whose adjoint is not within the forward
-/// pass's accuracy at [`TOL`], issue 28 item 5's open gap, all explicit:
-/// their steps are held by stability on these problems, so that the error
-/// of either pass is set by where a few steps near the events fall and by
-/// the rounding those steps amplify (the heated rod), not by the
-/// tolerance: the forward pass's error is not monotone in the tolerance
-/// (DOP853 on the slowly switching relay: 4.3e-9 at 1e-8, 4.6e-8 at
-/// 1e-9). Measured at [`TOL`] (forward / adjoint, normwise, the larger of
-/// Jacobian and event-time gradients): slowly switching relay DOPRI5
-/// 4.8e-10 / 1.1e-8, drug DOP853 2.5e-11 / 3.1e-10, relay DOP853 1.9e-11 /
-/// 2.7e-11, heated rod DOPRI5 1.3e-9 / 1.1e-8 (its steps amplify rounding
-/// 2e7-fold: [`heated_rod_adjoint_against_forward_on_the_same_steps`]).
-/// Two to eight probes, Rademacher directions, a safety factor up to 10
-/// on the probes' norm (`ia_adjoint::PROBE_SAFETY`, which the implicit
-/// methods take) and probes normed against the state's weights were
-/// measured (`ia-benches`'s `probe_accuracy` example): none put every
-/// explicit case within the forward pass's accuracy for every seed of the
-/// directions, and the safety factor moved DOP853's adjoint on the heated
-/// rod from 5.0e-10 to 4.7e-8, past [`ADJOINT_TOL`].
-const KNOWN_GAPS: &[(&str, &str)] = &[
-    ("relay_slow", "dopri5"),
-    ("drug", "dop853"),
-    ("relay", "dop853"),
-    ("heated_rod", "dopri5"),
-];
+/// pass's accuracy at [`TOL`], issue 28 item 5's open gap, both DOPRI5:
+/// Hairer's test declares no step stiff at this tolerance (the taped run
+/// counts no `stiff_steps`; its estimate put no step of the slowly
+/// switching relay beyond the bound, measured with a temporary counter),
+/// so the taped run is not redone with a probe per input
+/// (`ia_adjoint::probe`), and its single random probe leaves the adjoint
+/// above the forward pass. Measured at [`TOL`] (forward / adjoint,
+/// normwise, the larger of Jacobian and event-time gradients): slowly
+/// switching relay 4.8e-10 / 1.1e-8, heated rod 1.3e-9 / 1.1e-8. Where the
+/// test does declare the flow stiff (DOP853 on the drug model and the
+/// relay, gaps until the redone run; DOPRI5 on the slowly switching relay
+/// at 1e-6 to 1e-9), the redone run is the forward pass transposed. Two
+/// to eight random probes, Rademacher directions and a safety factor up
+/// to 10 on the probes' norm were measured before (`ia-benches`'s
+/// `probe_accuracy` example): none closed these for every seed.
+const KNOWN_GAPS: &[(&str, &str)] = &[("relay_slow", "dopri5"), ("heated_rod", "dopri5")];
 
 /// Runs `name` with every method, forward and adjoint, and checks each
 /// against the reference: state and event times within `STATE_TOL`, the
@@ -237,8 +257,9 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
 /// `ADJOINT_TOL` (normwise relative), and the adjoint against the forward
 /// pass on its steps within [`SAME_STEPS_TOL`] (rounding amplified by the
 /// steps, for the problems in [`STABILITY_HELD`]), and the adjoint's
-/// derivative error ([`derivative_error`]) at most the forward pass's but
-/// for the [`KNOWN_GAPS`] (issue 28, item 5).
+/// derivative error ([`derivative_error`]) at most the forward pass's, or
+/// the forward pass's own to rounding where the taped run was redone on
+/// its steps, but for the [`KNOWN_GAPS`] (issue 28, item 5).
 ///
 /// The forward pass's error control sees its sensitivities; the adjoint's
 /// taped run sees the state and the derivative probes (pseudo-random
@@ -288,20 +309,11 @@ fn check_piecewise_linear_with(name: &str, methods: &[(&str, MethodAt)]) {
             }
             match sensitivity {
                 Method::Adjoint => adjoint = Some((run, e)),
-                _ => forward = Some(e),
+                _ => forward = Some((run, e)),
             }
         }
-        // Issue 28, item 5: the adjoint within the forward pass's accuracy.
         let (adjoint, adjoint_errors) = adjoint.unwrap();
-        let (f, a) = (
-            derivative_error(&forward.unwrap()),
-            derivative_error(&adjoint_errors),
-        );
-        if a > f && !KNOWN_GAPS.contains(&(name, method)) {
-            failures.push(format!(
-                "{method}: adjoint {a:e} above the forward pass's {f:e}"
-            ));
-        }
+        let (forward, forward_errors) = forward.unwrap();
         // Forward on the adjoint's steps: its exact transpose, so the two
         // agree to rounding (issue 28's target: 1e-10 relative).
         let transposed = same_steps_gap(&problem, &adjoint);
@@ -315,6 +327,27 @@ fn check_piecewise_linear_with(name: &str, methods: &[(&str, MethodAt)]) {
         if transposed > same_steps_tol {
             failures.push(format!(
                 "{method}: adjoint against forward on the same steps {transposed:e}"
+            ));
+        }
+        // Issue 28, item 5: the adjoint within the forward pass's accuracy:
+        // at most its error, or, where the taped run was redone on the
+        // forward pass's steps (a stiff explicit run: `ia_adjoint::probe`),
+        // the forward pass's own derivative transposed, equal to it to the
+        // rounding the steps amplify (its error then differs from the
+        // forward pass's by no more than that).
+        let (f, a) = (
+            derivative_error(&forward_errors),
+            derivative_error(&adjoint_errors),
+        );
+        println!(
+            "{name} {method}: redone after {} steps, against the forward pass {:e}",
+            adjoint.trajectory.stats.redone_steps,
+            forward_gap(&forward, &adjoint)
+        );
+        let within = a <= f || the_forward_pass_transposed(&forward, &adjoint, same_steps_tol);
+        if !within && !KNOWN_GAPS.contains(&(name, method)) {
+            failures.push(format!(
+                "{method}: adjoint {a:e} above the forward pass's {f:e}"
             ));
         }
     }
@@ -565,7 +598,7 @@ fn rod_rounding_amplification(problem: &Problem<'_>) -> f64 {
     assert_eq!(a, a.transpose(), "a symmetric Jacobian");
     assert!((0..system.modes().len()).all(|mode| a_of(mode) == a));
     let mut steps = StepSizes(Vec::new());
-    ia_adjoint::run_on_taped_steps(problem, &mut steps).unwrap();
+    ia_adjoint::run_on_taped_steps(problem, &mut steps, |steps| steps.0.clear()).unwrap();
     let tableau = problem.solver.tableau().unwrap();
     let (mut k, mut stages) = (vec![0.0; tableau.solution_stages()], vec![0.0]);
     let mut worst = 1.0f64;
@@ -665,7 +698,9 @@ fn the_derivative_probe_brings_dopri5s_adjoint_on_the_drug_model_to_the_forward_
     // (references/stiff/drug.reference.json). Issue 28, item 5: at rtol
     // 1e-8, DOPRI5's adjoint transposed steps chosen for the state alone
     // and was 7.5e-5 from the reference (normwise; 9.6e-9 for the forward
-    // pass); with the taped run's default derivative probe, 4.1e-9.
+    // pass); with one derivative probe, 4.1e-9. The drug model is stiff
+    // for DOPRI5, so the automatic choice redoes the taped run with a
+    // probe per input: the forward pass's steps, and its error (9.6e-9).
     let (model, reference) = problem_files("drug");
     let system = model.system();
     let problem = |probes| {
@@ -675,11 +710,15 @@ fn the_derivative_probe_brings_dopri5s_adjoint_on_the_drug_model_to_the_forward_
         errors(&jacobian(problem, method).unwrap(), &model, &reference).jacobian
     };
     let forward = error(&problem(None), Method::Forward);
-    let probed = error(&problem(None), Method::Adjoint);
+    let probed = error(&problem(Some(1)), Method::Adjoint);
+    let redone = error(&problem(None), Method::Adjoint);
     let unprobed = error(&problem(Some(0)), Method::Adjoint);
-    println!("forward {forward:e}, adjoint {probed:e}, without the probe {unprobed:e}");
+    println!(
+        "forward {forward:e}, adjoint {probed:e}, redone {redone:e}, without the probe {unprobed:e}"
+    );
     assert!(forward < 2e-8, "{forward:e}");
     assert!(probed < 2e-8, "{probed:e}");
+    assert!(redone < 2e-8, "{redone:e}");
     assert!(unprobed > 1e-5, "{unprobed:e}");
 }
 
@@ -716,7 +755,9 @@ fn low_order_implicit_methods_adjoint_within_the_forward_passs_accuracy() {
     // ball 2.8e-6 / 2.0e-6 and 5.1e-8 / 3.2e-8; relay 3.7e-5 / 1.7e-5 and
     // 1.7e-7 / 5.5e-8; slowly switching relay 1.8e-4 / 1.2e-4 and 1.1e-6 /
     // 6.4e-7 (without the safety factor 1.9e-4 and 1.3e-6, above the
-    // forward pass); DOP853 there 1.7e-8 / 1.0e-8.
+    // forward pass); DOP853 there 1.7e-8 / 1.0e-8 with one random probe,
+    // now redone as stiff on the forward pass's steps: 1.6633e-8 /
+    // 1.6638e-8, the forward pass transposed (to 3.5e-11).
     let cases: &[(&str, &str, MethodAt, f64)] = &[
         ("drug", "trbdf2", trbdf2, 1e-7),
         ("drug", "kvaerno3", kvaerno3, 1e-7),
@@ -733,19 +774,16 @@ fn low_order_implicit_methods_adjoint_within_the_forward_passs_accuracy() {
         let (model, reference) = problem_files(name);
         let system = model.system();
         let problem = reference_problem(&system, &model, &reference, solver(tol));
-        let error = |sensitivity| {
-            let run = jacobian(&problem, sensitivity).unwrap();
-            (
-                derivative_error(&errors(&run, &model, &reference)),
-                run.trajectory.stats.steps,
-            )
-        };
-        let (forward, forward_steps) = error(Method::Forward);
-        let (adjoint, taped_steps) = error(Method::Adjoint);
+        let runs = [Method::Forward, Method::Adjoint].map(|m| jacobian(&problem, m).unwrap());
+        let [forward, adjoint] = runs
+            .each_ref()
+            .map(|run| derivative_error(&errors(run, &model, &reference)));
+        let steps = runs.each_ref().map(|run| run.trajectory.stats.steps);
         println!(
-            "{name} {method} at {tol:e}: forward {forward:e} ({forward_steps} steps), adjoint {adjoint:e} ({taped_steps} steps)"
+            "{name} {method} at {tol:e}: forward {forward:e} ({} steps), adjoint {adjoint:e} ({} steps, redone after {})",
+            steps[0], steps[1], runs[1].trajectory.stats.redone_steps
         );
-        if adjoint > forward {
+        if adjoint > forward && !the_forward_pass_transposed(&runs[0], &runs[1], SAME_STEPS_TOL) {
             failures.push(format!(
                 "{name} {method}: adjoint {adjoint:e} > forward {forward:e}"
             ));

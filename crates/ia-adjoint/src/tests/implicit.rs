@@ -2,7 +2,7 @@
 //! and forward against adjoint on the same steps through several events of
 //! a stiff nonlinear flow with threshold resets.
 
-use crate::fixtures::{ball, dh_final, problem};
+use crate::fixtures::{ball, dh_final, problem, stiff_threshold};
 use crate::jacobian::jacobian;
 use crate::results::Method;
 use ia_core::{
@@ -54,48 +54,6 @@ fn every_method_matches_the_closed_form_of_the_ball(
     }
 }
 
-/// A stiff nonlinear flow: `x' = -k (x - y^2)` (fast, `k` about 1e3),
-/// `y' = -a y + 0.1 x` (slow).
-struct Stiff;
-impl FlowFn for Stiff {
-    fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
-        d[0] = -p[0] * (x[0] - x[1] * x[1]);
-        d[1] = -p[1] * x[1] + x[0] * 0.1;
-    }
-}
-/// `y` falls to the threshold `c`...
-struct Threshold;
-impl GuardFn for Threshold {
-    fn direction(&self) -> Direction {
-        Direction::Falling
-    }
-    fn value<S: Scalar>(&self, _t: S, x: &[S], p: &[S]) -> S {
-        x[1] - p[2]
-    }
-}
-/// ...and is topped up by `d (1 + x)`.
-struct Dose;
-impl ResetFn for Dose {
-    fn apply<S: Scalar>(&self, _t: S, x: &[S], p: &[S], a: &mut [S]) {
-        a[0] = x[0];
-        a[1] = x[1] + p[3] * (x[0] + 1.0);
-    }
-}
-
-fn stiff_system() -> HybridSystem {
-    HybridSystem::builder(&["x", "y"], &["k", "a", "c", "d"])
-        .mode("on", Autodiff(Stiff))
-        .transition(
-            "dose",
-            FromMode("on"),
-            ToMode("on"),
-            Autodiff(Threshold),
-            Autodiff(Dose),
-        )
-        .build()
-        .unwrap()
-}
-
 #[rstest]
 fn forward_and_adjoint_agree_on_the_same_steps_through_several_events(
     #[values("trbdf2", "kvaerno3", "kvaerno5")] name: &str,
@@ -103,7 +61,7 @@ fn forward_and_adjoint_agree_on_the_same_steps_through_several_events(
     // Reference: forward sensitivities carried through the same steps
     // (ForwardOnStateSteps); both differentiate the same stage equations,
     // solved exactly, so they agree to rounding.
-    let system = stiff_system();
+    let system = stiff_threshold();
     let run = Problem::new(&system, vec![0.5, 1.0], vec![1e3, 1.0, 0.5, 0.6], 3.0)
         .with_solver(implicit(name, 1e-8));
     let forward = jacobian(&run, Method::ForwardOnStateSteps).unwrap();
@@ -133,7 +91,7 @@ fn the_derivatives_match_finite_differences_of_tight_runs(
     // Reference: central differences of the final state in each parameter,
     // from runs at a tight tolerance (DOP853 at 1e-12, independent of the
     // method under test); the derivative agrees to the method's accuracy.
-    let system = stiff_system();
+    let system = stiff_threshold();
     let params = vec![1e3, 1.0, 0.5, 0.6];
     let final_state = |p: &[f64]| {
         let run = Problem::new(&system, vec![0.5, 1.0], p.to_vec(), 3.0).with_solver(
@@ -175,7 +133,7 @@ fn checkpointed_gradients_agree_with_the_full_tape(#[values("trbdf2", "kvaerno5"
     use crate::gradient::gradient_with;
     use crate::loss::FinalComponent;
     use crate::tape::AdjointOptions;
-    let system = stiff_system();
+    let system = stiff_threshold();
     let run = Problem::new(&system, vec![0.5, 1.0], vec![1e3, 1.0, 0.5, 0.6], 3.0)
         .with_solver(implicit(name, 1e-8));
     let full = gradient_with(&run, &FinalComponent(1), &AdjointOptions::default()).unwrap();
@@ -238,7 +196,7 @@ fn the_backward_buffers_follow_a_system_of_other_dimensions() {
     // Reference: each system's adjoint in a thread that has not run the
     // other (the thread's workspace keeps the backward buffers between
     // calls: the ball has two parameters, the stiff flow four).
-    let (ball, stiff) = (ball(), stiff_system());
+    let (ball, stiff) = (ball(), stiff_threshold());
     let ball_run = problem(&ball).with_solver(implicit("kvaerno5", 1e-10));
     let stiff_run = Problem::new(&stiff, vec![0.5, 1.0], vec![1e3, 1.0, 0.5, 0.6], 1.0)
         .with_solver(implicit("kvaerno5", 1e-8));
@@ -269,12 +227,13 @@ fn the_tape_keeps_each_steps_stages_solved_to_rounding(
     // kept ones, so they must be those stages to rounding.
     use crate::implicit::ImplicitBuffers;
     use crate::tape::{Tape, TapeEntry};
-    let system = stiff_system();
+    let system = stiff_threshold();
     let params = vec![1e3, 1.0, 0.5, 0.6];
     let run = Problem::new(&system, vec![0.5, 1.0], params.clone(), 3.0)
         .with_solver(implicit(name, 1e-8));
     let mut tape = Tape::default();
-    let trajectory = crate::gradient::run_on_taped_steps(&run, &mut tape).unwrap();
+    let trajectory =
+        crate::gradient::run_on_taped_steps(&run, &mut tape, Tape::forget_run).unwrap();
     assert!(trajectory.events.len() >= 3);
     let tab = run.solver.implicit_method().unwrap();
     let (n, s) = (2, tab.stages());
@@ -312,12 +271,12 @@ fn without_derivative_probes_the_tape_still_keeps_the_stages() {
     // on the same steps (reference; they solve their stages to rounding
     // too, so the runs take the same steps) agree with the adjoint to 1e-10.
     use crate::tape::Tape;
-    let system = stiff_system();
+    let system = stiff_threshold();
     let run = Problem::new(&system, vec![0.5, 1.0], vec![1e3, 1.0, 0.5, 0.6], 3.0)
         .with_solver(implicit("kvaerno5", 1e-8))
         .with_derivative_probes(Some(0));
     let mut tape = Tape::default();
-    crate::gradient::run_on_taped_steps(&run, &mut tape).unwrap();
+    crate::gradient::run_on_taped_steps(&run, &mut tape, Tape::forget_run).unwrap();
     assert_eq!(tape.width, 2 * ia_events::implicit_rk::KVAERNO5.stages());
     assert!(tape.kept_stages(0, 2).is_some());
     let forward = jacobian(&run, Method::ForwardOnStateSteps).unwrap();
