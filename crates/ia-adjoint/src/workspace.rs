@@ -188,11 +188,7 @@ impl Workspace {
             None => Probes::new(problem.system, count),
         };
         probes.weigh(probe_weight(problem));
-        let mut probed = Probed {
-            probes: &mut probes,
-            inner: extra,
-        };
-        let first = ia_events::run_in(problem, &mut self.run, &mut probed, observer);
+        let first = run_probed(problem, &mut self.run, &mut probes, extra, observer);
         self.probes = Some(probes);
         let first = first?;
         if !redone_with_unit_probes(problem, &first.stats) {

@@ -712,6 +712,25 @@ mod tests {
         z[k]
     }
 
+    /// Random decaying pairs `(A, b)`: current-based neurons (`tau_syn`
+    /// from 0.5 to 80 around `tau_mem = 20`, no drive) and general pairs
+    /// with both couplings and a drive.
+    fn decaying_pairs() -> impl proptest::strategy::Strategy<Value = ([[f64; 2]; 2], [f64; 2])> {
+        use proptest::prelude::*;
+        let cuba = (0.5f64..80.0).prop_map(|tau_syn| {
+            (
+                [[-1.0 / 20.0, 1.0 / 20.0], [0.0, -1.0 / tau_syn]],
+                [0.0, 0.0],
+            )
+        });
+        let general = (
+            (-1.0f64..-0.01, -0.3f64..0.3, -0.3f64..0.3, -1.0f64..-0.01),
+            (-0.1f64..0.1, -0.1f64..0.1),
+        )
+            .prop_map(|((a00, a01, a10, a11), (b0, b1))| ([[a00, a01], [a10, a11]], [b0, b1]));
+        prop_oneof![cuba, general]
+    }
+
     /// References: the exact first crossing ([`first_crossing`], checked
     /// against mpmath) and brute-force sampling of the carried entry (2,000
     /// points up to the bound; 4,000 points, half of them out to 60 slow
@@ -733,19 +752,8 @@ mod tests {
         let rng = TestRng::deterministic_rng(config.rng_algorithm);
         let mut runner = TestRunner::new_with_rng(config, rng);
         let (bounds, nevers) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
-        let cuba = (0.5f64..80.0).prop_map(|tau_syn| {
-            (
-                [[-1.0 / 20.0, 1.0 / 20.0], [0.0, -1.0 / tau_syn]],
-                [0.0, 0.0],
-            )
-        });
-        let general = (
-            (-1.0f64..-0.01, -0.3f64..0.3, -0.3f64..0.3, -1.0f64..-0.01),
-            (-0.1f64..0.1, -0.1f64..0.1),
-        )
-            .prop_map(|((a00, a01, a10, a11), (b0, b1))| ([[a00, a01], [a10, a11]], [b0, b1]));
         let strategy = (
-            prop_oneof![cuba, general],
+            decaying_pairs(),
             (-2.0f64..1.5, -10.0f64..40.0),
             0usize..2,
             prop_oneof![
@@ -828,19 +836,8 @@ mod tests {
         let rng = TestRng::deterministic_rng(config.rng_algorithm);
         let mut runner = TestRunner::new_with_rng(config, rng);
         let (bounds, found) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
-        let cuba = (0.5f64..80.0).prop_map(|tau_syn| {
-            (
-                [[-1.0 / 20.0, 1.0 / 20.0], [0.0, -1.0 / tau_syn]],
-                [0.0, 0.0],
-            )
-        });
-        let general = (
-            (-1.0f64..-0.01, -0.3f64..0.3, -0.3f64..0.3, -1.0f64..-0.01),
-            (-0.1f64..0.1, -0.1f64..0.1),
-        )
-            .prop_map(|((a00, a01, a10, a11), (b0, b1))| ([[a00, a01], [a10, a11]], [b0, b1]));
         let strategy = (
-            prop_oneof![cuba, general],
+            decaying_pairs(),
             prop_oneof![Just(1.0f64), Just(0.37), Just(12.0), Just(-0.5)],
             (-1.0f64..1.0, -40.0f64..40.0),
             prop_oneof![Just(Direction::Rising), Just(Direction::Falling)],
