@@ -166,6 +166,83 @@ mod tests {
         }
     }
 
+    /// Reference: [`simulate`] in a fresh workspace, to the bit. One
+    /// workspace runs a current-based network (the layered sweep, its
+    /// structure kept from run to run) with other input times and another
+    /// threshold (the kept structure's levels formed again), another
+    /// synaptic time constant (other blocks: formed anew), a threshold the
+    /// exact solver refuses (the same error as a fresh run's), the first
+    /// parameters again, and another network and model between.
+    #[test]
+    fn a_kept_exact_structure_gives_the_trajectories_of_a_fresh_one() {
+        use ia_models::Model;
+        let net = ia_models::CubaLif::new(2, 6, 2).unwrap();
+        let (system, spec) = (net.system(), net.spec());
+        let index = |name: &str| spec.param_index(name).unwrap();
+        let defaults = spec.default_params();
+        let mut params = Vec::new();
+        for (name, value) in [
+            ("t_in0", 3.0),
+            ("t_in1", 1.5),
+            ("theta", 0.6),
+            ("tau_syn", 7.0),
+        ] {
+            let mut p = params.last().cloned().unwrap_or_else(|| defaults.clone());
+            p[index(name)] = value;
+            params.push(p);
+        }
+        params.insert(0, defaults.clone());
+        params.push(defaults.clone());
+        let lazy = crate::EventOptions {
+            event_states: false,
+            ..crate::EventOptions::default()
+        };
+        let problem = |params: Vec<f64>| {
+            Problem::new(&system, spec.default_state(), params, spec.t_end)
+                .with_solver(SolverChoice::Exact)
+                .with_event_options(lazy.clone())
+        };
+        let mut workspace = Workspace::new();
+        let mut spikes = 0;
+        for p in &params {
+            let problem = problem(p.clone());
+            assert!(crate::exact::sweeps(&problem));
+            let kept = simulate_in(&problem, &mut workspace).unwrap();
+            spikes += kept.events.len();
+            assert_eq!(kept, simulate(&problem).unwrap());
+            workspace.recycle(kept);
+        }
+        // Inputs, and hidden and output spikes, at every parameter set.
+        assert!(spikes > 6 * 2 * 2, "{spikes} events");
+        let mut refused = defaults.clone();
+        refused[index("theta")] = f64::NAN;
+        let refused = problem(refused);
+        let kept = simulate_in(&refused, &mut workspace).unwrap_err();
+        assert_eq!(
+            kept.to_string(),
+            simulate(&refused).unwrap_err().to_string()
+        );
+        let wider = ia_models::CubaLif::new(2, 7, 2).unwrap();
+        let (wide_system, wide_spec) = (wider.system(), wider.spec());
+        let wide = Problem::new(
+            &wide_system,
+            wide_spec.default_state(),
+            wide_spec.default_params(),
+            wide_spec.t_end,
+        )
+        .with_solver(SolverChoice::Exact)
+        .with_event_options(lazy.clone());
+        let kept = simulate_in(&wide, &mut workspace).unwrap();
+        assert_eq!(kept, simulate(&wide).unwrap());
+        workspace.recycle(kept);
+        for p in &params {
+            let problem = problem(p.clone());
+            let kept = simulate_in(&problem, &mut workspace).unwrap();
+            assert_eq!(kept, simulate(&problem).unwrap());
+            workspace.recycle(kept);
+        }
+    }
+
     /// Reference: [`simulate`] in a fresh workspace. The exact solver runs
     /// in the workspace it is given: a second run builds its records in the
     /// vectors of the first, given back with [`Workspace::recycle`] (it

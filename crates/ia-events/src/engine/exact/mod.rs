@@ -315,27 +315,50 @@ pub(crate) fn run_in<E: ExtraState, O: Observer>(
 ) -> Result<Trajectory, HybridError> {
     if sweepable(problem, extra, observer) {
         problem.validate()?;
-        let structure = Structure::of(problem.system, &problem.params)?;
-        let found;
-        let plan = match plans {
-            Some(plans) => plans.plan(problem, &structure),
+        let structure = match plans {
+            Some(plans) => {
+                let (structure, plan) = plans.structure_and_plan(problem)?;
+                if let Some(swept) = sweep_on(problem, structure, plan, buffers.0, observer) {
+                    return swept;
+                }
+                match plans.take_structure() {
+                    Some(structure) => structure,
+                    None => Structure::of(problem.system, &problem.params)?,
+                }
+            }
             None => {
-                found = sweep::Plan::of(problem, &structure);
-                found.as_ref()
+                let structure = Structure::of(problem.system, &problem.params)?;
+                let plan = sweep::Plan::of(problem, &structure);
+                if let Some(swept) =
+                    sweep_on(problem, &structure, plan.as_ref(), buffers.0, observer)
+                {
+                    return swept;
+                }
+                structure
             }
         };
-        if let Some(plan) = plan {
-            let x = &problem.initial_state;
-            check_start(problem, &structure, x)?;
-            if let Ok(result) = sweep::run(problem, &structure, plan, buffers.0, observer) {
-                return result;
-            }
-        }
         // The problem is valid and its structure built: the general run
         // takes both as they are.
         return general_run(problem, Some(structure), buffers, extra, observer);
     }
     general_run(problem, None, buffers, extra, observer)
+}
+
+/// The run of `problem` by the layered sweep `plan` over `structure`, or
+/// `None` where there is no plan or the sweep hands the run over (see the
+/// module `sweep`).
+fn sweep_on<O: Observer>(
+    problem: &Problem<'_>,
+    structure: &Structure,
+    plan: Option<&sweep::Plan>,
+    records: &mut RecordBuffers,
+    observer: &mut O,
+) -> Option<Result<Trajectory, HybridError>> {
+    let plan = plan?;
+    if let Err(e) = check_start(problem, structure, &problem.initial_state) {
+        return Some(Err(e));
+    }
+    sweep::run(problem, structure, plan, records, observer).ok()
 }
 
 /// [`run_in`] by the general run (one event after another), on

@@ -47,7 +47,7 @@
 
 use super::lazy::{apply_writes, predicted, refined, Queued};
 use super::queue::{entry, time, transition};
-use super::structure::{pushed_over, Level, Pair, Structure, NO_PAIR};
+use super::structure::{pushed_over, Level, Pair, Structure, StructureCache, NO_PAIR};
 use crate::closed_form::advance_component;
 use crate::factor::phi;
 use crate::pair_form::{advance_pair, PairFactors, PairRates, PairStart};
@@ -326,6 +326,8 @@ impl Plan {
 #[derive(Default)]
 pub(crate) struct PlanCache {
     kept: Option<(PlanKey, Plan)>,
+    /// The structure the plan was found on, kept with it.
+    structures: StructureCache,
 }
 
 /// What [`Plan::of`] reads of a run besides its levels (see
@@ -426,29 +428,51 @@ impl PlanKey {
 }
 
 impl PlanCache {
-    /// The sweep of `problem` over `structure` ([`Plan::of`]): the kept
-    /// plan when `problem`'s system gives everything it was found from
-    /// equal (see [`PlanCache`]), else a new one, kept.
-    pub(super) fn plan(&mut self, problem: &Problem<'_>, structure: &Structure) -> Option<&Plan> {
-        if !problem.observation_times.is_empty() || problem.stop_after.is_some() {
-            return None;
-        }
-        let kept = match self.kept.take() {
-            Some((key, mut plan)) if key.matches(problem, structure) => {
-                let mode = plan.mode;
-                let blocks = (&structure.pairs[mode][..], &structure.pair_of[mode][..]);
-                for (p, lane) in plan.lanes.iter_mut().enumerate() {
-                    *lane = Lane::of(structure, blocks, p, lane.guard, lane.group);
-                }
-                (key, plan)
-            }
-            _ => {
-                let plan = Plan::of(problem, structure)?;
-                (PlanKey::of(problem, structure)?, plan)
-            }
-        };
-        Some(&self.kept.insert(kept).1)
+    /// The structure of `problem` (the kept one where its linear blocks
+    /// are as they were: [`StructureCache`]) and its sweep ([`Plan::of`]):
+    /// the kept plan when `problem`'s system gives everything it was found
+    /// from equal (see [`PlanCache`]), else a new one, kept.
+    pub(super) fn structure_and_plan(
+        &mut self,
+        problem: &Problem<'_>,
+    ) -> Result<(&Structure, Option<&Plan>), HybridError> {
+        let structure = self.structures.structure(problem.system, &problem.params)?;
+        Ok((structure, kept_plan(&mut self.kept, problem, structure)))
     }
+
+    /// The structure [`PlanCache::structure_and_plan`] gave last, taken out
+    /// (for the general run, when the sweep hands the run over).
+    pub(super) fn take_structure(&mut self) -> Option<Structure> {
+        self.structures.take()
+    }
+}
+
+/// The plan `kept` holds, its levels formed again from `structure`, where
+/// `problem` matches its key; else a plan found anew and kept (see
+/// [`PlanCache`]).
+fn kept_plan<'k>(
+    kept: &'k mut Option<(PlanKey, Plan)>,
+    problem: &Problem<'_>,
+    structure: &Structure,
+) -> Option<&'k Plan> {
+    if !problem.observation_times.is_empty() || problem.stop_after.is_some() {
+        return None;
+    }
+    let found = match kept.take() {
+        Some((key, mut plan)) if key.matches(problem, structure) => {
+            let mode = plan.mode;
+            let blocks = (&structure.pairs[mode][..], &structure.pair_of[mode][..]);
+            for (p, lane) in plan.lanes.iter_mut().enumerate() {
+                *lane = Lane::of(structure, blocks, p, lane.guard, lane.group);
+            }
+            (key, plan)
+        }
+        _ => {
+            let plan = Plan::of(problem, structure)?;
+            (PlanKey::of(problem, structure)?, plan)
+        }
+    };
+    Some(&kept.insert(found).1)
 }
 
 /// Why a sweep stopped: the general run takes over from the start.
