@@ -304,7 +304,7 @@ pub fn run<E: ExtraState, O: Observer>(
 }
 
 /// [`run`] in a workspace's buffers: its records' and its event
-/// geometry's, and its sweep plan kept from its previous run (`plans`;
+/// geometry's, and its structure and sweep plan kept from its previous run (`plans`;
 /// `None`: a one-off run, whose plan is found and dropped).
 pub(crate) fn run_in<E: ExtraState, O: Observer>(
     problem: &Problem<'_>,
