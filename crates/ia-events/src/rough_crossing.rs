@@ -712,6 +712,18 @@ mod tests {
         z[k]
     }
 
+    /// A proptest runner of `cases` cases from a fixed seed (the same
+    /// cases every run).
+    fn deterministic_runner(cases: u32) -> proptest::test_runner::TestRunner {
+        use proptest::test_runner::{Config, TestRng, TestRunner};
+        let config = Config {
+            cases,
+            ..Config::default()
+        };
+        let rng = TestRng::deterministic_rng(config.rng_algorithm);
+        TestRunner::new_with_rng(config, rng)
+    }
+
     /// Random decaying pairs `(A, b)`: current-based neurons (`tau_syn`
     /// from 0.5 to 80 around `tau_mem = 20`, no drive) and general pairs
     /// with both couplings and a drive.
@@ -744,13 +756,7 @@ mod tests {
     #[test]
     fn cheap_bounds_lie_below_the_crossings() {
         use proptest::prelude::*;
-        use proptest::test_runner::{Config, TestRng, TestRunner};
-        let config = Config {
-            cases: 3000,
-            ..Config::default()
-        };
-        let rng = TestRng::deterministic_rng(config.rng_algorithm);
-        let mut runner = TestRunner::new_with_rng(config, rng);
+        let mut runner = deterministic_runner(3000);
         let (bounds, nevers) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
         let strategy = (
             decaying_pairs(),
@@ -828,13 +834,7 @@ mod tests {
     #[test]
     fn the_polish_from_a_bound_steps_onto_the_level_as_carried() {
         use proptest::prelude::*;
-        use proptest::test_runner::{Config, TestRng, TestRunner};
-        let config = Config {
-            cases: 2000,
-            ..Config::default()
-        };
-        let rng = TestRng::deterministic_rng(config.rng_algorithm);
-        let mut runner = TestRunner::new_with_rng(config, rng);
+        let mut runner = deterministic_runner(2000);
         let (bounds, found) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
         let strategy = (
             decaying_pairs(),
