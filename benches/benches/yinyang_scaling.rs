@@ -9,7 +9,9 @@
 //! (`exact_primal_eager`: every neuron brought to every event's time).
 //! `exact_primal_batch` times a batch of 32 samples (points spread over
 //! the square) of the N = 1,000 network on one worker per core: the
-//! machine's primal events per second, as a training batch runs.
+//! machine's primal events per second, as a training batch runs;
+//! `exact_primal_batch_one_worker` the same batch on one worker (the
+//! curve over workers: how far a batch scales with the cores).
 //!
 //! ```text
 //! cargo bench -p ia-benches --bench yinyang_scaling
@@ -98,6 +100,11 @@ fn bench(c: &mut Criterion) {
     group.bench_function(
         BenchmarkId::new("exact_primal_batch", format!("1000x{BATCH}")),
         |b| b.iter(|| black_box(batch.simulate(&problems))),
+    );
+    let one_worker = Batch::with_threads(1).expect("a pool of one");
+    group.bench_function(
+        BenchmarkId::new("exact_primal_batch_one_worker", format!("1000x{BATCH}")),
+        |b| b.iter(|| black_box(one_worker.simulate(&problems))),
     );
     for hidden in [100, 1000] {
         let net = YinYangNet::new(hidden, POINT);
