@@ -73,7 +73,7 @@ pub use error::{short_num, HybridError};
 pub use names::{name_index, Wrt};
 pub use record::{EventRecord, FirstFiring, Observation, Segment, SolverStats, Trajectory};
 pub use sparsity::Sparsity;
-pub use system::{FromMode, HybridSystem, HybridSystemBuilder, Mode, ToMode, Transition};
+pub use system::{FromMode, HybridSystem, HybridSystemBuilder, Mode, SystemId, ToMode, Transition};
 pub use traits::{
     Direction, Flow, FlowPartials, Guard, GuardPartials, Identity, ParamDirection, Partials, Reset,
     ResetPartials, Support, Tangent, Threshold,

@@ -3,6 +3,7 @@
 use crate::error::HybridError;
 use crate::names::{name_index, Wrt};
 use crate::traits::{Flow, Guard, Reset};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A mode: a named flow and the transitions that leave it.
@@ -41,6 +42,7 @@ pub struct Transition {
 /// is then already beyond zero in its direction fires at once, at the same
 /// time, with its own saltation.
 pub struct HybridSystem {
+    id: SystemId,
     /// Shared, so that results can name their rows without copying them.
     state_names: Arc<[String]>,
     param_names: Vec<String>,
@@ -70,6 +72,31 @@ impl HybridSystem {
             modes: Vec::new(),
             transitions: Vec::new(),
         }
+    }
+
+    /// This system's identity: distinct for every system built in the
+    /// process (never reused, even once a system is dropped).
+    ///
+    /// A system cannot change once built (no method takes it mutably, and
+    /// what its flows, guards and resets declare of their structure is
+    /// theirs for life), so what a solver finds from the system alone (the
+    /// exact solver's plan of its transitions) may be kept under this id
+    /// and taken again by the next run of the same system, with nothing
+    /// compared but the id.
+    ///
+    /// ```
+    /// # use ia_core::{Autodiff, FlowFn, HybridSystem, Scalar};
+    /// # struct Decay;
+    /// # impl FlowFn for Decay {
+    /// #     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) { d[0] = -p[0] * x[0]; }
+    /// # }
+    /// let build = || HybridSystem::builder(&["x"], &["k"]).mode("decay", Autodiff(Decay)).build().unwrap();
+    /// let (one, other) = (build(), build());
+    /// assert_eq!(one.id(), one.id());
+    /// assert_ne!(one.id(), other.id());
+    /// ```
+    pub fn id(&self) -> SystemId {
+        self.id
     }
 
     /// Number of state entries.
@@ -197,6 +224,18 @@ impl HybridSystem {
     /// If `wrt` is not an input of this system (an index out of range).
     pub fn wrt_label(&self, wrt: Wrt) -> &str {
         &self.wrt_names()[wrt.column(self.state_dim())]
+    }
+}
+
+/// The identity of a [`HybridSystem`] ([`HybridSystem::id`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SystemId(u64);
+
+impl SystemId {
+    /// An id no system of this process had before.
+    fn next() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        SystemId(NEXT.fetch_add(1, Ordering::Relaxed))
     }
 }
 
@@ -375,6 +414,7 @@ impl HybridSystemBuilder {
         }
         let wrt_names = Wrt::labels(&self.state_names, &self.param_names).into();
         Ok(HybridSystem {
+            id: SystemId::next(),
             state_names: self.state_names.into(),
             param_names: self.param_names,
             wrt_names,

@@ -594,6 +594,11 @@ pub struct Support<'a> {
 }
 
 /// The jump of one transition: `x+ = r(t, x-, p)`.
+///
+/// What a reset declares of its structure ([`Reset::writes`],
+/// [`Reset::reads`], [`Reset::writes_entrywise`]) is the object's for life,
+/// the same at every call: a solver keeps what it found from them for the
+/// next runs of the same system ([`HybridSystem::id`](crate::HybridSystem::id)).
 pub trait Reset: Send + Sync {
     /// Writes `r(t, x, p)` into `x_after`.
     fn apply(&self, t: f64, x: &[f64], p: &[f64], x_after: &mut [f64]);

@@ -111,16 +111,19 @@ fn inputs_that_leave_a_neuron_as_it_was_sweep_to_the_general_runs_bits() {
 /// a threshold, time constants, equal ones too: its kept sweep plan is
 /// used with levels and rates formed again), systems of other sizes with
 /// as many entries or as many transitions (the kept plan is not theirs),
-/// and the first again. Reference: each run to the bit equals a fresh
-/// `exact::simulate`, which finds its plan anew.
+/// the first again, and the first built again (another system declaring
+/// the same: the kept plan is its too). Reference: each run to the bit
+/// equals a fresh `exact::simulate`, which finds its plan anew.
 #[test]
 fn a_workspace_sweeps_runs_of_one_system_at_other_parameters_as_fresh_runs() {
     let nets = [[2, 4, 2], [3, 3, 3], [2, 5, 1]].map(|[i, h, o]| CubaLif::new(i, h, o).unwrap());
-    let systems: Vec<HybridSystem> = nets.iter().map(CubaLif::system).collect();
+    let mut systems: Vec<HybridSystem> = nets.iter().map(CubaLif::system).collect();
+    systems.push(nets[0].system());
     let mut workspace = Workspace::new();
     let mut runs = 0;
-    for (step, which) in [0, 0, 0, 1, 2, 0, 0, 2].into_iter().enumerate() {
-        let (net, system) = (&nets[which], &systems[which]);
+    let steps = [0, 0, 0, 1, 2, 0, 0, 2, 0, 3, 3, 0];
+    for (step, which) in steps.into_iter().enumerate() {
+        let (net, system) = (&nets[which % 3], &systems[which]);
         let mut p = net.spec().default_params();
         let [n_in, n_h, _] = net.size();
         let shift = step as f64;
@@ -152,7 +155,7 @@ fn a_workspace_sweeps_runs_of_one_system_at_other_parameters_as_fresh_runs() {
         runs += usize::from(kept.events.len() > n_in);
         workspace.recycle(kept);
     }
-    assert_eq!(runs, 8);
+    assert_eq!(runs, steps.len());
 }
 
 /// A random `cuba-lif` network: sizes, time constants (equal ones too: a

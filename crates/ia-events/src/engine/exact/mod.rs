@@ -317,8 +317,9 @@ pub(crate) fn run_in<E: ExtraState, O: Observer>(
         problem.validate()?;
         let structure = match plans {
             Some(plans) => {
-                let (structure, plan) = plans.structure_and_plan(problem)?;
-                if let Some(swept) = sweep_on(problem, structure, plan, buffers.0, observer) {
+                let (structure, plan, sweep_buffers) = plans.structure_and_plan(problem)?;
+                let swept = sweep_on(problem, structure, plan, sweep_buffers, buffers.0, observer);
+                if let Some(swept) = swept {
                     return swept;
                 }
                 match plans.take_structure() {
@@ -329,9 +330,17 @@ pub(crate) fn run_in<E: ExtraState, O: Observer>(
             None => {
                 let structure = Structure::of(problem.system, &problem.params)?;
                 let plan = sweep::Plan::of(problem, &structure);
-                if let Some(swept) =
-                    sweep_on(problem, &structure, plan.as_ref(), buffers.0, observer)
-                {
+                let mut sweep_buffers = sweep::SweepBuffers::default();
+                let (records, plan) = (&mut *buffers.0, plan.as_ref());
+                let swept = sweep_on(
+                    problem,
+                    &structure,
+                    plan,
+                    &mut sweep_buffers,
+                    records,
+                    observer,
+                );
+                if let Some(swept) = swept {
                     return swept;
                 }
                 structure
@@ -351,6 +360,7 @@ fn sweep_on<O: Observer>(
     problem: &Problem<'_>,
     structure: &Structure,
     plan: Option<&sweep::Plan>,
+    sweep_buffers: &mut sweep::SweepBuffers,
     records: &mut RecordBuffers,
     observer: &mut O,
 ) -> Option<Result<Trajectory, HybridError>> {
@@ -358,7 +368,7 @@ fn sweep_on<O: Observer>(
     if let Err(e) = check_start(problem, structure, &problem.initial_state) {
         return Some(Err(e));
     }
-    sweep::run(problem, structure, plan, records, observer).ok()
+    sweep::run(problem, (structure, plan), sweep_buffers, records, observer).ok()
 }
 
 /// [`run_in`] by the general run (one event after another), on

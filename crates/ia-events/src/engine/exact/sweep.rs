@@ -53,10 +53,11 @@ use crate::factor::phi;
 use crate::pair_form::{advance_pair, PairFactors, PairRates, PairStart};
 use crate::problem::Problem;
 use crate::recorder::{RecordBuffers, Recorder};
+use crate::reuse::refill;
 use crate::rough_crossing::ClearTest;
 use crate::vocabulary::{EventJump, Observer, RunContext};
 use crate::zeno::ZenoWatch;
-use ia_core::{Direction, EventRecord, HybridError, Trajectory, Transition};
+use ia_core::{Direction, EventRecord, HybridError, SystemId, Trajectory, Transition};
 
 /// Marks a pair with no guard, or no group.
 const NONE: usize = usize::MAX;
@@ -328,11 +329,18 @@ pub(crate) struct PlanCache {
     kept: Option<(PlanKey, Plan)>,
     /// The structure the plan was found on, kept with it.
     structures: StructureCache,
+    /// The sweep's buffers, kept from run to run.
+    buffers: SweepBuffers,
 }
 
 /// What [`Plan::of`] reads of a run besides its levels (see
 /// [`PlanCache`]).
 struct PlanKey {
+    /// The system the rest was read from: a run of the same system
+    /// declares the same transitions and reset lists
+    /// ([`HybridSystem::id`](ia_core::HybridSystem::id)), so only what its
+    /// structure gives (the pairing and the guards' entries) is compared.
+    system: SystemId,
     mode: usize,
     n: usize,
     /// Per transition: its modes, terminal and entrywise flags, whether
@@ -352,6 +360,7 @@ impl PlanKey {
         let (system, mode) = (problem.system, problem.initial_mode);
         let transitions = system.transitions();
         let mut key = Self {
+            system: system.id(),
             mode,
             n: system.state_dim(),
             transitions: Vec::with_capacity(transitions.len()),
@@ -380,10 +389,7 @@ impl PlanKey {
         let (reads, writes) = (reset.reads()?, reset.writes()?);
         let same = std::ptr::eq(reads, writes);
         let reads = if same { &[][..] } else { reads };
-        let state = match structure.thresholds[k] {
-            Level::Time(_) => NONE,
-            Level::State(threshold) => threshold.state,
-        };
+        let state = guard_entry(structure.thresholds[k]);
         let row = [
             tr.from,
             tr.to,
@@ -409,6 +415,11 @@ impl PlanKey {
         {
             return false;
         }
+        if self.system == system.id() {
+            return (self.transitions.iter())
+                .zip(&structure.thresholds)
+                .all(|(row, &level)| row[5] == guard_entry(level));
+        }
         let (mut w, mut r) = (0, 0);
         for (k, tr) in transitions.iter().enumerate() {
             let Some((row, reads, writes)) = Self::row(structure, k, tr) else {
@@ -427,17 +438,29 @@ impl PlanKey {
     }
 }
 
+/// The state entry a guard of `level` reads ([`NONE`] for a threshold on
+/// time).
+fn guard_entry(level: Level) -> usize {
+    match level {
+        Level::Time(_) => NONE,
+        Level::State(threshold) => threshold.state,
+    }
+}
+
 impl PlanCache {
     /// The structure of `problem` (the kept one where its linear blocks
     /// are as they were: [`StructureCache`]) and its sweep ([`Plan::of`]):
     /// the kept plan when `problem`'s system gives everything it was found
     /// from equal (see [`PlanCache`]), else a new one, kept.
+    /// With them, the sweep's buffers kept from the previous run.
+    #[allow(clippy::type_complexity)]
     pub(super) fn structure_and_plan(
         &mut self,
         problem: &Problem<'_>,
-    ) -> Result<(&Structure, Option<&Plan>), HybridError> {
+    ) -> Result<(&Structure, Option<&Plan>, &mut SweepBuffers), HybridError> {
         let structure = self.structures.structure(problem.system, &problem.params)?;
-        Ok((structure, kept_plan(&mut self.kept, problem, structure)))
+        let plan = kept_plan(&mut self.kept, problem, structure);
+        Ok((structure, plan, &mut self.buffers))
     }
 
     /// The structure [`PlanCache::structure_and_plan`] gave last, taken out
@@ -459,7 +482,9 @@ fn kept_plan<'k>(
         return None;
     }
     let found = match kept.take() {
-        Some((key, mut plan)) if key.matches(problem, structure) => {
+        Some((mut key, mut plan)) if key.matches(problem, structure) => {
+            // Another system declaring the same: its next runs compare ids.
+            key.system = problem.system.id();
             let mode = plan.mode;
             let blocks = (&structure.pairs[mode][..], &structure.pair_of[mode][..]);
             for (p, lane) in plan.lanes.iter_mut().enumerate() {
@@ -503,6 +528,14 @@ impl FactorCache {
             slots: vec![(NONE, 0, zero); CACHE_SLOTS],
             last: 0,
         }
+    }
+
+    /// Forgets every slot (the next run's matrices may have other rates).
+    fn clear(&mut self) {
+        for slot in &mut self.slots {
+            slot.0 = NONE;
+        }
+        self.last = 0;
     }
 
     /// The factors of matrix `matrix` (rates `rates`) over `s`: those formed
@@ -580,60 +613,74 @@ struct Sweep<'a> {
     factors: FactorCache,
 }
 
+/// A sweep's buffers, kept in a workspace from run to run (a training
+/// batch's samples each run the same network: the buffers are sized once
+/// and stay warm).
+#[derive(Default)]
+pub(super) struct SweepBuffers {
+    x: Vec<f64>,
+    x_after: Vec<f64>,
+    since: Vec<f64>,
+    pending: Vec<f64>,
+    pending_kind: Vec<Queued>,
+    held: Vec<Option<Held>>,
+    events: Vec<(u128, f64)>,
+    fired: Vec<(usize, usize)>,
+    kicks: Vec<u128>,
+    before: Vec<f64>,
+    moved: Vec<usize>,
+    is_moved: Vec<bool>,
+    factors: Option<FactorCache>,
+}
+
 /// Runs `problem` by the layered sweep of `plan` (see the [module
-/// documentation](self)) and records it in `records` as the general lazy
-/// run does, showing each event to `observer`; `Err(Fallback)` when the
-/// general run must run it instead (nothing was recorded or shown).
+/// documentation](self)) in `buffers` and records it in `records` as the
+/// general lazy run does, showing each event to `observer`;
+/// `Err(Fallback)` when the general run must run it instead (nothing was
+/// recorded or shown).
 pub(super) fn run<O: Observer>(
     problem: &Problem<'_>,
-    structure: &Structure,
-    plan: &Plan,
+    (structure, plan): (&Structure, &Plan),
+    buffers: &mut SweepBuffers,
     records: &mut RecordBuffers,
     observer: &mut O,
 ) -> Result<Result<Trajectory, HybridError>, Fallback> {
     let n = problem.system.state_dim();
     let pairs = plan.lanes.len();
     let transitions = problem.system.transitions().len();
+    let b = buffers;
+
+    let mut x = std::mem::take(&mut b.x);
+    x.clone_from(&problem.initial_state);
+    let mut factors = b.factors.take().unwrap_or_else(FactorCache::new);
+    factors.clear();
     let mut sweep = Sweep {
         problem,
         structure,
         plan,
         pairs: &structure.pairs[plan.mode],
         pair_of: &structure.pair_of[plan.mode],
-        x: problem.initial_state.clone(),
-        x_after: vec![0.0; n],
-        since: vec![problem.t0; pairs],
-        pending: vec![f64::INFINITY; pairs],
-        pending_kind: vec![Queued::Exact; pairs],
-        held: vec![None; pairs],
-        events: Vec::new(),
-        fired: vec![(0, 0); transitions],
-        kicks: Vec::new(),
-        before: Vec::new(),
-        moved: Vec::new(),
-        is_moved: vec![false; pairs],
-        factors: FactorCache::new(),
+        x,
+        x_after: refill(std::mem::take(&mut b.x_after), n, 0.0),
+        since: refill(std::mem::take(&mut b.since), pairs, problem.t0),
+        pending: refill(std::mem::take(&mut b.pending), pairs, f64::INFINITY),
+        pending_kind: refill(std::mem::take(&mut b.pending_kind), pairs, Queued::Exact),
+        held: refill(std::mem::take(&mut b.held), pairs, None),
+        events: refill(std::mem::take(&mut b.events), 0, (0, 0.0)),
+        fired: refill(std::mem::take(&mut b.fired), transitions, (0, 0)),
+        kicks: refill(std::mem::take(&mut b.kicks), 0, 0),
+        before: refill(std::mem::take(&mut b.before), 0, 0.0),
+        moved: refill(std::mem::take(&mut b.moved), 0, 0),
+        is_moved: refill(std::mem::take(&mut b.is_moved), pairs, false),
+        factors,
     };
-    sweep.time_events();
-    for g in 0..plan.group_start.len() - 1 {
-        sweep.group(g)?;
-    }
-    sweep.decoupled_to_end();
-    let Sweep { events, x, .. } = sweep;
-    let mut events = events;
-    events.sort_unstable_by_key(|e| e.0);
-    // The Zeno rule (and `max_events`) over the merged events first: a run
-    // it stops is the general run's to report.
-    let mut zeno = ZenoWatch::new(problem, Vec::new());
-    for (count, &(key, _)) in events.iter().enumerate() {
-        if zeno
-            .after_event(problem, count + 1, transition(key), time(key), None)
-            .is_some()
-        {
-            return Err(Fallback);
-        }
-    }
-    Ok(record(problem, records, observer, &events, &x, plan.mode))
+    let swept = sweep.sweep();
+    let result = swept.map(|()| {
+        let Sweep { events, x, .. } = &sweep;
+        record(problem, records, observer, events, x, plan.mode)
+    });
+    sweep.give_back(b);
+    result
 }
 
 /// Records the sweep's `events` (merged) and its final state `x` in
@@ -696,6 +743,49 @@ fn record<O: Observer>(
 }
 
 impl Sweep<'_> {
+    /// Runs the sweep: every group, then the entries in no pair; the
+    /// events merged in the order of their keys.
+    fn sweep(&mut self) -> Result<(), Fallback> {
+        let (problem, plan) = (self.problem, self.plan);
+        self.time_events();
+        for g in 0..plan.group_start.len() - 1 {
+            self.group(g)?;
+        }
+        self.decoupled_to_end();
+        self.events.sort_unstable_by_key(|e| e.0);
+        // The Zeno rule (and `max_events`) over the merged events first: a
+        // run it stops is the general run's to report.
+        let mut zeno = ZenoWatch::new(problem, Vec::new());
+        for (count, &(key, _)) in self.events.iter().enumerate() {
+            if zeno
+                .after_event(problem, count + 1, transition(key), time(key), None)
+                .is_some()
+            {
+                return Err(Fallback);
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands the sweep's buffers back to `buffers` for the next run.
+    fn give_back(self, buffers: &mut SweepBuffers) {
+        *buffers = SweepBuffers {
+            x: self.x,
+            x_after: self.x_after,
+            since: self.since,
+            pending: self.pending,
+            pending_kind: self.pending_kind,
+            held: self.held,
+            events: self.events,
+            fired: self.fired,
+            kicks: self.kicks,
+            before: self.before,
+            moved: self.moved,
+            is_moved: self.is_moved,
+            factors: Some(self.factors),
+        };
+    }
+
     /// The events of the thresholds on time: each at its level, when that
     /// lies inside the run (the general run predicts them once, at the
     /// start).
