@@ -68,6 +68,13 @@ pub struct PairRates {
     /// rates, as [`PairRates::factors`] reads them).
     pub(crate) l1: f64,
     pub(crate) l2: f64,
+    /// `1 / d` (infinite where `d = 0`), and `1 / (m + d)`, `1 / (m - d)`
+    /// (0 for a zero rate): the divisions of the rough crossing searches
+    /// ([`crate::rough_crossing`]), formed once per matrix instead of once
+    /// per search (they are latency on the path of every bound).
+    pub(crate) inv_d: f64,
+    pub(crate) inv_up: f64,
+    pub(crate) inv_down: f64,
 }
 
 /// `1 / ((2k - 1) 2k)` at `k` (from 1): the ratio of `cosh`'s series terms
@@ -116,15 +123,47 @@ const INV_K: [f64; SERIES_TERMS + 2] = {
 /// (`|p_k| <= |l1|^k`, `|h_k| <= k |l1|^(k-1)` for `(A s)^k = s^k (p_k I +
 /// h_k N)`), sum to less than `2^-60` of `P0` and of `P1` (which are at
 /// least `0.6 s` and `0.2 s^2` where `z < 1`): the test of the terms after
-/// the `K`-th stops at once as a rule.
-const SERIES_DEGREE: [(f64, usize); 6] = [
-    (1.0 / 32.0, 9),
-    (1.0 / 16.0, 10),
-    (1.0 / 8.0, 12),
-    (1.0 / 4.0, 14),
-    (1.0 / 2.0, 16),
+/// the `K`-th stops at once as a rule. Each edge is that bound's largest
+/// `z` for its `K`, rounded down to a 256th (checked by a test): every term
+/// the table leaves to the test is below half an ulp of its sum, so a
+/// sharper table moves no bit of the factors, and spares terms.
+const SERIES_DEGREE: [(f64, usize); 13] = [
+    (5.0 / 256.0, 8),
+    (10.0 / 256.0, 9),
+    (18.0 / 256.0, 10),
+    (29.0 / 256.0, 11),
+    (43.0 / 256.0, 12),
+    (60.0 / 256.0, 13),
+    (81.0 / 256.0, 14),
+    (106.0 / 256.0, 15),
+    (133.0 / 256.0, 16),
+    (164.0 / 256.0, 17),
+    (198.0 / 256.0, 18),
+    (235.0 / 256.0, 19),
     (1.0, 20),
 ];
+
+/// The cells of `z = |l1| s` in `[0, 1)` by 64ths that
+/// [`PairRates::factors`] reads its count of terms from (one product and a
+/// load instead of a search of [`SERIES_DEGREE`]): the count of the first
+/// edge at or above the cell's upper end.
+const DEGREE_CELLS: usize = 64;
+
+/// [`SERIES_DEGREE`]'s count for each cell of [`DEGREE_CELLS`].
+const DEGREE_BY_CELL: [usize; DEGREE_CELLS] = {
+    let mut cells = [0; DEGREE_CELLS];
+    let mut i = 0;
+    while i < DEGREE_CELLS {
+        let upper = (i + 1) as f64 / DEGREE_CELLS as f64;
+        let mut row = 0;
+        while SERIES_DEGREE[row].0 < upper {
+            row += 1;
+        }
+        cells[i] = SERIES_DEGREE[row].1;
+        i += 1;
+    }
+    cells
+};
 
 impl PairRates {
     /// The invariants of `a` (row-major).
@@ -150,6 +189,7 @@ impl PairRates {
             let l1 = if m >= 0.0 { m + d } else { m - d };
             (l1, if l1 == 0.0 { 0.0 } else { det / l1 })
         };
+        let inv = |l: f64| if l == 0.0 { 0.0 } else { 1.0 / l };
         Self {
             m,
             q,
@@ -158,6 +198,9 @@ impl PairRates {
             d,
             l1,
             l2,
+            inv_d: 1.0 / d,
+            inv_up: inv(m + d),
+            inv_down: inv(m - d),
         }
     }
 
@@ -238,10 +281,9 @@ impl PairRates {
     /// rounding, `|m| s < 1`).
     fn series_factors(&self, s: f64, z: f64) -> PairFactors {
         let (m, q) = (self.m, self.q.max(0.0));
-        let degree = SERIES_DEGREE
-            .iter()
-            .find(|&&(up_to, _)| z <= up_to)
-            .map_or(20, |&(_, degree)| degree);
+        // `0 <= z < 1` here: the cell is below DEGREE_CELLS.
+        let cell = ((z * DEGREE_CELLS as f64) as usize).min(DEGREE_CELLS - 1);
+        let degree = DEGREE_BY_CELL[cell];
         let (mut pk, mut hk) = (1.0, 0.0);
         let (mut p0, mut p1, mut scale) = (0.0, 0.0, s);
         // The term k is s^(k+1) (p_k I + h_k N) / (k + 1)!.
@@ -1207,10 +1249,10 @@ mod tests {
 
     /// Reference: the Taylor series of `Phi` and of `e^{A s}` summed term
     /// by term to 40 terms (`(A s)^k = s^k (p_k I + h_k N)`, `p_{k+1} = m
-    /// p_k + q h_k`, `h_{k+1} = p_k + m h_k`). Just below each edge of
-    /// [`SERIES_DEGREE`] (where its count is the lowest for that `|l1| s`)
-    /// and halfway to the one before, for decaying, equal, coupled and
-    /// growing pairs, the factors agree to a few units of rounding.
+    /// p_k + q h_k`, `h_{k+1} = p_k + m h_k`). Just below the upper end of
+    /// each cell of [`DEGREE_BY_CELL`] (where its count is the lowest for
+    /// that `|l1| s`) and halfway through it, for decaying, equal, coupled
+    /// and growing pairs, the factors agree to a few units of rounding.
     #[test]
     fn the_series_factors_match_the_long_series() {
         let matrices = [
@@ -1224,8 +1266,9 @@ mod tests {
         for a in matrices {
             let rates = PairRates::of(&a);
             let (m, q) = (rates.m, rates.q.max(0.0));
-            for (i, &(edge, _)) in SERIES_DEGREE.iter().enumerate() {
-                let before = if i == 0 { 0.0 } else { SERIES_DEGREE[i - 1].0 };
+            for i in 0..DEGREE_CELLS {
+                let cells = DEGREE_CELLS as f64;
+                let (before, edge) = (i as f64 / cells, (i + 1) as f64 / cells);
                 for z in [edge * (1.0 - 1e-9), 0.5 * (before + edge)] {
                     let s = z / rates.l1.abs();
                     let f = rates.factors(s);
@@ -1251,7 +1294,85 @@ mod tests {
                 }
             }
         }
-        assert_eq!(checked, 60);
+        assert_eq!(checked, 5 * 2 * DEGREE_CELLS);
+    }
+
+    /// Reference: the bound [`SERIES_DEGREE`] states, summed directly (the
+    /// tails `sum_{k > K} z^k / (k + 1)!` over `0.6` and `sum_{k > K} 2 k
+    /// z^(k-1) / (k + 1)!` over `0.2`, at the edge, to 60 terms): below
+    /// `2^-60` at each row's edge, and not for one term fewer at the edge
+    /// (each row is as sharp as its 256ths allow, up to the last); and each
+    /// cell of [`DEGREE_BY_CELL`] takes the count of a row whose edge is at
+    /// or above the cell's upper end.
+    #[test]
+    fn the_series_degrees_meet_their_bound() {
+        let tails = |z: f64, degree: usize| {
+            let (mut t0, mut t1, mut fact) = (0.0, 0.0, 1.0);
+            for k in 1..60 {
+                // fact = (k + 1)!.
+                fact *= (k + 1) as f64;
+                if k > degree {
+                    t0 += z.powi(k as i32) / fact / 0.6;
+                    t1 += 2.0 * k as f64 * z.powi(k as i32 - 1) / fact / 0.2;
+                }
+            }
+            t0.max(t1)
+        };
+        let limit = 2f64.powi(-60);
+        for (i, &(edge, degree)) in SERIES_DEGREE.iter().enumerate() {
+            assert!(tails(edge, degree) < limit, "{edge} {degree}");
+            if i + 1 < SERIES_DEGREE.len() {
+                assert!(tails(edge + 1.0 / 256.0, degree) >= limit, "{edge}");
+            }
+            assert!(tails(edge, degree - 1) >= limit, "{edge} {degree}");
+        }
+        for (i, &degree) in DEGREE_BY_CELL.iter().enumerate() {
+            let upper = (i + 1) as f64 / DEGREE_CELLS as f64;
+            let row = SERIES_DEGREE.iter().find(|r| r.1 == degree).unwrap();
+            assert!(row.0 >= upper, "cell {i}");
+        }
+    }
+
+    /// Reference: the same recurrence as [`PairRates::factors`]'s series,
+    /// in the same order, summed over all [`SERIES_TERMS`] terms with no
+    /// test: where the table stops early the terms it leaves out move no
+    /// bit, so the factors equal those sums to the bit, over `z = |l1| s`
+    /// across `(0, 1)` (2,000 points, cells' ends included) for decaying,
+    /// equal, coupled and growing pairs.
+    #[test]
+    fn the_series_factors_are_those_of_every_term_to_the_bit() {
+        let matrices = [
+            [[-0.05, 0.05], [0.0, -0.2]],
+            [[-1.0 / 20.0, 1.0 / 20.0], [0.0, -1.0 / 5.0]],
+            [[-0.1, 0.1], [0.0, -0.1]],
+            [[-0.3, 0.2], [0.05, -0.1]],
+            [[0.2, 0.1], [0.0, -0.4]],
+            [[0.3, 0.1], [0.02, 0.25]],
+        ];
+        for a in matrices {
+            let rates = PairRates::of(&a);
+            let (m, q) = (rates.m, rates.q.max(0.0));
+            for j in 1..2000 {
+                let z = if j % 2 == 0 {
+                    f64::from(j) / 2000.0
+                } else {
+                    (f64::from(j / 32 + 1) / 64.0 * (1.0 - 1e-12)).min(0.999)
+                };
+                let s = z / rates.l1.abs();
+                let f = rates.factors(s);
+                let (mut pk, mut hk, mut scale) = (1.0, 0.0, s);
+                let (mut p0, mut p1) = (0.0, 0.0);
+                for k in 0..SERIES_TERMS {
+                    p0 += scale * pk;
+                    p1 += scale * hk;
+                    let next = (m * pk + q * hk, pk + m * hk);
+                    (pk, hk) = (next.0 * s, next.1 * s);
+                    scale *= INV_K[k + 2];
+                }
+                let (e0, e1) = (1.0 + (m * p0 + q * p1), p0 + m * p1);
+                assert_eq!((f.p0, f.p1, f.e0, f.e1), (p0, p1, e0, e1), "{a:?} {z}");
+            }
+        }
     }
 
     /// Reference: IEEE 754 spacing by hand. Below 1 the doubles are

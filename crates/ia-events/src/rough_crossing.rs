@@ -66,26 +66,29 @@ struct Fast {
     l2: f64,
     d: f64,
     /// `1 / l1`, `1 / l2` (0 for a zero rate, whose `phi` is `s`) and
-    /// `1 / (2 d)`: the divisions of [`Fast::at`] formed once.
+    /// `1 / (2 d)`: the divisions of [`Fast::at`], formed once per matrix
+    /// ([`PairRates`]' `inv_up`, `inv_down` and `inv_d`, halved exactly).
     inv_l1: f64,
     inv_l2: f64,
     inv_2d: f64,
 }
 
 impl Fast {
-    fn new(y0: f64, level: f64, (u, w): (f64, f64), (l1, l2): (f64, f64), d: f64) -> Self {
-        let inv = |l: f64| if l == 0.0 { 0.0 } else { 1.0 / l };
+    /// Entry `k` of the pair of invariants `rates` (two distinct real
+    /// rates, `l1 = m + d > l2 = m - d`) with rate `u` and `(N r0)_k = w`.
+    fn new(y0: f64, level: f64, (u, w): (f64, f64), rates: &PairRates) -> Self {
+        let d = rates.d;
         Self {
             y0,
             level,
             u,
             w,
-            l1,
-            l2,
+            l1: rates.m + d,
+            l2: rates.m - d,
             d,
-            inv_l1: inv(l1),
-            inv_l2: inv(l2),
-            inv_2d: 0.5 / d,
+            inv_l1: rates.inv_up,
+            inv_l2: rates.inv_down,
+            inv_2d: 0.5 * rates.inv_d,
         }
     }
 
@@ -137,7 +140,7 @@ pub(crate) fn rough_crossing(
     }
     let d = rates.d;
     let u_w = (start.r0[k], start.nr0[k]);
-    let fast = Fast::new(y0[k], level, u_w, (rates.m + d, rates.m - d), d);
+    let fast = Fast::new(y0[k], level, u_w, rates);
     let (u, w) = (fast.u, fast.w);
     let scale = 1.0 + level.abs() + y0[k].abs();
     let g0 = y0[k] - level;
@@ -267,11 +270,15 @@ pub(crate) fn cheap_bound(
         Direction::Falling | Direction::Either if g0 > 0.0 => -1.0,
         _ => return Rough::Unsure,
     };
-    let (u, w) = (sign * start.r0[k], sign * start.nr0[k] / d);
+    // The divisions by `d`, `a1` and `a2` as products with the
+    // reciprocals formed with the rates (within an ulp of the quotients,
+    // far below the margins).
+    let (u, w) = (sign * start.r0[k], sign * start.nr0[k] * rates.inv_d);
     let (c1, c2) = (0.5 * (u + w), 0.5 * (u - w));
     let (a1, a2) = (-l1, -l2);
+    let (inv_a1, inv_a2) = (-rates.inv_up, -rates.inv_down);
     let scale =
-        1.0 + level.abs() + y0[0].abs() + y0[1].abs() + (u.abs() + w.abs() + b[k].abs()) / a1;
+        1.0 + level.abs() + y0[0].abs() + y0[1].abs() + (u.abs() + w.abs() + b[k].abs()) * inv_a1;
     let h0 = sign * g0 + LEVEL_MARGIN * scale;
     if !(h0 < 0.0 && scale.is_finite()) {
         return Rough::Unsure;
@@ -305,7 +312,7 @@ pub(crate) fn cheap_bound(
     // `LEVEL_MARGIN * scale`, far above them: `never_reaches` is asked
     // only where it may settle the pair (on the Yin-Yang networks it
     // settled none of the bounds found, at about 130 instructions a call).
-    let sup = sign * g0 + c1.max(0.0) / a1 + c2.max(0.0) / a2;
+    let sup = sign * g0 + c1.max(0.0) * inv_a1 + c2.max(0.0) * inv_a2;
     if sup < LEVEL_MARGIN * scale && never_reaches(start, k, level, direction) {
         return Rough::Never;
     }
