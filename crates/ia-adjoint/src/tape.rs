@@ -226,16 +226,15 @@ impl Default for Tape {
     }
 }
 
-/// Copies the state part (the first `n` of each `block` floats) of every
-/// stage after the first of `stages` into the slots of `n` floats of
+/// Copies the state part (the first `n` of each `block` floats) of the
+/// stages `1..s` of `stages` into the `s - 1` slots of `n` floats of
 /// `slots` (inlined into each caller, so that a constant `n` sizes the copy).
+/// By index, not by zipped chunks: the zip's lengths were integer
+/// divisions by the sizes, out of line, several times the copy's wall time.
 #[inline(always)]
-fn keep_stages(slots: &mut [f64], stages: &[f64], (n, block): (usize, usize)) {
-    for (slot, stage) in slots
-        .chunks_exact_mut(n)
-        .zip(stages.chunks_exact(block).skip(1))
-    {
-        slot.copy_from_slice(&stage[..n]);
+fn keep_stages(slots: &mut [f64], stages: &[f64], (n, block, s): (usize, usize, usize)) {
+    for i in 1..s {
+        slots[(i - 1) * n..i * n].copy_from_slice(&stages[i * block..i * block + n]);
     }
 }
 
@@ -253,7 +252,7 @@ impl Observer for Tape {
             .push(PackedEntry::pack(TapeEntry::Step { t0, h }));
         if keep {
             let n = y0.len();
-            self.states.extend_from_slice(y0);
+            ia_events::extend_floats(&mut self.states, y0);
             // The stage slots wait for [`Observer::step_stages`]; NaN marks
             // a record whose stages never came (solved again instead).
             let width = self.width.max(n);
@@ -290,7 +289,7 @@ impl Observer for Tape {
         let slots = &mut self.states[record + n..];
         // A few floats a stage, where a call to copy them cost more than
         // the copy: a small state's by a copy of the loop made for its size.
-        ia_events::sized!(explicit, n = n => keep_stages(slots, stages, (n, block)))
+        ia_events::sized!(explicit, n = n => keep_stages(slots, stages, (n, block, s)))
     }
 
     /// A stretch of the exact solver is its step: the same entry, read back
@@ -321,11 +320,10 @@ impl Observer for Tape {
             },
             steps_before: self.steps as u64,
         });
-        self.event_states.extend_from_slice(jump.state_before);
+        ia_events::extend_floats(&mut self.event_states, jump.state_before);
         let n = jump.state_before.len();
         if n < SPARSE_SHIFT_STATES {
-            self.shift_values
-                .extend_from_slice(geometry.time_shift.as_slice());
+            ia_events::extend_floats(&mut self.shift_values, geometry.time_shift.as_slice());
         } else {
             narrow(n, "state dimension")?;
             self.shift_starts.push(self.shift_values.len());

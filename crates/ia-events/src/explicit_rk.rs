@@ -3,6 +3,7 @@
 //! fourth-order continuous extension) and DOP853 (its seventh-order one),
 //! or a method built by hand from a [`ButcherTableau`].
 
+use crate::sized::copy_floats;
 use crate::stepper::{controlled_norm, starting_step, OdeRhs, StepCounters, StepFailure, Stepper};
 use crate::stiffness::{h_lambda, stiffness_bound, StiffnessTest};
 use crate::tableau::{
@@ -458,9 +459,18 @@ impl RkStepper {
     fn dense_at(&self, r: &[f64], theta: f64) -> f64 {
         let theta1 = 1.0 - theta;
         match self.tableau.dense {
-            // DOPRI5's extension is DOP853's with r[5..8] zero (the same
-            // value to the bit: the zero terms add nothing).
-            DenseOutput::DormandPrince(_) | DenseOutput::Dop853(_) => {
+            // DOPRI5's extension is DOP853's with r[5..8] zero, left out:
+            // the event location evaluates this polynomial in a chain of
+            // dependent steps (each trial time from the last value), where
+            // its wall time is the latency of the nested products, and the
+            // zero terms were three of its eight levels. Without them, the
+            // same value to the bit: `r[4] + theta (0 + theta1 (0 + theta
+            // 0))` is `r[4]` for any finite `theta` (bar the sign of a zero
+            // `r[4]`, which no nonzero sum keeps).
+            DenseOutput::DormandPrince(_) => {
+                r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * r[4])))
+            }
+            DenseOutput::Dop853(_) => {
                 let tail = r[4] + theta * (r[5] + theta1 * (r[6] + theta * r[7]));
                 r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * tail)))
             }
@@ -537,7 +547,8 @@ impl RkStepper {
     fn carry_end_rate(&mut self) {
         let n = self.dim;
         let s = self.stages();
-        self.k.copy_within(s * n..(s + 1) * n, 0);
+        let (first, rest) = self.k.split_at_mut(n);
+        copy_floats(first, &rest[(s - 1) * n..s * n]);
     }
 }
 
@@ -571,8 +582,8 @@ impl Stepper for RkStepper {
             n
         };
         self.stage.resize(stage_len, 0.0);
-        self.y.copy_from_slice(y);
-        self.y_prev.copy_from_slice(y);
+        copy_floats(&mut self.y, y);
+        copy_floats(&mut self.y_prev, y);
         self.t = t;
         self.t_prev = t;
         self.dense_ready = 0;
@@ -586,7 +597,8 @@ impl Stepper for RkStepper {
         // The end-rate block doubles as the derivative at the start for a
         // zero-length "last step", so dense output is defined right away.
         let s = self.stages();
-        self.k.copy_within(0..n, s * n);
+        let (first, rest) = self.k.split_at_mut(n);
+        copy_floats(&mut rest[(s - 1) * n..s * n], first);
         Ok(())
     }
 
@@ -1035,6 +1047,42 @@ mod tests {
             "{}: order {order}",
             method.name
         );
+    }
+
+    /// DOPRI5's continuous extension evaluated without DOP853's zero terms
+    /// is that full form (the code before, the reference) to the bit: over
+    /// coefficients of both signs and many scales, zero among them, and
+    /// fractions inside the step and beyond both of its ends.
+    #[test]
+    fn dopri5_dense_output_is_the_full_form_to_the_bit() {
+        let stepper = RkStepper::dopri5(1e-6, 1e-6);
+        let mut state = 7_u64;
+        let mut uniform = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1_u64 << 53) as f64
+        };
+        for case in 0..20_000 {
+            let mut r = [0.0; DENSE_WIDTH];
+            for (i, c) in r[..5].iter_mut().enumerate() {
+                let scale = 10f64.powi((uniform() * 24.0) as i32 - 12);
+                *c = if (case + i) % 17 == 0 {
+                    0.0
+                } else {
+                    (2.0 * uniform() - 1.0) * scale
+                };
+            }
+            let theta = 2.0 * uniform() - 0.5;
+            let theta1 = 1.0 - theta;
+            let tail = r[4] + theta * (r[5] + theta1 * (r[6] + theta * r[7]));
+            let full = r[0] + theta * (r[1] + theta1 * (r[2] + theta * (r[3] + theta1 * tail)));
+            assert_eq!(
+                stepper.dense_at(&r, theta).to_bits(),
+                full.to_bits(),
+                "r = {r:?}, theta = {theta}"
+            );
+        }
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub use problem::{
     EventOptions, EventRecording, Problem, Progress, ProgressHook, StopAfter, DEFAULT_MAX_STEPS,
     MAX_TIME_TOLERANCE_FRACTION, PROGRESS_EVERY_STEPS,
 };
+// The sized float copies, for ia-adjoint's tape and backward pass.
+#[doc(hidden)]
+pub use sized::{copy_floats, extend_floats};
 pub use solver::{SolverChoice, EXACT_HAS_NO_STEPS, MAX_FIXED_STEPS};
 pub use stepper::{OdeRhs, StepCounters, StepFailure, Stepper};
 pub use tableau::{ButcherTableau, DenseOutput, ErrorEstimate, ExtraStages, DOP853, DOPRI5, RK4};

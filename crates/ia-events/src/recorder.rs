@@ -10,6 +10,7 @@
 
 use crate::problem::{EventRecording, Problem, Progress, PROGRESS_EVERY_STEPS};
 use crate::reuse::{keep_larger, SpareVecs};
+use crate::sized::extend_floats;
 use crate::vocabulary::{Observer, RunContext};
 use crate::zeno::{TransitionWatch, ZenoWatch};
 use ia_core::{EventRecord, HybridError, Observation, Segment, SolverStats, Trajectory};
@@ -211,8 +212,8 @@ impl<'p> Recorder<'p> {
             if states.capacity() < room {
                 states.reserve_exact(room - states.len());
             }
-            states.extend_from_slice(state_before);
-            states.extend_from_slice(state_after);
+            extend_floats(states, state_before);
+            extend_floats(states, state_after);
             trim_events(recording, &mut self.trajectory, false);
         }
         self.trajectory.stats.events += 1;

@@ -82,6 +82,30 @@ macro_rules! sized {
     }};
 }
 
+/// `dst.copy_from_slice(src)` (the same lengths, or a panic), the copy
+/// sized for the compiler for the `explicit` sizes: a state's few floats
+/// moved in a few instructions rather than by a call to `memcpy`, whose
+/// call and dispatch on the length cost several times the moves in wall
+/// time (profiled: `memcpy` was 7 % of a small system's adjoint gradient
+/// in wall time and 4.5 % of its instructions, spread over a hundred
+/// calls). For the state copies of every step and event; large copies
+/// keep the plain `copy_from_slice`.
+#[inline(always)]
+pub fn copy_floats(dst: &mut [f64], src: &[f64]) {
+    assert_eq!(
+        dst.len(),
+        src.len(),
+        "copy_floats between slices of different lengths"
+    );
+    crate::sized!(explicit, n = src.len() => dst[..n].copy_from_slice(&src[..n]))
+}
+
+/// `dst.extend_from_slice(src)`, the copy sized as in [`copy_floats`].
+#[inline(always)]
+pub fn extend_floats(dst: &mut Vec<f64>, src: &[f64]) {
+    crate::sized!(explicit, n = src.len() => dst.extend_from_slice(&src[..n]))
+}
+
 #[cfg(test)]
 mod tests {
     /// Each sized arm binds its constant and the last arm the value
@@ -101,5 +125,30 @@ mod tests {
                 assert_eq!(crate::sized!(implicit, (c, m) = (v, w) => (c, m)), (v, w));
             }
         }
+    }
+
+    /// The sized copies against `copy_from_slice` and `extend_from_slice`
+    /// (the reference), for every size of the set and beyond it.
+    #[test]
+    fn sized_copies_are_the_plain_ones() {
+        for len in 0..12usize {
+            let src: Vec<f64> = (0..len).map(|i| i as f64 * 1.5 - 2.0).collect();
+            let mut dst = vec![f64::NAN; len];
+            super::copy_floats(&mut dst, &src);
+            let mut reference = vec![0.0; len];
+            reference.copy_from_slice(&src);
+            assert_eq!(dst, reference);
+            let mut grown = vec![7.0];
+            super::extend_floats(&mut grown, &src);
+            let mut reference = vec![7.0];
+            reference.extend_from_slice(&src);
+            assert_eq!(grown, reference);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "different lengths")]
+    fn copy_floats_refuses_different_lengths() {
+        super::copy_floats(&mut [0.0; 3], &[1.0; 4]);
     }
 }

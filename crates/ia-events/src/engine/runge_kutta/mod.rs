@@ -16,6 +16,7 @@ use crate::explicit_rk::min_step;
 use crate::geometry::{EventAt, GeometryWorkspace};
 use crate::problem::Problem;
 use crate::recorder::{RecordBuffers, Recorder};
+use crate::sized::copy_floats;
 use crate::stepper::{OdeRhs, StepFailure, Stepper};
 use crate::vocabulary::{EventJump, ExtraState, Observer, RunContext};
 use guards::{guard_rate_at, GuardTable, StateBuffers};
@@ -324,7 +325,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             t = self.record_observations_at(t);
             if t >= self.problem.t_end {
                 let mut y = std::mem::take(&mut self.states.y_after);
-                y.copy_from_slice(self.stepper.state());
+                copy_floats(&mut y, self.stepper.state());
                 let done = self.finish(t, &y);
                 self.states.y_after = y;
                 return Ok(done);
@@ -368,7 +369,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                         }
                     }
                     self.step_taken();
-                    self.states.y.copy_from_slice(self.stepper.state());
+                    copy_floats(&mut self.states.y, self.stepper.state());
                     if let Some(done) = self.fire_cascade(t_event, transition)? {
                         return Ok(done);
                     }
