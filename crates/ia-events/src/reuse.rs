@@ -55,9 +55,14 @@ impl SpareVecs {
 /// assert_eq!(v, [0.0, 0.0]);
 /// ```
 pub fn refill<T: Clone>(mut v: Vec<T>, len: usize, value: T) -> Vec<T> {
+    fill(&mut v, len, value);
+    v
+}
+
+/// [`refill`] in place.
+pub(crate) fn fill<T: Clone>(v: &mut Vec<T>, len: usize, value: T) {
     v.clear();
     v.resize(len, value);
-    v
 }
 
 /// `v` emptied, with room for `capacity` entries (no allocation when its

@@ -53,7 +53,7 @@ use crate::factor::phi;
 use crate::pair_form::{advance_pair, PairFactors, PairRates, PairStart};
 use crate::problem::Problem;
 use crate::recorder::{RecordBuffers, Recorder};
-use crate::reuse::refill;
+use crate::reuse::fill;
 use crate::rough_crossing::ClearTest;
 use crate::vocabulary::{EventJump, Observer, RunContext};
 use crate::zeno::ZenoWatch;
@@ -516,8 +516,9 @@ struct FactorCache {
 /// Slots of [`FactorCache`] (a power of two).
 const CACHE_SLOTS: usize = 64;
 
-impl FactorCache {
-    fn new() -> Self {
+impl Default for FactorCache {
+    /// Every slot empty.
+    fn default() -> Self {
         let zero = PairFactors {
             e0: 0.0,
             e1: 0.0,
@@ -529,7 +530,9 @@ impl FactorCache {
             last: 0,
         }
     }
+}
 
+impl FactorCache {
     /// Forgets every slot (the next run's matrices may have other rates).
     fn clear(&mut self) {
         for slot in &mut self.slots {
@@ -587,6 +590,14 @@ struct Sweep<'a> {
     /// The mode's pairs, and each entry's pair and slot.
     pairs: &'a [Pair],
     pair_of: &'a [(usize, usize)],
+    b: &'a mut SweepBuffers,
+}
+
+/// A sweep's state, in buffers kept in a workspace from run to run (a
+/// training batch's samples each run the same network: the buffers are
+/// sized once and stay warm).
+#[derive(Default)]
+pub(super) struct SweepBuffers {
     x: Vec<f64>,
     /// A copy for resets that cannot apply themselves in place.
     x_after: Vec<f64>,
@@ -613,24 +624,27 @@ struct Sweep<'a> {
     factors: FactorCache,
 }
 
-/// A sweep's buffers, kept in a workspace from run to run (a training
-/// batch's samples each run the same network: the buffers are sized once
-/// and stay warm).
-#[derive(Default)]
-pub(super) struct SweepBuffers {
-    x: Vec<f64>,
-    x_after: Vec<f64>,
-    since: Vec<f64>,
-    pending: Vec<f64>,
-    pending_kind: Vec<Queued>,
-    held: Vec<Option<Held>>,
-    events: Vec<(u128, f64)>,
-    fired: Vec<(usize, usize)>,
-    kicks: Vec<u128>,
-    before: Vec<f64>,
-    moved: Vec<usize>,
-    is_moved: Vec<bool>,
-    factors: Option<FactorCache>,
+impl SweepBuffers {
+    /// Made ready for a run of `problem` over `pairs` pairs.
+    fn start(&mut self, problem: &Problem<'_>, pairs: usize) {
+        let (n, transitions) = (
+            problem.system.state_dim(),
+            problem.system.transitions().len(),
+        );
+        self.x.clone_from(&problem.initial_state);
+        fill(&mut self.x_after, n, 0.0);
+        fill(&mut self.since, pairs, problem.t0);
+        fill(&mut self.pending, pairs, f64::INFINITY);
+        fill(&mut self.pending_kind, pairs, Queued::Exact);
+        fill(&mut self.held, pairs, None);
+        self.events.clear();
+        fill(&mut self.fired, transitions, (0, 0));
+        self.kicks.clear();
+        self.before.clear();
+        self.moved.clear();
+        fill(&mut self.is_moved, pairs, false);
+        self.factors.clear();
+    }
 }
 
 /// Runs `problem` by the layered sweep of `plan` (see the [module
@@ -645,42 +659,20 @@ pub(super) fn run<O: Observer>(
     records: &mut RecordBuffers,
     observer: &mut O,
 ) -> Result<Result<Trajectory, HybridError>, Fallback> {
-    let n = problem.system.state_dim();
-    let pairs = plan.lanes.len();
-    let transitions = problem.system.transitions().len();
-    let b = buffers;
-
-    let mut x = std::mem::take(&mut b.x);
-    x.clone_from(&problem.initial_state);
-    let mut factors = b.factors.take().unwrap_or_else(FactorCache::new);
-    factors.clear();
+    buffers.start(problem, plan.lanes.len());
     let mut sweep = Sweep {
         problem,
         structure,
         plan,
         pairs: &structure.pairs[plan.mode],
         pair_of: &structure.pair_of[plan.mode],
-        x,
-        x_after: refill(std::mem::take(&mut b.x_after), n, 0.0),
-        since: refill(std::mem::take(&mut b.since), pairs, problem.t0),
-        pending: refill(std::mem::take(&mut b.pending), pairs, f64::INFINITY),
-        pending_kind: refill(std::mem::take(&mut b.pending_kind), pairs, Queued::Exact),
-        held: refill(std::mem::take(&mut b.held), pairs, None),
-        events: refill(std::mem::take(&mut b.events), 0, (0, 0.0)),
-        fired: refill(std::mem::take(&mut b.fired), transitions, (0, 0)),
-        kicks: refill(std::mem::take(&mut b.kicks), 0, 0),
-        before: refill(std::mem::take(&mut b.before), 0, 0.0),
-        moved: refill(std::mem::take(&mut b.moved), 0, 0),
-        is_moved: refill(std::mem::take(&mut b.is_moved), pairs, false),
-        factors,
+        b: buffers,
     };
-    let swept = sweep.sweep();
-    let result = swept.map(|()| {
-        let Sweep { events, x, .. } = &sweep;
-        record(problem, records, observer, events, x, plan.mode)
-    });
-    sweep.give_back(b);
-    result
+    sweep.sweep()?;
+    let b = &sweep.b;
+    Ok(record(
+        problem, records, observer, &b.events, &b.x, plan.mode,
+    ))
 }
 
 /// Records the sweep's `events` (merged) and its final state `x` in
@@ -752,11 +744,11 @@ impl Sweep<'_> {
             self.group(g)?;
         }
         self.decoupled_to_end();
-        self.events.sort_unstable_by_key(|e| e.0);
+        self.b.events.sort_unstable_by_key(|e| e.0);
         // The Zeno rule (and `max_events`) over the merged events first: a
         // run it stops is the general run's to report.
         let mut zeno = ZenoWatch::new(problem, Vec::new());
-        for (count, &(key, _)) in self.events.iter().enumerate() {
+        for (count, &(key, _)) in self.b.events.iter().enumerate() {
             if zeno
                 .after_event(problem, count + 1, transition(key), time(key), None)
                 .is_some()
@@ -765,25 +757,6 @@ impl Sweep<'_> {
             }
         }
         Ok(())
-    }
-
-    /// Hands the sweep's buffers back to `buffers` for the next run.
-    fn give_back(self, buffers: &mut SweepBuffers) {
-        *buffers = SweepBuffers {
-            x: self.x,
-            x_after: self.x_after,
-            since: self.since,
-            pending: self.pending,
-            pending_kind: self.pending_kind,
-            held: self.held,
-            events: self.events,
-            fired: self.fired,
-            kicks: self.kicks,
-            before: self.before,
-            moved: self.moved,
-            is_moved: self.is_moved,
-            factors: Some(self.factors),
-        };
     }
 
     /// The events of the thresholds on time: each at its level, when that
@@ -797,8 +770,8 @@ impl Sweep<'_> {
                     && level > t0
                     && level < t_end;
                 if fires {
-                    self.fired[k] = (self.events.len(), self.events.len() + 1);
-                    self.events.push((entry(level, k), 1.0));
+                    self.b.fired[k] = (self.b.events.len(), self.b.events.len() + 1);
+                    self.b.events.push((entry(level, k), 1.0));
                 }
             }
         }
@@ -809,34 +782,36 @@ impl Sweep<'_> {
         let plan = self.plan;
         let pairs = &plan.pairs[plan.group_start[g]..plan.group_start[g + 1]];
         let writers = &plan.writers[plan.writer_start[g]..plan.writer_start[g + 1]];
-        let first_event = self.events.len();
-        self.kicks.clear();
+        let first_event = self.b.events.len();
+        self.b.kicks.clear();
         for &k in writers {
-            let (from, to) = self.fired[k];
-            self.kicks.extend(self.events[from..to].iter().map(|e| e.0));
+            let (from, to) = self.b.fired[k];
+            self.b
+                .kicks
+                .extend(self.b.events[from..to].iter().map(|e| e.0));
         }
-        self.kicks.sort_unstable();
+        self.b.kicks.sort_unstable();
         let t0 = self.problem.t0;
-        let first_kick = self.kicks.first().copied().unwrap_or(u128::MAX);
+        let first_kick = self.b.kicks.first().copied().unwrap_or(u128::MAX);
         for &p in pairs {
             self.predict_until(p, t0, first_kick);
         }
-        for c in 0..self.kicks.len() {
-            let key = self.kicks[c];
+        for c in 0..self.b.kicks.len() {
+            let key = self.b.kicks[c];
             let (t, k) = (time(key), transition(key));
             for &p in pairs {
                 // A prediction after the kick's time cannot come before it,
                 // nor one held off up to this kick.
                 let holds = |held: Option<Held>| held.is_some_and(|h| key <= h.until);
-                if self.pending[p] <= t && !holds(self.held[p]) {
+                if self.b.pending[p] <= t && !holds(self.b.held[p]) {
                     self.resolve(p, key)?;
                 }
                 self.bring(p, t);
             }
             self.apply(k, t, Scope::Group(g))?;
-            let next = self.kicks.get(c + 1).copied().unwrap_or(u128::MAX);
-            while let Some(p) = self.moved.pop() {
-                self.is_moved[p] = false;
+            let next = self.b.kicks.get(c + 1).copied().unwrap_or(u128::MAX);
+            while let Some(p) = self.b.moved.pop() {
+                self.b.is_moved[p] = false;
                 self.predict_until(p, t, next);
             }
         }
@@ -847,16 +822,16 @@ impl Sweep<'_> {
         }
         // The group's events, by transition then time, for the groups
         // they kick.
-        let own = &mut self.events[first_event..];
+        let own = &mut self.b.events[first_event..];
         own.sort_unstable_by_key(|&(key, _)| (transition(key), key));
         let mut i = first_event;
-        while i < self.events.len() {
-            let k = transition(self.events[i].0);
+        while i < self.b.events.len() {
+            let k = transition(self.b.events[i].0);
             let start = i;
-            while i < self.events.len() && transition(self.events[i].0) == k {
+            while i < self.b.events.len() && transition(self.b.events[i].0) == k {
                 i += 1;
             }
-            self.fired[k] = (start, i);
+            self.b.fired[k] = (start, i);
         }
         Ok(())
     }
@@ -864,17 +839,17 @@ impl Sweep<'_> {
     /// Brings pair `p` from its own time to `t`.
     #[inline(always)]
     fn bring(&mut self, p: usize, t: f64) {
-        let s = t - self.since[p];
+        let s = t - self.b.since[p];
         if s <= 0.0 {
             return;
         }
         let pair = &self.pairs[p];
-        let factors = self.factors.get(pair.matrix, &pair.rates, s);
+        let factors = self.b.factors.get(pair.matrix, &pair.rates, s);
         let [i, j] = pair.entries;
-        let mut y = [self.x[i], self.x[j]];
+        let mut y = [self.b.x[i], self.b.x[j]];
         advance_pair(&pair.a, &pair.b, &pair.rates, factors, &mut y);
-        (self.x[i], self.x[j]) = (y[0], y[1]);
-        self.since[p] = t;
+        (self.b.x[i], self.b.x[j]) = (y[0], y[1]);
+        self.b.since[p] = t;
     }
 
     /// Brings the entries in no pair from the start to the end (nothing
@@ -887,7 +862,7 @@ impl Sweep<'_> {
         let mode = self.plan.mode;
         for &i in &self.plan.decoupled {
             let (a, b) = (self.structure.a[mode][i], self.structure.b[mode][i]);
-            advance_component(&mut self.x[i], a, b, phi(a, s));
+            advance_component(&mut self.b.x[i], a, b, phi(a, s));
         }
     }
 
@@ -895,7 +870,7 @@ impl Sweep<'_> {
     #[inline]
     fn state(&self, p: usize) -> [f64; 2] {
         let [i, j] = self.pairs[p].entries;
-        [self.x[i], self.x[j]]
+        [self.b.x[i], self.b.x[j]]
     }
 
     /// The stretch of pair `p` from its state.
@@ -917,10 +892,10 @@ impl Sweep<'_> {
         if lane.guard == NONE {
             return;
         }
-        self.held[p] = None;
+        self.b.held[p] = None;
         let (time, queued) = predicted(&self.start(p), t, lane.slot, lane.level, lane.direction);
-        self.pending[p] = time.unwrap_or(f64::INFINITY);
-        self.pending_kind[p] = queued;
+        self.b.pending[p] = time.unwrap_or(f64::INFINITY);
+        self.b.pending_kind[p] = queued;
     }
 
     /// [`Sweep::predict`] at a kick of the group at `t` whose next kick is
@@ -948,15 +923,15 @@ impl Sweep<'_> {
         };
         let (s, y) = (end - t, self.state(p));
         let held = s >= 0.0 && {
-            let factors = self.factors.get(pair.matrix, &pair.rates, s);
+            let factors = self.b.factors.get(pair.matrix, &pair.rates, s);
             test.holds(y, lane.slot, lane.level, factors)
         };
         if !held {
             self.predict(p, t);
             return;
         }
-        self.held[p] = Some(Held { y, t, until });
-        self.pending[p] = end;
+        self.b.held[p] = Some(Held { y, t, until });
+        self.b.pending[p] = end;
     }
 
     /// Fires pair `p`'s guard as often as it crosses before the event
@@ -964,7 +939,7 @@ impl Sweep<'_> {
     /// run's order).
     fn resolve(&mut self, p: usize, key: u128) -> Result<(), Fallback> {
         let lane = self.plan.lanes[p];
-        if let Some(held) = self.held[p] {
+        if let Some(held) = self.b.held[p] {
             if key <= held.until {
                 // Nothing crosses up to the kick it holds until.
                 return Ok(());
@@ -973,7 +948,7 @@ impl Sweep<'_> {
             // prediction, from its state then, and that kick's refinement
             // of it, from the same state (the pair was not brought in
             // between), as the pair had them after that kick.
-            self.held[p] = None;
+            self.b.held[p] = None;
             let start = self.start_from(p, held.y);
             let (time, queued) = predicted(&start, held.t, lane.slot, lane.level, lane.direction);
             let mut step = (time.unwrap_or(f64::INFINITY), queued);
@@ -990,26 +965,26 @@ impl Sweep<'_> {
                 let (next, queued) = refined(&start, held.t, slot, level, direction, (queued, t));
                 step = (next.unwrap_or(f64::INFINITY), queued);
             }
-            (self.pending[p], self.pending_kind[p]) = step;
+            (self.b.pending[p], self.b.pending_kind[p]) = step;
         }
         let t_end = self.problem.t_end;
         loop {
-            let t = self.pending[p];
+            let t = self.b.pending[p];
             if t >= t_end || entry(t, lane.guard) >= key {
                 return Ok(());
             }
-            let queued = self.pending_kind[p];
+            let queued = self.b.pending_kind[p];
             if queued == Queued::Exact {
                 self.fire(p, lane, t)?;
                 continue;
             }
             let step = (queued, t);
-            let since = self.since[p];
+            let since = self.b.since[p];
             let start = self.start(p);
             let (time, queued) =
                 refined(&start, since, lane.slot, lane.level, lane.direction, step);
-            self.pending[p] = time.unwrap_or(f64::INFINITY);
-            self.pending_kind[p] = queued;
+            self.b.pending[p] = time.unwrap_or(f64::INFINITY);
+            self.b.pending_kind[p] = queued;
         }
     }
 
@@ -1017,22 +992,22 @@ impl Sweep<'_> {
     fn fire(&mut self, p: usize, lane: Lane, t: f64) -> Result<(), Fallback> {
         // An event at the instant of the one it follows from may come before
         // it in the general run's order: not merged by time here.
-        if t <= self.since[p] {
+        if t <= self.b.since[p] {
             return Err(Fallback);
         }
         self.bring(p, t);
         let pair = &self.pairs[p];
         let [i, j] = pair.entries;
         let row = pair.a[lane.slot];
-        let guard_rate = row[0] * self.x[i] + row[1] * self.x[j] + pair.b[lane.slot];
-        self.pending[p] = f64::INFINITY;
-        self.events.push((entry(t, lane.guard), guard_rate));
-        if self.events.len() > self.problem.events.max_events {
+        let guard_rate = row[0] * self.b.x[i] + row[1] * self.b.x[j] + pair.b[lane.slot];
+        self.b.pending[p] = f64::INFINITY;
+        self.b.events.push((entry(t, lane.guard), guard_rate));
+        if self.b.events.len() > self.problem.events.max_events {
             return Err(Fallback);
         }
         self.apply(lane.guard, t, Scope::Pair(p))?;
-        if let Some(p) = self.moved.pop() {
-            self.is_moved[p] = false;
+        if let Some(p) = self.b.moved.pop() {
+            self.b.is_moved[p] = false;
             self.predict(p, t);
         }
         Ok(())
@@ -1049,11 +1024,11 @@ impl Sweep<'_> {
             reset,
             t,
             &problem.params,
-            (&mut self.x, &mut self.x_after),
-            &mut self.before,
+            (&mut self.b.x, &mut self.b.x_after),
+            &mut self.b.before,
         );
         let pair_of = self.pair_of;
-        for (&j, &before) in writes.iter().zip(&self.before) {
+        for (&j, &before) in writes.iter().zip(&self.b.before) {
             let p = pair_of[j].0;
             let lane = &plan.lanes[p];
             let ours = match scope {
@@ -1061,10 +1036,10 @@ impl Sweep<'_> {
                 Scope::Group(g) => lane.group == g,
             };
             if !ours {
-                self.x[j] = before;
+                self.b.x[j] = before;
                 continue;
             }
-            let after = self.x[j];
+            let after = self.b.x[j];
             if before.to_bits() == after.to_bits() {
                 continue;
             }
@@ -1079,9 +1054,9 @@ impl Sweep<'_> {
                     return Err(Fallback);
                 }
             }
-            if !self.is_moved[p] {
-                self.is_moved[p] = true;
-                self.moved.push(p);
+            if !self.b.is_moved[p] {
+                self.b.is_moved[p] = true;
+                self.b.moved.push(p);
             }
         }
         Ok(())
