@@ -155,8 +155,9 @@ impl Fast {
     /// of these operations is a few units of the scale returned, far below
     /// [`LEVEL_MARGIN`] of it, which [`rough_crossing`] compares with (that
     /// scale is at least the one of its own test of the exact extremum).
-    /// On the Yin-Yang networks it settles every turn short of the level
-    /// the exact extremum did (38,232 of 64,676 `rough_crossing` calls).
+    /// On the Yin-Yang networks (`yinyang_count 1000 primal batch`) it
+    /// settles 38,232 of the 38,250 calls that ended in `Never` after the
+    /// exact extremum (of the 64,676 that took its logarithm).
     fn peak_bound(&self, rising: bool) -> Option<(f64, f64)> {
         let a1 = -self.l1;
         let sign = if rising { 1.0 } else { -1.0 };
