@@ -158,7 +158,9 @@ impl Fast {
     /// On the Yin-Yang networks (`yinyang_count 1000 primal batch`) it
     /// settles 38,232 of the 38,250 calls that ended in `Never` after the
     /// exact extremum (of the 64,676 that took its logarithm).
-    fn peak_bound(&self, rising: bool) -> Option<(f64, f64)> {
+    /// `z` is the caller's `-u d / w` (its rounding, a few units of `z`,
+    /// moves the bound by far less than the margin).
+    fn peak_bound(&self, rising: bool, z: f64) -> Option<(f64, f64)> {
         let a1 = -self.l1;
         let sign = if rising { 1.0 } else { -1.0 };
         let inv_d = 2.0 * self.inv_2d;
@@ -167,8 +169,8 @@ impl Fast {
         if !(a1 > 0.0 && u > 0.0 && c1 < 0.0) {
             return None;
         }
-        let z = u / (c2 - c1);
-        // Below 1 but for rounding (`c2 - c1 > c2 + c1 > 0`).
+        // `z = h'(0) / (c2 - c1)`, below 1 but for rounding
+        // (`c2 - c1 > c2 + c1 > 0`).
         if z.is_nan() || z >= 1.0 {
             return None;
         }
@@ -205,23 +207,23 @@ pub(crate) fn rough_crossing(
         return Rough::Unsure;
     }
     let mut rising = if u != 0.0 { u > 0.0 } else { w > 0.0 };
+    // The extremum's `rd` (`tanh(d s*)`), shared with the bound of its
+    // value (not used where `w = 0`).
+    let r = -u / w;
+    let rd = r * d;
     // A start short of the level whose extremum is surely short of it
     // too: the exact path below would find the extremum, then answer
     // `Never` (the entry turns away for good), at a logarithm and two
     // exponentials more.
     if (rising == (g0 < 0.0))
         && fast
-            .peak_bound(rising)
+            .peak_bound(rising, rd)
             .is_some_and(|(peak, peak_scale)| peak < -LEVEL_MARGIN * peak_scale)
     {
         return Rough::Never;
     }
     let extremum = (w != 0.0)
-        .then(|| {
-            let r = -u / w;
-            let rd = r * d;
-            (r > 0.0 && rd < 1.0).then(|| r * atanhc(rd))
-        })
+        .then(|| (r > 0.0 && rd < 1.0).then(|| r * atanhc(rd)))
         .flatten()
         .filter(|s| s.is_finite() && *s > 0.0);
     let (mut lo, mut g_lo) = (0.0, g0);
@@ -690,8 +692,9 @@ mod tests {
                 let y = [v, i];
                 let start = PairStart::new(&a, &b, &rates, y);
                 let fast = Fast::new(y[k], level, (start.r0[k], start.nr0[k]), &rates);
+                let z = -start.r0[k] / start.nr0[k] * rates.d;
                 for rising in [true, false] {
-                    let Some((bound, scale)) = fast.peak_bound(rising) else {
+                    let Some((bound, scale)) = fast.peak_bound(rising, z) else {
                         continue;
                     };
                     bounds.set(bounds.get() + 1);
@@ -740,7 +743,8 @@ mod tests {
             let y = [0.0, i];
             let start = PairStart::new(&a, &[0.0; 2], &rates, y);
             let fast = Fast::new(0.0, 1.0, (start.r0[0], start.nr0[0]), &rates);
-            let (bound, _) = fast.peak_bound(true).expect("a peak");
+            let z = -start.r0[0] / start.nr0[0] * rates.d;
+            let (bound, _) = fast.peak_bound(true, z).expect("a peak");
             // From rest the potential peaks at `(i / 3) (4^{-1/3} - 4^{-4/3})`
             // (`V = (i / 3) (e^{-s/20} - e^{-s/5})`).
             let peak = i / 3.0 * (4f64.powf(-1.0 / 3.0) - 4f64.powf(-4.0 / 3.0));
