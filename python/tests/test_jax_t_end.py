@@ -121,3 +121,33 @@ def test_float32_inputs_with_a_traced_t_end(case):
     rate = jax.jacfwd(lambda T: run(x32, p32, t_end=T).final_state)(jnp.float32(t_end))
     assert rate.dtype == jnp.float32
     np.testing.assert_allclose(rate, expected_rate(final, 9.81), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_value_and_grad_with_a_traced_t_end_reads_its_tape(case, jit):
+    """The backward call finds the forward call's tape by the bits of its
+    inputs, the final time included, and builds its run without checking
+    those inputs again (the forward call did): one taped run per point, no
+    replay, and the gradient the backward call's own run gives when it has
+    no tape (jax.vjp's backward function called a second time: a replay),
+    to the last bit, at two final times."""
+    ball, x0, params, t_end, _ = case
+    run = iajax.solver(ball, 1.0, observe=[0.5], max_events=5, solver=TIGHT)
+    g = lambda x, p, T: run(x, p, t_end=T).final_state[0]
+    value_and_grad = jax.value_and_grad(g, argnums=(0, 1))
+    if jit:
+        value_and_grad = jax.jit(value_and_grad)
+    counted = lambda: [run.statistics()[s] for s in ("taped_runs", "backward_passes", "replays")]
+    for T in [t_end, t_end + 0.125]:
+        before = counted()
+        _, (gx, gp) = value_and_grad(x0, params, T)
+        after = counted()
+        assert [a - b for a, b in zip(after, before)] == [1, 1, 0], (before, after)
+        # The reference: the backward pass recording its own run.
+        _, backward = jax.vjp(lambda x, p: g(x, p, T), x0, params)
+        first = backward(jnp.float64(1.0))
+        replayed = backward(jnp.float64(1.0))
+        assert counted()[2] - after[2] == 1, "the second backward call replays"
+        for ours, tape, fresh in zip((gx, gp), first, replayed):
+            np.testing.assert_array_equal(ours, fresh)
+            np.testing.assert_array_equal(tape, fresh)

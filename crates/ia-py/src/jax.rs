@@ -406,6 +406,23 @@ impl SolverCore {
         Ok(problem)
     }
 
+    /// [`SolverCore::problem`] for inputs that passed its checks already,
+    /// bit for bit (`ia_scenario::Scenario::problem_prechecked`).
+    fn prechecked_problem(
+        &self,
+        x0: &[f64],
+        params: &[f64],
+        t_end: Option<f64>,
+    ) -> Result<Problem<'_>, ScenarioError> {
+        let mut problem = self
+            .scenario
+            .problem_prechecked(x0.to_vec(), params.to_vec())?;
+        if let Some(t_end) = t_end {
+            problem.t_end = t_end;
+        }
+        Ok(problem)
+    }
+
     /// The error of a run in the command line's words.
     fn explain(&self, problem: &Problem<'_>, error: HybridError) -> ScenarioError {
         ia_scenario::explain(&self.scenario, &problem.params, error)
@@ -450,10 +467,15 @@ impl SolverCore {
             let record = |p: &Problem<'_>, w: &mut ia_adjoint::Workspace| {
                 ia_adjoint::record_in(p, &options, w).map(Box::new)
             };
-            let runs = match kept.as_deref_mut() {
-                Some(workspace) => vec![record(&problems[0], workspace)],
-                None => pool()?.map_in(&problems[..], record),
-            };
+            if let Some(workspace) = kept.as_deref_mut() {
+                // One run: kept without the vectors of a batch.
+                let problem = &problems[0];
+                let run = record(problem, workspace).map_err(|e| self.explain(problem, e))?;
+                self.write_outputs(0, problem, run.trajectory(), &mut out)?;
+                self.tape_store().keep([(tapes::key(problem), run)]);
+                return Ok(());
+            }
+            let runs = pool()?.map_in(&problems[..], record);
             let mut keep = Vec::with_capacity(batch);
             for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
                 let run = run.map_err(|e| self.explain(problem, e))?;
@@ -568,7 +590,6 @@ impl SolverCore {
             input.observed.len(),
             batch * n_obs * n,
         )?;
-        let problems = self.problems(batch, input.x0s, input.params, input.t_ends)?;
         let loss_of = |b: usize| Cotangents {
             state_names: self.scenario.system.state_names(),
             times: &self.times,
@@ -577,23 +598,46 @@ impl SolverCore {
             observations: &input.observed[b * n_obs * n..(b + 1) * n_obs * n],
         };
         let options = ia_adjoint::AdjointOptions::default();
-        if let [problem] = &problems[..] {
+        if batch == 1 {
             // One item (a jitted jax.grad or jax.value_and_grad of one
             // point): its pass on this thread, without the batch's
             // bookkeeping of points below (the same passes, the same
             // numbers, the same statistics).
-            let key = tapes::key(problem);
-            let found = self.take_tapes(&[&*key]).pop().flatten();
+            check_len("initial states of the batch", input.x0s.len(), n)?;
+            check_len("parameters of the batch", input.params.len(), n_params)?;
+            if let Some(t_ends) = input.t_ends {
+                check_len("final times of the batch", t_ends.len(), 1)?;
+            }
+            let (x0, params) = (input.x0s, input.params);
+            let t_end = input.t_ends.map(|t| t[0]);
+            let (found, replay) = self.tape_store().take_inputs(
+                x0,
+                params,
+                t_end.unwrap_or(self.scenario.t_end),
+            );
+            let problem = match found {
+                // The forward call that kept this tape ran from these very
+                // inputs (the key is their bits), after their checks: they
+                // are not checked again.
+                Some(_) => self.prechecked_problem(x0, params, t_end)?,
+                None => {
+                    let problem = self.problem(x0, params, t_end)?;
+                    count(&self.counts.taped_runs, 1);
+                    count(&self.counts.replays, usize::from(replay));
+                    problem
+                }
+            };
             count(&self.counts.backward_passes, 1);
             let mut workspace = self.kept_workspace();
             let grad = match found {
                 Some(run) => {
-                    ia_adjoint::gradient_of_taped(problem, *run, &loss_of(0), &mut workspace)
+                    ia_adjoint::gradient_of_taped(&problem, *run, &loss_of(0), &mut workspace)
                 }
-                None => ia_adjoint::gradient_in(problem, &loss_of(0), &options, &mut workspace),
+                None => ia_adjoint::gradient_in(&problem, &loss_of(0), &options, &mut workspace),
             };
-            return self.write_gradient(problem, grad, gx, gp, &mut workspace);
+            return self.write_gradient(&problem, grad, gx, gp, &mut workspace);
         }
+        let problems = self.problems(batch, input.x0s, input.params, input.t_ends)?;
         let losses: Vec<Cotangents<'_>> = (0..batch).map(loss_of).collect();
         // The distinct points of the batch (a jax.jacrev: every cotangent
         // at one point), each with the tape its forward call kept; a point

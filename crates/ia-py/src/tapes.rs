@@ -43,9 +43,16 @@ impl KeyHasher {
 
 impl Hasher for KeyHasher {
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
+        // A key's words arrive here as one slice of bytes (`Hash for
+        // [u64]`): read whole words, then the tail padded with zeros.
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            self.add(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+        }
+        let tail = words.remainder();
+        if !tail.is_empty() {
             let mut word = [0_u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
+            word[..tail.len()].copy_from_slice(tail);
             self.add(u64::from_le_bytes(word));
         }
     }
@@ -77,12 +84,47 @@ pub(crate) type Key = Arc<[u64]>;
 /// The inputs of a run (its initial state, parameters and final time),
 /// bit for bit: the key of its tape (one allocation: the length is known).
 pub(crate) fn key(problem: &Problem<'_>) -> Key {
-    let (x0, params) = (&problem.initial_state, &problem.params);
+    bits(&problem.initial_state, &problem.params, problem.t_end).collect()
+}
+
+/// The words of the key of the run from `x0` and `params` until `t_end`.
+fn bits<'a>(x0: &'a [f64], params: &'a [f64], t_end: f64) -> impl Iterator<Item = u64> + 'a {
     x0.iter()
         .chain(params)
-        .chain([&problem.t_end])
         .map(|v| v.to_bits())
-        .collect()
+        .chain([t_end.to_bits()])
+}
+
+/// The serial numbers of the kept runs of one key, oldest first: almost
+/// always one, held without the allocation of a list.
+enum Serials {
+    One(u64),
+    Many(VecDeque<u64>),
+}
+
+impl Serials {
+    fn push_back(&mut self, serial: u64) {
+        match self {
+            Serials::One(first) => *self = Serials::Many(VecDeque::from([*first, serial])),
+            Serials::Many(list) => list.push_back(serial),
+        }
+    }
+
+    /// The newest serial taken out, and whether none is left.
+    fn pop_back(&mut self) -> (Option<u64>, bool) {
+        match self {
+            Serials::One(only) => (Some(*only), true),
+            Serials::Many(list) => (list.pop_back(), list.is_empty()),
+        }
+    }
+
+    /// The oldest serial taken out, and whether none is left.
+    fn pop_front(&mut self) -> (Option<u64>, bool) {
+        match self {
+            Serials::One(only) => (Some(*only), true),
+            Serials::Many(list) => (list.pop_front(), list.is_empty()),
+        }
+    }
 }
 
 /// Taped runs by their inputs, oldest evicted first. Keeping a run and
@@ -91,7 +133,7 @@ pub(crate) fn key(problem: &Problem<'_>) -> Key {
 #[derive(Default)]
 pub(crate) struct TapeStore {
     /// The serial numbers of the kept runs of each key, oldest first.
-    serials: HashMap<Key, VecDeque<u64>, KeyBuild>,
+    serials: HashMap<Key, Serials, KeyBuild>,
     /// The kept runs by serial number (the order they were stored in),
     /// each with its key.
     runs: BTreeMap<u64, (Key, KeptRun)>,
@@ -103,22 +145,32 @@ pub(crate) struct TapeStore {
     spent_order: VecDeque<Key>,
     /// The most keys `spent` remembers: that of runs at the last keep.
     spent_limit: usize,
+    /// The words of a key being looked up ([`TapeStore::take_inputs`]),
+    /// kept so that a look-up allocates nothing.
+    scratch: Vec<u64>,
 }
 
 impl TapeStore {
     /// Keeps the runs of one forward call (`(key, run)` each), evicting
     /// the oldest runs past twice this call's size (at least
     /// [`MIN_KEPT`]).
-    pub(crate) fn keep(&mut self, runs: Vec<(Key, KeptRun)>) {
+    pub(crate) fn keep<I>(&mut self, runs: I)
+    where
+        I: IntoIterator<Item = (Key, KeptRun)>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let runs = runs.into_iter();
         let limit = (2 * runs.len()).max(MIN_KEPT);
         self.spent_limit = limit;
         for (key, run) in runs {
             let serial = self.next;
             self.next += 1;
-            self.serials
-                .entry(key.clone())
-                .or_default()
-                .push_back(serial);
+            match self.serials.get_mut(&key) {
+                Some(list) => list.push_back(serial),
+                None => {
+                    self.serials.insert(key.clone(), Serials::One(serial));
+                }
+            }
             self.runs.insert(serial, (key, run));
         }
         while self.runs.len() > limit {
@@ -127,9 +179,9 @@ impl TapeStore {
             };
             // The oldest run of its key is the oldest of all.
             if let Some(list) = self.serials.get_mut(&key) {
-                debug_assert_eq!(list.front(), Some(&serial));
-                list.pop_front();
-                if list.is_empty() {
+                let (oldest, emptied) = list.pop_front();
+                debug_assert_eq!(oldest, Some(serial));
+                if emptied {
                     self.serials.remove(&key);
                 }
             }
@@ -140,8 +192,7 @@ impl TapeStore {
 
     /// Remembers that the run of `key` was recorded and its tape is gone.
     fn spend(&mut self, key: Key) {
-        if !self.spent.contains(&key) {
-            self.spent.insert(key.clone());
+        if self.spent.insert(key.clone()) {
             self.spent_order.push_back(key);
         }
     }
@@ -165,15 +216,36 @@ impl TapeStore {
     /// The run recorded from `key`'s inputs (the latest kept), taken out
     /// of the store.
     pub(crate) fn take(&mut self, key: &[u64]) -> Option<KeptRun> {
-        let list = self.serials.get_mut(key)?;
-        let serial = list.pop_back();
-        if list.is_empty() {
-            self.serials.remove(key);
+        // Taken out and put back if runs of the key are left: one hash
+        // look-up in the usual case of one run a key.
+        let (shared, mut list) = self.serials.remove_entry(key)?;
+        let (serial, emptied) = list.pop_back();
+        if !emptied {
+            self.serials.insert(shared, list);
         }
         let (key, run) = serial.and_then(|s| self.runs.remove(&s))?;
         self.spend(key);
         self.forget_spent();
         Some(run)
+    }
+
+    /// [`TapeStore::take`] of the run from `x0` and `params` until `t_end`
+    /// (its key made in a kept buffer, not allocated), and, when there is
+    /// none, whether recording it is a replay
+    /// ([`TapeStore::was_recorded`]).
+    pub(crate) fn take_inputs(
+        &mut self,
+        x0: &[f64],
+        params: &[f64],
+        t_end: f64,
+    ) -> (Option<KeptRun>, bool) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.extend(bits(x0, params, t_end));
+        let found = self.take(&scratch);
+        let replay = found.is_none() && self.was_recorded(&scratch);
+        self.scratch = scratch;
+        (found, replay)
     }
 
     /// How many runs are kept.
@@ -247,6 +319,29 @@ mod tests {
         assert!(!store.was_recorded(&k(0.0)));
         assert!(store.was_recorded(&k(100.0)));
         assert!(store.spent.len() <= MIN_KEPT && store.spent.len() == store.spent_order.len());
+    }
+
+    /// `take_inputs` is `take` of the key made from the same inputs (the
+    /// reference: `key` of the problem), with `was_recorded` on a miss.
+    #[test]
+    fn takes_by_inputs_as_by_the_key_of_their_problem() {
+        let mut store = TapeStore::default();
+        let model = ia_models::by_name("ball2d-flat").unwrap();
+        let system = model.system();
+        let (x0, params) = ([0.0, 1.0, 1.0, 0.0], [9.81, 0.8, 0.7]);
+        let problem = Problem::new(&system, x0.to_vec(), params.to_vec(), 0.5);
+        let kept = taped(0.0);
+        let final_state = kept.trajectory().final_state.clone();
+        store.keep([(key(&problem), kept)]);
+        assert!(matches!(store.take_inputs(&x0, &params, 0.6), (None, false)));
+        let (found, replay) = store.take_inputs(&x0, &params, 0.5);
+        assert_eq!(found.unwrap().trajectory().final_state, final_state);
+        assert!(!replay);
+        assert!(
+            matches!(store.take_inputs(&x0, &params, 0.5), (None, true)),
+            "used: recording it again is a replay"
+        );
+        assert!(store.serials.is_empty() && store.len() == 0);
     }
 
     #[test]

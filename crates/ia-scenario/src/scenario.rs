@@ -429,20 +429,43 @@ impl Scenario {
         params: Vec<f64>,
         solver: SolverChoice,
     ) -> Result<Problem<'_>, ScenarioError> {
+        let problem = self.problem_built(initial_state, params, solver)?;
+        problem.validate()?;
+        self.model
+            .check_run_named(self.system.param_names(), &problem.params, self.t_end)?;
+        Ok(problem)
+    }
+
+    /// [`Scenario::problem_from`] without its checks of the inputs: for
+    /// inputs that passed them already, bit for bit (a backward pass at the
+    /// inputs of the forward run it reads, whose checks would give the same
+    /// answer again). Inputs never checked go through `problem_from`.
+    pub fn problem_prechecked(
+        &self,
+        initial_state: Vec<f64>,
+        params: Vec<f64>,
+    ) -> Result<Problem<'_>, ScenarioError> {
+        self.problem_built(initial_state, params, self.solver.clone())
+    }
+
+    /// The run from `initial_state` and `params` with `solver`, its inputs
+    /// not checked.
+    fn problem_built(
+        &self,
+        initial_state: Vec<f64>,
+        params: Vec<f64>,
+        solver: SolverChoice,
+    ) -> Result<Problem<'_>, ScenarioError> {
         let problem = Problem::new(&self.system, initial_state, params, self.t_end)
             .with_mode(&self.initial_mode)?
             .with_solver(solver)
             .with_observations(self.observe.clone())
             .with_event_options(self.events.clone())
             .with_derivative_probes(self.derivative_probes);
-        let problem = match &self.progress {
+        Ok(match &self.progress {
             Some(hook) => problem.with_progress(hook.0.as_ref()),
             None => problem,
-        };
-        problem.validate()?;
-        self.model
-            .check_run_named(self.system.param_names(), &problem.params, self.t_end)?;
-        Ok(problem)
+        })
     }
 }
 
@@ -518,6 +541,35 @@ mod tests {
             rule.to_string(),
             "invalid parameter 'e' = 1.5: must lie in (0, 1] for model 'ball2d-flat' (coefficient of restitution)"
         );
+    }
+
+    /// The prechecked problem is the checked one without the checks: the
+    /// same fields (reference: `problem_from` on the same inputs), and bad
+    /// inputs go through unchecked (its callers pass only checked ones).
+    #[test]
+    fn problem_prechecked_is_problem_from_without_the_checks() {
+        let scenario = ball();
+        let x0 = scenario.initial_state.clone();
+        let p = vec![9.81, 0.5, 0.7];
+        let checked = scenario.problem_from(x0.clone(), p.clone()).unwrap();
+        let built = scenario.problem_prechecked(x0.clone(), p).unwrap();
+        assert_eq!(built.initial_state, checked.initial_state);
+        assert_eq!(built.params, checked.params);
+        assert_eq!(built.t_end.to_bits(), checked.t_end.to_bits());
+        assert_eq!(built.initial_mode, checked.initial_mode);
+        assert_eq!(built.observation_times, checked.observation_times);
+        assert_eq!(
+            format!(
+                "{:?}",
+                (&built.solver, &built.events, built.derivative_probes)
+            ),
+            format!(
+                "{:?}",
+                (&checked.solver, &checked.events, checked.derivative_probes)
+            )
+        );
+        let rule = scenario.problem_prechecked(x0, vec![9.81, 1.5, 0.7]);
+        assert_eq!(rule.unwrap().params, [9.81, 1.5, 0.7]);
     }
 
     /// A scenario for a given model reads the same keys as one naming it.
