@@ -440,6 +440,9 @@ impl Scenario {
     /// inputs that passed them already, bit for bit (a backward pass at the
     /// inputs of the forward run it reads, whose checks would give the same
     /// answer again). Inputs never checked go through `problem_from`.
+    /// For the fronts (the JAX backward call), not a user's entry point:
+    /// hidden from the documentation.
+    #[doc(hidden)]
     pub fn problem_prechecked(
         &self,
         initial_state: Vec<f64>,
