@@ -322,8 +322,11 @@ impl Plan {
 /// mode's pairing of entries. A run whose system gives all of these equal
 /// takes the kept plan with its lanes' levels, directions and clear tests
 /// formed again from its own structure (what the parameters move); any
-/// difference finds a new plan. Comparing them costs a pass over the
-/// resets' lists, not the search of [`Plan::of`].
+/// difference finds a new plan. A run of the same system (its
+/// [`HybridSystem::id`](ia_core::HybridSystem::id): a system cannot change
+/// once built) compares only what its structure gives, the pairing and the
+/// guards' entries; another system a pass over the resets' lists; neither
+/// the search of [`Plan::of`].
 #[derive(Default)]
 pub(crate) struct PlanCache {
     kept: Option<(PlanKey, Plan)>,
