@@ -610,11 +610,9 @@ impl SolverCore {
             }
             let (x0, params) = (input.x0s, input.params);
             let t_end = input.t_ends.map(|t| t[0]);
-            let (found, replay) = self.tape_store().take_inputs(
-                x0,
-                params,
-                t_end.unwrap_or(self.scenario.t_end),
-            );
+            let (found, replay) =
+                self.tape_store()
+                    .take_inputs(x0, params, t_end.unwrap_or(self.scenario.t_end));
             let problem = match found {
                 // The forward call that kept this tape ran from these very
                 // inputs (the key is their bits), after their checks: they

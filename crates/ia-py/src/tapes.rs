@@ -333,7 +333,10 @@ mod tests {
         let kept = taped(0.0);
         let final_state = kept.trajectory().final_state.clone();
         store.keep([(key(&problem), kept)]);
-        assert!(matches!(store.take_inputs(&x0, &params, 0.6), (None, false)));
+        assert!(matches!(
+            store.take_inputs(&x0, &params, 0.6),
+            (None, false)
+        ));
         let (found, replay) = store.take_inputs(&x0, &params, 0.5);
         assert_eq!(found.unwrap().trajectory().final_state, final_state);
         assert!(!replay);
