@@ -164,8 +164,7 @@ impl Fast {
         let a1 = -self.l1;
         let sign = if rising { 1.0 } else { -1.0 };
         let inv_d = 2.0 * self.inv_2d;
-        let (u, w) = (sign * self.u, sign * self.w * inv_d);
-        let (c1, c2) = (0.5 * (u + w), 0.5 * (u - w));
+        let (u, w, c1, c2) = modes(sign, (self.u, self.w), inv_d);
         if !(a1 > 0.0 && u > 0.0 && c1 < 0.0) {
             return None;
         }
@@ -182,6 +181,17 @@ impl Fast {
         let scale = 1.0 + self.level.abs() + self.y0.abs() + (u + w.abs()) * inv_a1;
         (peak.is_finite() && scale.is_finite()).then_some((peak, scale))
     }
+}
+
+/// `h = sign g`'s rate at the start and its parts along the two modes,
+/// `(u, w / d, c1, c2)` with `h'(s) = c1 e^{l1 s} + c2 e^{l2 s}`,
+/// `c1 = (u + w / d) / 2`, `c2 = (u - w / d) / 2`, from the entry's
+/// `(u, w) = (r0_k, (N r0)_k)` ([`cheap_bound`]'s notation; `1 / d` formed
+/// with the rates).
+#[inline]
+fn modes(sign: f64, (u, w): (f64, f64), inv_d: f64) -> (f64, f64, f64, f64) {
+    let (u, w) = (sign * u, sign * w * inv_d);
+    (u, w, 0.5 * (u + w), 0.5 * (u - w))
 }
 
 /// A lower bound of [`first_crossing`](crate::pair_form::first_crossing)'s
@@ -343,8 +353,7 @@ pub(crate) fn cheap_bound(
     // The divisions by `d`, `a1` and `a2` as products with the
     // reciprocals formed with the rates (within an ulp of the quotients,
     // far below the margins).
-    let (u, w) = (sign * start.r0[k], sign * start.nr0[k] * rates.inv_d);
-    let (c1, c2) = (0.5 * (u + w), 0.5 * (u - w));
+    let (u, w, c1, c2) = modes(sign, (start.r0[k], start.nr0[k]), rates.inv_d);
     let (a1, a2) = (-l1, -l2);
     let (inv_a1, inv_a2) = (-rates.inv_up, -rates.inv_down);
     let scale =
