@@ -527,8 +527,12 @@ impl<'a> Backward<'a> {
                                 // (the same function of its start as
                                 // `Backward::step` forms: the same bits).
                                 Some(stages) if stages.len() == tab.solution_stages() * self.n => {
-                                    self.vectors.stage_states.copy_from_slice(stages);
-                                    self.transpose_step(mode, t0, h, &mut lambda, &mut param_bar);
+                                    self.transpose_step(
+                                        (mode, t0, h),
+                                        stages,
+                                        &mut lambda,
+                                        &mut param_bar,
+                                    );
                                 }
                                 _ => self.step(mode, t0, h, y0, &mut lambda, &mut param_bar),
                             },
@@ -568,14 +572,23 @@ impl<'a> Backward<'a> {
                         self.replay_segment(tape, position, step, mode);
                         let width = self.vectors.stage_states.len();
                         let at = (position - self.replay_from) * width;
-                        self.vectors
-                            .stage_states
-                            .copy_from_slice(&self.vectors.replay[at..at + width]);
                         match self.stepping {
                             Stepping::RungeKutta(_) => {
-                                self.transpose_step(mode, t0, h, &mut lambda, &mut param_bar);
+                                // Read in place: the replay's vector is
+                                // lent out for the step, not copied.
+                                let replay = std::mem::take(&mut self.vectors.replay);
+                                self.transpose_step(
+                                    (mode, t0, h),
+                                    &replay[at..at + width],
+                                    &mut lambda,
+                                    &mut param_bar,
+                                );
+                                self.vectors.replay = replay;
                             }
                             Stepping::Implicit(tab) => {
+                                self.vectors
+                                    .stage_states
+                                    .copy_from_slice(&self.vectors.replay[at..at + width]);
                                 self.transpose_implicit(
                                     tab,
                                     mode,
@@ -586,6 +599,9 @@ impl<'a> Backward<'a> {
                                 );
                             }
                             Stepping::Exact => {
+                                self.vectors
+                                    .stage_states
+                                    .copy_from_slice(&self.vectors.replay[at..at + width]);
                                 self.transpose_stretch(mode, t0, h, &mut lambda, &mut param_bar);
                             }
                         }
@@ -742,26 +758,27 @@ impl<'a> Backward<'a> {
             &mut self.vectors.stages,
             &mut self.vectors.stage_states,
         );
-        self.transpose_step(mode, t0, h, lambda, param_bar);
+        let stage_states = std::mem::take(&mut self.vectors.stage_states);
+        self.transpose_step((mode, t0, h), &stage_states, lambda, param_bar);
+        self.vectors.stage_states = stage_states;
     }
 
-    /// Transposes the step of [`Backward::step`] whose stage states are in
-    /// `self.vectors.stage_states`. A state of one of the explicit
+    /// Transposes the step `(mode, t0, h)` of [`Backward::step`] whose
+    /// stage states are `stage_states` (read where they are kept: the
+    /// tape's, the replay's or the step's vector). A state of one of the explicit
     /// stepper's small sizes (`ia_events::sized!`'s `explicit`, as the
     /// forward step) is transposed by a copy of the same arithmetic made for
     /// its size (its loops unrolled: the same operations in the same order,
     /// so the same bits), any other by the general one.
     fn transpose_step(
         &mut self,
-        mode: usize,
-        t0: f64,
-        h: f64,
+        step: (usize, f64, f64),
+        stage_states: &[f64],
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
-        let step = (mode, t0, h);
         ia_events::sized!(explicit, n = self.n => {
-            self.transpose_step_of(n, step, lambda, param_bar)
+            self.transpose_step_of(n, step, stage_states, lambda, param_bar)
         })
     }
 
@@ -773,6 +790,7 @@ impl<'a> Backward<'a> {
         &mut self,
         n: usize,
         (mode, t0, h): (usize, f64, f64),
+        stage_states: &[f64],
         lambda: &mut [f64],
         param_bar: &mut [f64],
     ) {
@@ -809,7 +827,7 @@ impl<'a> Backward<'a> {
                 continue;
             }
             let stage_time = t0 + tab.c[i] * h;
-            let stage_state = &vectors.stage_states[i * n..(i + 1) * n];
+            let stage_state = &stage_states[i * n..(i + 1) * n];
             // Y_bar = f_x^T K_bar; p_bar += f_p^T K_bar
             flow_transpose(
                 &**flow,

@@ -89,7 +89,9 @@ pub fn gradient_in(
 /// A taped forward run, kept for a later backward pass
 /// ([`gradient_of_taped`]): the run and its tape. Made by [`record_in`].
 pub struct TapedRun {
-    tape: Tape,
+    // Boxed: a kept run (a batch's, a JAX call's) and the workspace's spare
+    // tapes move a pointer, not the tape's dozen vectors.
+    tape: Box<Tape>,
     trajectory: Trajectory,
 }
 
@@ -192,7 +194,7 @@ pub fn record_in(
     let run = workspace.run_on_taped_steps(
         problem,
         &mut ia_events::NoExtraState,
-        &mut tape,
+        &mut *tape,
         |_, tape| tape.forget_run(),
     );
     match run {

@@ -71,7 +71,7 @@ pub fn jacobian_in(
             let run = workspace.run_on_taped_steps(
                 problem,
                 &mut ia_events::NoExtraState,
-                &mut tape,
+                &mut *tape,
                 |_, tape| tape.forget_run(),
             );
             let trajectory = match run {

@@ -349,11 +349,13 @@ impl Probes {
         }
     }
 
-    /// [`Probes::new`] in the buffers of `self`, an earlier run's.
-    pub(crate) fn renew(mut self, system: &HybridSystem, count: usize) -> Self {
+    /// Makes `self`, an earlier run's, what [`Probes::new`] makes, in its
+    /// buffers.
+    pub(crate) fn renew(&mut self, system: &HybridSystem, count: usize) {
         let (n, n_params) = (system.state_dim(), system.param_dim());
         if (self.n, self.n_params) != (n, n_params) {
-            return Self::new(system, count);
+            *self = Self::new(system, count);
+            return;
         }
         if count != self.count {
             self.count = count;
@@ -361,7 +363,6 @@ impl Probes {
             self.root_times.resize(count, 0.0);
         }
         self.saltation.forget();
-        self
     }
 
     /// The factor on each probe's error norm: [`probe_weight`].

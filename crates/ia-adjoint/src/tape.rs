@@ -492,9 +492,9 @@ impl Tape {
         }
     }
 
-    /// This tape emptied and set to `options`, keeping its buffers (for a
-    /// new run).
-    pub(crate) fn renew(mut self, options: &AdjointOptions) -> Self {
+    /// Empties this tape and sets it to `options`, keeping its buffers (for
+    /// a new run).
+    pub(crate) fn renew(&mut self, options: &AdjointOptions) {
         self.entries.clear();
         self.states.clear();
         self.events.clear();
@@ -510,26 +510,19 @@ impl Tape {
         self.touched_before.clear();
         self.touched_after.clear();
         self.touched_shift.clear();
-        Self {
-            entries: self.entries,
-            states: self.states,
-            events: self.events,
-            event_states: self.event_states,
-            shift_values: self.shift_values,
-            shift_entries: self.shift_entries,
-            shift_starts: self.shift_starts,
-            guard_terms: self.guard_terms,
-            event_positions: self.event_positions,
-            observation_cursors: self.observation_cursors,
-            touched_starts: self.touched_starts,
-            touched_entries: self.touched_entries,
-            touched_before: self.touched_before,
-            touched_after: self.touched_after,
-            touched_shift: self.touched_shift,
-            lazy_state: self.lazy_state,
-            lazy_guard: self.lazy_guard,
-            ..Self::new(options)
-        }
+        // The settings and counters as a new tape has them (`Tape::new`, no
+        // allocation: its vectors are empty).
+        let Self {
+            width,
+            checkpoints,
+            stride,
+            steps,
+            first_mode,
+            lazy,
+            ..
+        } = Self::new(options);
+        (self.width, self.checkpoints, self.stride) = (width, checkpoints, stride);
+        (self.steps, self.first_mode, self.lazy) = (steps, first_mode, lazy);
     }
 
     /// Forgets the run taped (a taped run discarded to be redone:
@@ -538,7 +531,7 @@ impl Tape {
         let options = AdjointOptions {
             checkpoints: self.checkpoints,
         };
-        *self = std::mem::take(self).renew(&options);
+        self.renew(&options);
     }
 
     /// With more than `2 K` kept records of `width` floats, keeps every

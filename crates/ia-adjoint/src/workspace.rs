@@ -49,8 +49,11 @@ pub struct Workspace {
     observation_jacobians: Vec<DMatrix<f64>>,
     /// Spare tapes, the latest kept last: one per taped run whose tape
     /// came back (a batch records many runs before their backward passes
-    /// give the tapes back), at most [`SPARE_TAPE_BYTES`] in all.
-    tapes: Vec<Tape>,
+    /// give the tapes back), at most [`SPARE_TAPE_BYTES`] in all. Boxed as
+    /// a [`TapedRun`](crate::TapedRun) holds its tape: taking one and giving
+    /// it back moves a pointer, not the tape's vectors.
+    #[allow(clippy::vec_box)]
+    tapes: Vec<Box<Tape>>,
     /// The heap bytes of `tapes`.
     tape_bytes: usize,
     pub(crate) backward: BackwardBuffers,
@@ -118,13 +121,14 @@ impl Workspace {
 
     /// An empty tape set to `options`, in kept buffers (those of the tape
     /// kept last) when there are any.
-    pub(crate) fn tape(&mut self, options: &AdjointOptions) -> Tape {
+    pub(crate) fn tape(&mut self, options: &AdjointOptions) -> Box<Tape> {
         match self.tapes.pop() {
-            Some(kept) => {
+            Some(mut kept) => {
                 self.tape_bytes -= kept.heap_bytes();
-                kept.renew(options)
+                kept.renew(options);
+                kept
             }
-            None => Tape::new(options),
+            None => Box::new(Tape::new(options)),
         }
     }
 
@@ -132,7 +136,7 @@ impl Workspace {
     /// kept, otherwise while the kept tapes hold at most
     /// [`SPARE_TAPE_BYTES`] (a batch's runs recorded before their backward
     /// passes each take one).
-    pub(crate) fn keep_tape(&mut self, tape: Tape) {
+    pub(crate) fn keep_tape(&mut self, tape: Box<Tape>) {
         let bytes = tape.heap_bytes();
         if self.tapes.is_empty() || self.tape_bytes + bytes <= SPARE_TAPE_BYTES {
             self.tape_bytes += bytes;
@@ -183,14 +187,14 @@ impl Workspace {
         if count == 0 {
             return ia_events::run_in(problem, &mut self.run, extra, observer);
         }
-        let mut probes = match self.probes.take() {
+        // Renewed where it is kept: a run's probes are not moved in and out.
+        match self.probes.as_mut() {
             Some(kept) => kept.renew(problem.system, count),
-            None => Probes::new(problem.system, count),
-        };
+            None => self.probes = Some(Probes::new(problem.system, count)),
+        }
+        let probes = self.probes.as_mut().expect("the probes were made above");
         probes.weigh(probe_weight(problem));
-        let first = run_probed(problem, &mut self.run, &mut probes, extra, observer);
-        self.probes = Some(probes);
-        let first = first?;
+        let first = run_probed(problem, &mut self.run, probes, extra, observer)?;
         if !redone_with_unit_probes(problem, &first.stats) {
             return Ok(first);
         }

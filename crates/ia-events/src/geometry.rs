@@ -202,13 +202,18 @@ impl GeometryWorkspace {
     /// run) when they are for `n` states and `n_params` parameters, new
     /// ones otherwise: how a workspace's buffers serve the next run.
     pub(crate) fn reuse(slot: &mut Option<Self>, n: usize, n_params: usize) -> Self {
-        match slot.take() {
-            Some(mut g) if g.dims() == (n, n_params) => {
-                g.forget();
-                g
-            }
-            _ => Self::new(n, n_params),
+        Self::reuse_in(slot, n, n_params);
+        slot.take().expect("reuse_in fills the slot")
+    }
+
+    /// [`GeometryWorkspace::reuse`] where the kept one is: the workspace in
+    /// `slot`, forgotten, or a new one put there.
+    pub(crate) fn reuse_in(slot: &mut Option<Self>, n: usize, n_params: usize) -> &mut Self {
+        match slot {
+            Some(g) if g.dims() == (n, n_params) => g.forget(),
+            _ => *slot = Some(Self::new(n, n_params)),
         }
+        slot.as_mut().expect("made above")
     }
 
     /// The state and parameter dimensions the buffers are for.

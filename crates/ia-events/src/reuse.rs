@@ -67,10 +67,9 @@ pub(crate) fn fill<T: Clone>(v: &mut Vec<T>, len: usize, value: T) {
 
 /// `v` emptied, with room for `capacity` entries (no allocation when its
 /// capacity suffices).
-pub(crate) fn with_capacity<T>(mut v: Vec<T>, capacity: usize) -> Vec<T> {
+pub(crate) fn empty_with_room<T>(v: &mut Vec<T>, capacity: usize) {
     v.clear();
     v.reserve(capacity);
-    v
 }
 
 /// Keeps the emptied `offered` in `slot` when it holds more than the one

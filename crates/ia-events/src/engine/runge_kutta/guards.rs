@@ -3,7 +3,7 @@
 //! and the state-sized buffers of a run.
 
 use crate::geometry::guard_rate;
-use crate::reuse::{refill, with_capacity};
+use crate::reuse::{empty_with_room, fill};
 use ia_core::{Guard, GuardPartials};
 
 /// What a run knows of each transition's guard (indexed by transition):
@@ -38,17 +38,15 @@ pub(super) struct GuardTable {
 
 impl GuardTable {
     /// Ready for a run of a system with `transitions` transitions.
-    pub(super) fn prepare(self, transitions: usize) -> Self {
-        Self {
-            sides: refill(self.sides, transitions, 0.0),
-            zero_bands: refill(self.zero_bands, transitions, 0.0),
-            band_ends: refill(self.band_ends, transitions, f64::NEG_INFINITY),
-            values: refill(self.values, transitions, 0.0),
-            start_values: refill(self.start_values, transitions, 0.0),
-            crossed: with_capacity(self.crossed, transitions),
-            still_crossed: with_capacity(self.still_crossed, transitions),
-            dip_candidates: with_capacity(self.dip_candidates, transitions),
-        }
+    pub(super) fn prepare(&mut self, transitions: usize) {
+        fill(&mut self.sides, transitions, 0.0);
+        fill(&mut self.zero_bands, transitions, 0.0);
+        fill(&mut self.band_ends, transitions, f64::NEG_INFINITY);
+        fill(&mut self.values, transitions, 0.0);
+        fill(&mut self.start_values, transitions, 0.0);
+        empty_with_room(&mut self.crossed, transitions);
+        empty_with_room(&mut self.still_crossed, transitions);
+        empty_with_room(&mut self.dip_candidates, transitions);
     }
 
     /// Records the side guard `k` is on at `t`: the sign of `heading` (its
@@ -92,15 +90,13 @@ pub(super) struct StateBuffers {
 
 impl StateBuffers {
     /// Ready for a run of `n` states and `dim` components with the extras.
-    pub(super) fn prepare(self, n: usize, dim: usize) -> Self {
-        Self {
-            y: refill(self.y, dim, 0.0),
-            y_after: refill(self.y_after, dim, 0.0),
-            x_probe: refill(self.x_probe, n, 0.0),
-            rate: refill(self.rate, n, 0.0),
-            dip_rates: refill(self.dip_rates, 2 * n, 0.0),
-            dip_states: refill(self.dip_states, 2 * n, 0.0),
-        }
+    pub(super) fn prepare(&mut self, n: usize, dim: usize) {
+        fill(&mut self.y, dim, 0.0);
+        fill(&mut self.y_after, dim, 0.0);
+        fill(&mut self.x_probe, n, 0.0);
+        fill(&mut self.rate, n, 0.0);
+        fill(&mut self.dip_rates, 2 * n, 0.0);
+        fill(&mut self.dip_states, 2 * n, 0.0);
     }
 }
 
@@ -136,10 +132,15 @@ pub(crate) struct RkBuffers {
 impl RkBuffers {
     /// The guard partials for `n` states and `n_params` parameters, the
     /// kept ones when they have that shape.
-    pub(super) fn take_guard_partials(&mut self, n: usize, n_params: usize) -> GuardPartials {
-        match self.guard_partials.take() {
-            Some(g) if g.x.len() == n && g.p.len() == n_params => g,
-            _ => GuardPartials::zeros(n, n_params),
+    pub(super) fn guard_partials(
+        slot: &mut Option<GuardPartials>,
+        n: usize,
+        n_params: usize,
+    ) -> &mut GuardPartials {
+        match slot {
+            Some(g) if g.x.len() == n && g.p.len() == n_params => {}
+            _ => *slot = Some(GuardPartials::zeros(n, n_params)),
         }
+        slot.as_mut().expect("made above")
     }
 }

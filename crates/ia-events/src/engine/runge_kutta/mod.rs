@@ -23,7 +23,6 @@ use guards::{guard_rate_at, GuardTable, StateBuffers};
 use ia_core::{
     Direction, EventRecord, GuardPartials, HybridError, HybridSystem, SolverStats, Trajectory,
 };
-use std::mem::take;
 
 /// Runs `problem` with `stepper` in the buffers `rk`, `records` and
 /// `geometry` (a workspace's), carrying `extra` along with the state and
@@ -42,7 +41,7 @@ pub(crate) fn run<E: ExtraState, O: Observer>(
     let (rk, records, geometry) = buffers;
     let mut run = Run::new(problem, extra, observer, stepper, rk, records, geometry);
     let result = run.go();
-    run.release(rk, records, geometry);
+    run.release(records);
     result
 }
 
@@ -227,12 +226,12 @@ struct Run<'p, 's, E, O> {
     stepper: &'s mut dyn Stepper,
     time_tolerance: f64,
     /// What the run knows of each guard.
-    guards: GuardTable,
+    guards: &'s mut GuardTable,
     /// The state-sized buffers.
-    states: StateBuffers,
-    guard_partials: GuardPartials,
+    states: &'s mut StateBuffers,
+    guard_partials: &'s mut GuardPartials,
     /// The geometry of the event being fired...
-    geometry: GeometryWorkspace,
+    geometry: &'s mut GeometryWorkspace,
     /// ...completed after the reset when a consumer reads it.
     wants_geometry: bool,
     /// The records, observations, Zeno watch, `stop_after` and progress.
@@ -246,18 +245,24 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         extra: &'p mut E,
         observer: &'p mut O,
         stepper: &'s mut dyn Stepper,
-        rk: &mut RkBuffers,
+        rk: &'s mut RkBuffers,
         records: &mut RecordBuffers,
-        geometry: &mut Option<GeometryWorkspace>,
+        geometry: &'s mut Option<GeometryWorkspace>,
     ) -> Self {
         let system = problem.system;
         let n = system.state_dim();
         let n_params = system.param_dim();
         let dim = n + extra.dim();
         let controlled = n + extra.controlled_dim().min(dim - n);
-        let b = rk;
-        let transitions = system.transitions().len();
-        let mut states = take(&mut b.states).prepare(n, dim);
+        // The kept buffers are prepared and used where they are kept (the
+        // run borrows them): a run moves none of them in or out.
+        let RkBuffers {
+            guards,
+            states,
+            guard_partials,
+        } = rk;
+        guards.prepare(system.transitions().len());
+        states.prepare(n, dim);
         states.y[..n].copy_from_slice(&problem.initial_state);
         let context = RunContext {
             system,
@@ -282,29 +287,21 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             observer,
             stepper,
             time_tolerance: problem.time_tolerance(),
-            guards: take(&mut b.guards).prepare(transitions),
+            guards,
             states,
-            guard_partials: b.take_guard_partials(n, n_params),
-            geometry: GeometryWorkspace::reuse(geometry, n, n_params),
+            guard_partials: RkBuffers::guard_partials(guard_partials, n, n_params),
+            geometry: GeometryWorkspace::reuse_in(geometry, n, n_params),
             wants_geometry,
             recorder: Recorder::new(problem, records),
             extra_rhs_evaluations: 0,
         }
     }
 
-    /// Gives the buffers back to `buffers` (the records stay with the
-    /// returned trajectory; after an error, what the run recorded is kept
-    /// for the next).
-    fn release(
-        self,
-        rk: &mut RkBuffers,
-        records: &mut RecordBuffers,
-        geometry: &mut Option<GeometryWorkspace>,
-    ) {
-        rk.guards = self.guards;
-        rk.states = self.states;
-        rk.guard_partials = Some(self.guard_partials);
-        *geometry = Some(self.geometry);
+    /// Gives the records' buffers back to `records` (the records stay with
+    /// the returned trajectory; after an error, what the run recorded is
+    /// kept for the next); the other buffers were borrowed where they are
+    /// kept.
+    fn release(self, records: &mut RecordBuffers) {
         self.recorder.release(records);
     }
 
@@ -449,7 +446,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     x0,
                     p,
                     &self.states.rate,
-                    &mut self.guard_partials,
+                    self.guard_partials,
                 )
             } else {
                 0.0
@@ -711,7 +708,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     x,
                     p,
                     &self.states.rate,
-                    &mut self.guard_partials,
+                    self.guard_partials,
                 )
             } else {
                 0.0
