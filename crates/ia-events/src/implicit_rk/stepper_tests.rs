@@ -380,3 +380,54 @@ fn a_declared_constant_jacobian_gives_the_run_without_it() {
         assert!((got - want).abs() < 1e-6, "{:?}", &with.1[2..]);
     }
 }
+
+/// A ballistic flight, `y' = v, v' = -9.81` (affine, its Jacobian exact and
+/// constant): a quadratic each method integrates exactly, so each step's
+/// error estimate is rounding and Newton's tolerance.
+struct Flight;
+impl OdeRhs for Flight {
+    fn dim(&self) -> usize {
+        2
+    }
+    fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+        dydt[0] = y[1];
+        dydt[1] = -9.81;
+    }
+    fn jacobian(&mut self, _t: f64, _y: &[f64], jacobian: &mut [f64]) -> bool {
+        jacobian.copy_from_slice(&[0.0, 0.0, 1.0, 0.0]);
+        true
+    }
+}
+
+/// The step after a segment's first (Hairer's starting rule, taken at a
+/// run's start and again at every segment's) grows past the usual cap when
+/// its error allows, up to [`FIRST_MAX_FACTOR`], the next by [`MAX_FACTOR`]
+/// at most; a new segment from the state reached takes the larger cap
+/// again.
+#[rstest]
+#[case::trbdf2(&TRBDF2)]
+#[case::kvaerno3(&KVAERNO3)]
+#[case::kvaerno5(&KVAERNO5)]
+fn the_step_after_a_segments_first_grows_past_the_usual_cap(
+    #[case] tableau: &'static EsdirkTableau,
+) {
+    let mut stepper = ImplicitStepper::new(tableau, 1e-8, 1e-8, f64::INFINITY).unwrap();
+    let mut y = [1.0, 0.0];
+    let mut t = 0.0;
+    for segment in 0..2 {
+        stepper.start(&mut Flight, t, &y).unwrap();
+        let mut h = [0.0; 3];
+        for h in &mut h {
+            stepper.step(&mut Flight, 1e6).unwrap();
+            *h = stepper.step_size();
+        }
+        assert!(h[1] > MAX_FACTOR * h[0], "segment {segment}: steps {h:?}");
+        assert!(
+            h[1] <= FIRST_MAX_FACTOR * h[0],
+            "segment {segment}: steps {h:?}"
+        );
+        assert!(h[2] <= MAX_FACTOR * h[1], "segment {segment}: steps {h:?}");
+        t = stepper.time();
+        y = [stepper.state()[0], stepper.state()[1]];
+    }
+}
