@@ -45,8 +45,8 @@ pub enum StepControl {
 /// cautious by design); on the stability-limited relay, where DOPRI5's
 /// step is held at its stability bound anyway, it changed nothing.
 ///
-/// The step after a run's first may grow by up to [`FIRST_MAX_FACTOR`]
-/// (CVODE's `ETAMX1`), the later ones by [`MAX_FACTOR`]. A segment after a
+/// The step after a run's first may grow by up to a factor 10^4
+/// (CVODE's `ETAMX1`), the later ones by 10. A segment after a
 /// reset keeps the usual cap: its first step is the carried proposal, a
 /// controller's answer, not a guess. Granting the larger cap there too was
 /// measured: the same steps on `ball2d_flat_a` and the thermostat (10^4
