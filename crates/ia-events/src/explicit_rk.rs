@@ -877,19 +877,7 @@ mod tests {
         stepper.state()[0]
     }
 
-    /// A ballistic flight, `y' = v, v' = -9.81`: the vertical motion of
-    /// `ball2d_flat_a`, a quadratic that DOPRI5 integrates exactly, so
-    /// each step's error estimate is rounding.
-    struct Flight;
-    impl OdeRhs for Flight {
-        fn dim(&self) -> usize {
-            2
-        }
-        fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
-            dydt[0] = y[1];
-            dydt[1] = -9.81;
-        }
-    }
+    use crate::stepper::test_flows::Flight;
 
     /// The first three step sizes of a run of `stepper` on [`Flight`] from
     /// `(1, 0)` towards `t = 1e6`, and the state after them.
