@@ -381,6 +381,7 @@ fn a_declared_constant_jacobian_gives_the_run_without_it() {
     }
 }
 
+use crate::explicit_rk::FIRST_MAX_FACTOR;
 use crate::stepper::test_flows::Flight;
 
 /// The step after a segment's first (Hairer's starting rule, taken at a
