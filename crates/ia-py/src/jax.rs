@@ -222,6 +222,84 @@ pub(crate) struct CotangentsIn<'a> {
     pub t_ends: Option<&'a [f64]>,
 }
 
+/// The inputs of a batch's runs, row-major, their lengths checked: the
+/// initial states (`B x n`), the parameters (`B x n_params`) and the final
+/// times (`B`) when given per run.
+#[derive(Clone, Copy)]
+struct Rows<'a> {
+    x0s: &'a [f64],
+    params: &'a [f64],
+    t_ends: Option<&'a [f64]>,
+    n: usize,
+    n_params: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// The rows of `batch` runs, or a dimension mismatch naming what is short.
+    fn new(
+        sizes: Sizes,
+        batch: usize,
+        x0s: &'a [f64],
+        params: &'a [f64],
+        t_ends: Option<&'a [f64]>,
+    ) -> Result<Self, ScenarioError> {
+        let Sizes { n, n_params, .. } = sizes;
+        check_len("initial states of the batch", x0s.len(), batch * n)?;
+        check_len("parameters of the batch", params.len(), batch * n_params)?;
+        if let Some(t_ends) = t_ends {
+            check_len("final times of the batch", t_ends.len(), batch)?;
+        }
+        Ok(Rows {
+            x0s,
+            params,
+            t_ends,
+            n,
+            n_params,
+        })
+    }
+
+    fn x0(&self, b: usize) -> &'a [f64] {
+        &self.x0s[b * self.n..(b + 1) * self.n]
+    }
+
+    fn params(&self, b: usize) -> &'a [f64] {
+        &self.params[b * self.n_params..(b + 1) * self.n_params]
+    }
+
+    /// Run `b`'s own final time, if the batch gives them.
+    fn t_end(&self, b: usize) -> Option<f64> {
+        self.t_ends.map(|t| t[b])
+    }
+}
+
+impl<'a> OutputsOut<'a> {
+    /// The outputs of each run of the batch on their own (a batch of one
+    /// each, in order), for the workers to write where they run: the
+    /// lengths checked by the caller.
+    fn split(&mut self, sizes: Sizes) -> Vec<OutputsOut<'_>> {
+        let Sizes { n, k, n_obs, .. } = sizes;
+        let batch = self.counts.len();
+        let mut rates = self
+            .final_rate
+            .as_deref_mut()
+            .map(|rates| rows_of(rates, n, batch));
+        rows_of(self.final_state, n, batch)
+            .zip(rows_of(self.event_times, k, batch))
+            .zip(self.counts.chunks_mut(1))
+            .zip(rows_of(self.observed, n_obs * n, batch))
+            .map(
+                |(((final_state, event_times), counts), observed)| OutputsOut {
+                    final_state,
+                    event_times,
+                    counts,
+                    observed,
+                    final_rate: rates.as_mut().and_then(Iterator::next),
+                },
+            )
+            .collect()
+    }
+}
+
 /// The checked scenario and `K` behind a [`JaxSolver`]: what both ways in
 /// (the Python methods and the XLA FFI handlers of `crate::ffi`) compute
 /// with, so that each output is formed in one place. Plain Rust data, so
@@ -355,26 +433,33 @@ impl SolverCore {
         params: &[f64],
         t_ends: Option<&[f64]>,
     ) -> Result<Problems<'_>, ScenarioError> {
-        let Sizes { n, n_params, .. } = self.sizes();
-        check_len("initial states of the batch", x0s.len(), batch * n)?;
-        check_len("parameters of the batch", params.len(), batch * n_params)?;
-        if let Some(t_ends) = t_ends {
-            check_len("final times of the batch", t_ends.len(), batch)?;
-        }
-        let row = |b: usize| {
-            self.problem(
-                &x0s[b * n..(b + 1) * n],
-                &params[b * n_params..(b + 1) * n_params],
-                t_ends.map(|t| t[b]),
-            )
-        };
+        let rows = Rows::new(self.sizes(), batch, x0s, params, t_ends)?;
         if batch == 1 {
-            return Ok(Problems::One([row(0)?]));
+            return Ok(Problems::One([self.problem_at(&rows, 0, false)?]));
         }
         (0..batch)
-            .map(row)
+            .map(|b| self.problem_at(&rows, b, false))
             .collect::<Result<_, _>>()
             .map(Problems::Many)
+    }
+
+    /// The run of row `b` of `rows`, its inputs checked unless
+    /// `checked_already` (bit for bit the inputs of a run made before).
+    /// A batch's workers make each item's problem where they run it: made
+    /// before, one after the other, the problems of a batch of
+    /// `ball2d_flat_a` gradients cost a tenth of its time, every worker
+    /// waiting.
+    fn problem_at(
+        &self,
+        rows: &Rows<'_>,
+        b: usize,
+        checked_already: bool,
+    ) -> Result<Problem<'_>, ScenarioError> {
+        if checked_already {
+            self.prechecked_problem(rows.x0(b), rows.params(b), rows.t_end(b))
+        } else {
+            self.problem(rows.x0(b), rows.params(b), rows.t_end(b))
+        }
     }
 
     /// The run from `x0` and `params` until `t_end` when given (checked as
@@ -458,49 +543,75 @@ impl SolverCore {
         if let Some(rates) = &out.final_rate {
             check_len("final rates of the batch", rates.len(), batch * n)?;
         }
-        let problems = self.problems(batch, x0s, params, t_ends)?;
-        let mut kept = (batch == 1).then(|| self.kept_workspace());
-        if taped {
-            count(&self.counts.taped_runs, batch);
-            let options = ia_adjoint::AdjointOptions::default();
-            // Boxed where recorded: from here on a run moves as a pointer.
-            let record = |p: &Problem<'_>, w: &mut ia_adjoint::Workspace| {
-                ia_adjoint::record_in(p, &options, w).map(Box::new)
-            };
-            if let Some(workspace) = kept.as_deref_mut() {
-                // One run: kept without the vectors of a batch.
-                let problem = &problems[0];
-                let run = record(problem, workspace).map_err(|e| self.explain(problem, e))?;
+        let options = ia_adjoint::AdjointOptions::default();
+        let counted = if taped {
+            &self.counts.taped_runs
+        } else {
+            &self.counts.runs
+        };
+        if batch == 1 {
+            // One run: on this thread, without the vectors of a batch.
+            let problems = self.problems(batch, x0s, params, t_ends)?;
+            count(counted, 1);
+            let problem = &problems[0];
+            let mut workspace = self.kept_workspace();
+            if taped {
+                // Boxed where recorded: from here on a run moves as a pointer.
+                let run = ia_adjoint::record_in(problem, &options, &mut workspace)
+                    .map(Box::new)
+                    .map_err(|e| self.explain(problem, e))?;
                 self.write_outputs(0, problem, run.trajectory(), &mut out)?;
                 self.tape_store().keep([(tapes::key(problem), run)]);
-                return Ok(());
+            } else {
+                let trajectory = ia_events::simulate_in(problem, workspace.integrator())
+                    .map_err(|e| self.explain(problem, e))?;
+                let written = self.write_outputs(0, problem, &trajectory, &mut out);
+                workspace.integrator().recycle(trajectory);
+                written?;
             }
-            let runs = pool()?.map_in(&problems[..], record);
-            let mut keep = Vec::with_capacity(batch);
-            for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
-                let run = run.map_err(|e| self.explain(problem, e))?;
-                self.write_outputs(b, problem, run.trajectory(), &mut out)?;
-                keep.push((tapes::key(problem), run));
-            }
+            return Ok(());
+        }
+        // Each run's problem is made, run and written by the worker that
+        // takes it (`SolverCore::problem_at`); the first failing run, in
+        // input order, gives the error.
+        let rows = Rows::new(self.sizes(), batch, x0s, params, t_ends)?;
+        count(counted, batch);
+        let mut outs = out.split(self.sizes());
+        let indices: Vec<usize> = (0..batch).collect();
+        if taped {
+            let record = |&b: &usize,
+                          out: &mut OutputsOut<'_>,
+                          workspace: &mut ia_adjoint::Workspace|
+             -> Result<(tapes::Key, KeptRun), ScenarioError> {
+                let problem = self.problem_at(&rows, b, false)?;
+                let run = ia_adjoint::record_in(&problem, &options, workspace)
+                    .map(Box::new)
+                    .map_err(|e| self.explain(&problem, e))?;
+                self.write_outputs(0, &problem, run.trajectory(), out)?;
+                Ok((tapes::key(&problem), run))
+            };
+            let keep = pool()?
+                .map_into(&indices, &mut outs, record)
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()?;
             self.tape_store().keep(keep);
             return Ok(());
         }
-        count(&self.counts.runs, batch);
-        let runs = match kept.as_deref_mut() {
-            Some(workspace) => vec![ia_events::simulate_in(&problems[0], workspace.integrator())],
-            None => pool()?.simulate(&problems[..]),
+        let run = |&b: &usize, out: &mut OutputsOut<'_>, workspace: &mut ia_adjoint::Workspace| {
+            let problem = self.problem_at(&rows, b, false)?;
+            let trajectory = ia_events::simulate_in(&problem, workspace.integrator())
+                .map_err(|e| self.explain(&problem, e))?;
+            let written = self.write_outputs(0, &problem, &trajectory, out);
+            workspace.integrator().recycle(trajectory);
+            written
         };
-        for (b, (problem, run)) in problems.iter().zip(runs).enumerate() {
-            let trajectory = run.map_err(|e| self.explain(problem, e))?;
-            self.write_outputs(b, problem, &trajectory, &mut out)?;
-            if let Some(workspace) = kept.as_deref_mut() {
-                workspace.integrator().recycle(trajectory);
-            }
-        }
-        Ok(())
+        pool()?
+            .map_into(&indices, &mut outs, run)
+            .into_iter()
+            .collect()
     }
 
-    /// The outputs of run `b` of a batch, from its trajectory.
+    /// The outputs of run `b` of `out`'s runs, from its trajectory.
     fn write_outputs(
         &self,
         b: usize,
@@ -635,25 +746,33 @@ impl SolverCore {
             };
             return self.write_gradient(&problem, grad, gx, gp, &mut workspace);
         }
-        let problems = self.problems(batch, input.x0s, input.params, input.t_ends)?;
-        let losses: Vec<Cotangents<'_>> = (0..batch).map(loss_of).collect();
+        let rows = Rows::new(self.sizes(), batch, input.x0s, input.params, input.t_ends)?;
         // The distinct points of the batch (a jax.jacrev: every cotangent
         // at one point), each with the tape its forward call kept; a point
         // without one is recorded again, once. Every pass at a point reads
-        // its tape.
-        let keys: Vec<tapes::Key> = problems.iter().map(tapes::key).collect();
+        // its tape. The keys are the inputs' bits, in one buffer.
+        let width = n + n_params + 1;
+        let mut words = Vec::with_capacity(batch * width);
+        for b in 0..batch {
+            words.extend(tapes::key_words(
+                rows.x0(b),
+                rows.params(b),
+                rows.t_end(b).unwrap_or(self.scenario.t_end),
+            ));
+        }
+        let key_of = |b: usize| &words[b * width..(b + 1) * width];
         let mut points: Vec<usize> = Vec::new();
         let mut seen: HashMap<&[u64], usize, tapes::KeyBuild> =
             HashMap::with_capacity_and_hasher(batch, tapes::KeyBuild::default());
         let point_of: Vec<usize> = (0..batch)
             .map(|b| {
-                *seen.entry(&*keys[b]).or_insert_with(|| {
+                *seen.entry(key_of(b)).or_insert_with(|| {
                     points.push(b);
                     points.len() - 1
                 })
             })
             .collect();
-        let point_keys: Vec<&[u64]> = points.iter().map(|&b| &*keys[b]).collect();
+        let point_keys: Vec<&[u64]> = points.iter().map(|&b| key_of(b)).collect();
         let found = self.take_tapes(&point_keys);
         count(&self.counts.backward_passes, batch);
         let missing: Vec<usize> = (0..points.len()).filter(|&q| found[q].is_none()).collect();
@@ -671,49 +790,51 @@ impl SolverCore {
             .filter(|&q| items_at[q] > 1)
             .collect();
         let record = |&q: &usize, workspace: &mut ia_adjoint::Workspace| {
-            ia_adjoint::record_in(&problems[points[q]], &options, workspace)
+            let problem = self.problem_at(&rows, points[q], false)?;
+            ia_adjoint::record_in(&problem, &options, workspace)
+                .map_err(|e| self.explain(&problem, e))
         };
         let recorded = if shared.is_empty() {
             Vec::new()
         } else {
             pool()?.map_in(&shared, record)
         };
-        let mut recorded = shared.iter().zip(recorded);
+        let mut recorded = recorded.into_iter();
         let mut runs_at = Vec::with_capacity(points.len());
         for (q, f) in found.into_iter().enumerate() {
             runs_at.push(match f {
                 Some(run) if items_at[q] > 1 => PointRun::Shared(run),
                 Some(run) => PointRun::Owned(Mutex::new(Some(run))),
                 None if items_at[q] > 1 => {
-                    let (_, run) = recorded.next().expect("one recorded run per shared point");
-                    let problem = &problems[points[q]];
-                    PointRun::Shared(Box::new(run.map_err(|e| self.explain(problem, e))?))
+                    let run = recorded.next().expect("one recorded run per shared point");
+                    PointRun::Shared(Box::new(run?))
                 }
                 None => PointRun::Fresh,
             });
         }
-        let pass = |&b: &usize, workspace: &mut ia_adjoint::Workspace| {
-            let (problem, loss) = (&problems[b], &losses[b]);
-            match &runs_at[point_of[b]] {
-                PointRun::Shared(run) => run.gradient(problem, loss, workspace),
-                PointRun::Owned(cell) => {
-                    match cell.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                        Some(run) => ia_adjoint::gradient_of_taped(problem, *run, loss, workspace),
-                        // Never reached: a point of one item is read once.
-                        None => ia_adjoint::gradient_in(problem, loss, &options, workspace),
-                    }
-                }
-                PointRun::Fresh => ia_adjoint::gradient_in(problem, loss, &options, workspace),
-            }
-        };
         // Each item's gradient is written where it goes by the worker that
         // computed it, and its vectors (the trajectory's, the gradient's)
         // go back to that worker's workspace for its next item.
         let write = |&b: &usize,
                      (gx, gp): &mut (&mut [f64], &mut [f64]),
                      workspace: &mut ia_adjoint::Workspace| {
-            let grad = pass(&b, workspace);
-            self.write_gradient(&problems[b], grad, gx, gp, workspace)
+            let run_at = &runs_at[point_of[b]];
+            let problem = self.problem_at(&rows, b, !matches!(run_at, PointRun::Fresh))?;
+            let loss = loss_of(b);
+            let grad = match run_at {
+                PointRun::Shared(run) => run.gradient(&problem, &loss, workspace),
+                PointRun::Owned(cell) => {
+                    match cell.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                        Some(run) => {
+                            ia_adjoint::gradient_of_taped(&problem, *run, &loss, workspace)
+                        }
+                        // Never reached: a point of one item is read once.
+                        None => ia_adjoint::gradient_in(&problem, &loss, &options, workspace),
+                    }
+                }
+                PointRun::Fresh => ia_adjoint::gradient_in(&problem, &loss, &options, workspace),
+            };
+            self.write_gradient(&problem, grad, gx, gp, workspace)
         };
         let mut outs: Vec<(&mut [f64], &mut [f64])> = rows_of(gx, n, batch)
             .zip(rows_of(gp, n_params, batch))

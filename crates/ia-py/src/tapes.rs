@@ -84,11 +84,15 @@ pub(crate) type Key = Arc<[u64]>;
 /// The inputs of a run (its initial state, parameters and final time),
 /// bit for bit: the key of its tape (one allocation: the length is known).
 pub(crate) fn key(problem: &Problem<'_>) -> Key {
-    bits(&problem.initial_state, &problem.params, problem.t_end).collect()
+    key_words(&problem.initial_state, &problem.params, problem.t_end).collect()
 }
 
 /// The words of the key of the run from `x0` and `params` until `t_end`.
-fn bits<'a>(x0: &'a [f64], params: &'a [f64], t_end: f64) -> impl Iterator<Item = u64> + 'a {
+pub(crate) fn key_words<'a>(
+    x0: &'a [f64],
+    params: &'a [f64],
+    t_end: f64,
+) -> impl Iterator<Item = u64> + 'a {
     x0.iter()
         .chain(params)
         .map(|v| v.to_bits())
@@ -241,7 +245,7 @@ impl TapeStore {
     ) -> (Option<KeptRun>, bool) {
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        scratch.extend(bits(x0, params, t_end));
+        scratch.extend(key_words(x0, params, t_end));
         let found = self.take(&scratch);
         let replay = found.is_none() && self.was_recorded(&scratch);
         self.scratch = scratch;
