@@ -7,6 +7,7 @@
 
 mod crossing;
 mod guards;
+mod root;
 #[cfg(test)]
 mod tests;
 
