@@ -363,7 +363,11 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                             return Err(self.step_failure(f));
                         }
                         if self.stepper.refine_events_on_steps() {
-                            t_event = self.refine_on_steps(transition, t_event, t_new)?;
+                            t_event = self.refine_on_steps(transition, t_event, t_new, None)?;
+                        } else if let Some(tolerances) = self.problem.solver.explicit_tolerances()
+                        {
+                            t_event =
+                                self.refine_on_steps(transition, t_event, t_new, Some(tolerances))?;
                         }
                     }
                     self.step_taken();
