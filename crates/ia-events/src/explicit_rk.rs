@@ -45,8 +45,8 @@ pub enum StepControl {
 /// cautious by design); on the stability-limited relay, where DOPRI5's
 /// step is held at its stability bound anyway, it changed nothing.
 ///
-/// The step after a run's first may grow by up to [`FIRST_MAX_FACTOR`]
-/// (CVODE's `ETAMX1`), the later ones by [`MAX_FACTOR`]. A segment after a
+/// The step after a run's first may grow by up to a factor 10^4
+/// (CVODE's `ETAMX1`), the later ones by 10. A segment after a
 /// reset keeps the usual cap: its first step is the carried proposal, a
 /// controller's answer, not a guess. Granting the larger cap there too was
 /// measured: the same steps on `ball2d_flat_a` and the thermostat (10^4
@@ -67,7 +67,7 @@ pub struct RkStepper {
     /// The cap of the step-size factor after the next accepted step:
     /// [`FIRST_MAX_FACTOR`] until a run's first step is accepted, then
     /// [`MAX_FACTOR`].
-    growth_cap: f64,
+    growth_cap: GrowthCap,
     y_prev: Vec<f64>,
     y: Vec<f64>,
     /// Stages of the last step, `dim` each; the last block holds `F(t, y)` at
@@ -119,8 +119,35 @@ const MAX_FACTOR: f64 = 10.0;
 /// had an error norm of `1.5e-11`, room for a step about 130 times longer,
 /// reached in two more steps. The controller's formula is unchanged
 /// ([`step_factor`]); only its cap is lifted, once, and a rejection still
-/// caps the next accepted step's growth at 1.
-const FIRST_MAX_FACTOR: f64 = 1e4;
+/// caps the next accepted step's growth at 1. Every stepper with error
+/// control takes it through [`GrowthCap`].
+pub(crate) const FIRST_MAX_FACTOR: f64 = 1e4;
+
+/// The cap of the step-size factor after the next accepted step: a
+/// stepper's usual cap, lifted to [`FIRST_MAX_FACTOR`] for the step after
+/// one whose size the starting rule guessed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GrowthCap {
+    usual: f64,
+    next: f64,
+}
+
+impl GrowthCap {
+    /// The usual cap `usual`, not lifted.
+    pub(crate) fn new(usual: f64) -> Self {
+        Self { usual, next: usual }
+    }
+
+    /// The next step's size is a guess: lifts the cap after it.
+    pub(crate) fn after_guess(&mut self) {
+        self.next = FIRST_MAX_FACTOR;
+    }
+
+    /// The cap after the step just accepted; the usual one from then on.
+    pub(crate) fn take(&mut self) -> f64 {
+        std::mem::replace(&mut self.next, self.usual)
+    }
+}
 
 /// The least step from `t` towards `t_limit` an [`RkStepper`] takes (short
 /// of landing on the limit): rounding of the times,
@@ -231,7 +258,7 @@ impl RkStepper {
             t: 0.0,
             h_next: 0.0,
             h_taken: 0.0,
-            growth_cap: MAX_FACTOR,
+            growth_cap: GrowthCap::new(MAX_FACTOR),
             y_prev: Vec::new(),
             y: Vec::new(),
             k: Vec::new(),
@@ -670,7 +697,7 @@ impl Stepper for RkStepper {
                         Some(h) => h,
                         None => self.initial_step(rhs, rtol, atol, remaining),
                     };
-                    self.growth_cap = FIRST_MAX_FACTOR;
+                    self.growth_cap.after_guess();
                 }
                 let controlled = rhs.controlled_dim().min(self.dim);
                 let closed = rhs.closed_dim().min(controlled);
@@ -691,8 +718,7 @@ impl Stepper for RkStepper {
                     let err = self.error_norm(h, (rtol, atol), (closed, controlled), apart);
                     let finite = err.is_finite() && self.y_new.iter().all(|v| v.is_finite());
                     if finite && err <= 1.0 {
-                        let cap = self.growth_cap;
-                        self.growth_cap = MAX_FACTOR;
+                        let cap = self.growth_cap.take();
                         let mut factor = if err == 0.0 {
                             cap
                         } else {
@@ -877,19 +903,7 @@ mod tests {
         stepper.state()[0]
     }
 
-    /// A ballistic flight, `y' = v, v' = -9.81`: the vertical motion of
-    /// `ball2d_flat_a`, a quadratic that DOPRI5 integrates exactly, so
-    /// each step's error estimate is rounding.
-    struct Flight;
-    impl OdeRhs for Flight {
-        fn dim(&self) -> usize {
-            2
-        }
-        fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
-            dydt[0] = y[1];
-            dydt[1] = -9.81;
-        }
-    }
+    use crate::stepper::test_flows::Flight;
 
     /// The first three step sizes of a run of `stepper` on [`Flight`] from
     /// `(1, 0)` towards `t = 1e6`, and the state after them.

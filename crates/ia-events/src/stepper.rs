@@ -347,3 +347,30 @@ pub(crate) fn starting_step(
     };
     (100.0 * h0).min(h1)
 }
+
+/// Right-hand sides shared by the steppers' tests.
+#[cfg(test)]
+pub(crate) mod test_flows {
+    use super::OdeRhs;
+
+    /// A ballistic flight, `y' = v, v' = -9.81` (the vertical motion of
+    /// `ball2d_flat_a`; affine, its Jacobian exact and constant): a
+    /// quadratic each Runge-Kutta method integrates exactly, so each step's
+    /// error estimate is rounding (and Newton's tolerance, for the implicit
+    /// ones).
+    pub(crate) struct Flight;
+
+    impl OdeRhs for Flight {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
+            dydt[0] = y[1];
+            dydt[1] = -9.81;
+        }
+        fn jacobian(&mut self, _t: f64, _y: &[f64], jacobian: &mut [f64]) -> bool {
+            jacobian.copy_from_slice(&[0.0, 0.0, 1.0, 0.0]);
+            true
+        }
+    }
+}

@@ -5,7 +5,7 @@
 
 use super::linear::IterationMatrix;
 use super::tableau::EsdirkTableau;
-use crate::explicit_rk::{min_step, step_factor};
+use crate::explicit_rk::{min_step, step_factor, GrowthCap};
 use crate::stepper::{controlled_norm, starting_step, OdeRhs, StepCounters, StepFailure, Stepper};
 
 /// Stage convergence: Newton stops when its estimated remaining error,
@@ -37,18 +37,6 @@ const REFACTOR_CHANGE: f64 = 0.2;
 /// Step-size factor after a stage failed to converge.
 const NEWTON_SHRINK: f64 = 0.25;
 const MAX_FACTOR: f64 = 5.0;
-/// The growth cap of the step after the first of a run or a segment
-/// (those whose size comes from [`starting_step`]), then [`MAX_FACTOR`]:
-/// CVODE's `ETAMX1 = 10^4`, for the reason given at the explicit
-/// stepper's (the starting step is a cautious guess; the first error
-/// estimate is the first measurement). Here the rule is taken after every
-/// reset too, so each segment gets it. On the stiff problems of issue 28
-/// (`probe_accuracy`, `1e-6` to `1e-10`) it took fewer steps on the
-/// Kelvin-Voigt ball with each method, most at loose tolerances (Kvaerno 5:
-/// 37 to 31 at `1e-6`, 166 to 163 at `1e-10`), a few fewer on the others
-/// with TR-BDF2, the same on the rest, with the errors against the
-/// references unchanged to their noise.
-const FIRST_MAX_FACTOR: f64 = 1e4;
 
 /// Why one step attempt failed.
 enum Attempt {
@@ -141,8 +129,17 @@ pub struct ImplicitStepper {
     segment_start: bool,
     h_taken: f64,
     /// The cap of the step-size factor after the next accepted step:
-    /// [`FIRST_MAX_FACTOR`] after the starting rule, then [`MAX_FACTOR`].
-    growth_cap: f64,
+    /// [`FIRST_MAX_FACTOR`](crate::explicit_rk::FIRST_MAX_FACTOR) after the
+    /// starting rule, then [`MAX_FACTOR`]
+    /// (CVODE's `ETAMX1`, see the explicit stepper's). Here the starting
+    /// rule is taken after every reset too, so each segment gets it. On the
+    /// stiff problems of issue 28 (`probe_accuracy`, `1e-6` to `1e-10`) it
+    /// took fewer steps on the Kelvin-Voigt ball with each method, most at
+    /// loose tolerances (Kvaerno 5: 37 to 31 at `1e-6`, 166 to 163 at
+    /// `1e-10`), a few fewer on the others with TR-BDF2, the same on the
+    /// rest, with the errors against the references unchanged to their
+    /// noise.
+    growth_cap: GrowthCap,
     y_prev: Vec<f64>,
     y: Vec<f64>,
     y_new: Vec<f64>,
@@ -238,7 +235,7 @@ impl ImplicitStepper {
             h_next: 0.0,
             segment_start: true,
             h_taken: 0.0,
-            growth_cap: MAX_FACTOR,
+            growth_cap: GrowthCap::new(MAX_FACTOR),
             y_prev: Vec::new(),
             y: Vec::new(),
             y_new: Vec::new(),
@@ -709,7 +706,7 @@ impl Stepper for ImplicitStepper {
             };
             self.h_next = start.max(16.0 * min_step);
             self.segment_start = false;
-            self.growth_cap = FIRST_MAX_FACTOR;
+            self.growth_cap.after_guess();
         }
         let controlled = rhs.controlled_dim().min(n);
         let apart = (
@@ -747,8 +744,7 @@ impl Stepper for ImplicitStepper {
             let err = self.error_norm(h, controlled, apart);
             let finite = err.is_finite() && self.y_new.iter().all(|v| v.is_finite());
             if finite && err <= 1.0 {
-                let cap = self.growth_cap;
-                self.growth_cap = MAX_FACTOR;
+                let cap = self.growth_cap.take();
                 let mut factor = if err == 0.0 {
                     cap
                 } else {

@@ -381,23 +381,8 @@ fn a_declared_constant_jacobian_gives_the_run_without_it() {
     }
 }
 
-/// A ballistic flight, `y' = v, v' = -9.81` (affine, its Jacobian exact and
-/// constant): a quadratic each method integrates exactly, so each step's
-/// error estimate is rounding and Newton's tolerance.
-struct Flight;
-impl OdeRhs for Flight {
-    fn dim(&self) -> usize {
-        2
-    }
-    fn eval(&mut self, _t: f64, y: &[f64], dydt: &mut [f64]) {
-        dydt[0] = y[1];
-        dydt[1] = -9.81;
-    }
-    fn jacobian(&mut self, _t: f64, _y: &[f64], jacobian: &mut [f64]) -> bool {
-        jacobian.copy_from_slice(&[0.0, 0.0, 1.0, 0.0]);
-        true
-    }
-}
+use crate::explicit_rk::FIRST_MAX_FACTOR;
+use crate::stepper::test_flows::Flight;
 
 /// The step after a segment's first (Hairer's starting rule, taken at a
 /// run's start and again at every segment's) grows past the usual cap when

@@ -707,14 +707,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                     self.extra_rhs_evaluations += 1;
                     rate_ready = true;
                 }
-                guard_rate_at(
-                    &**guard,
-                    t,
-                    x,
-                    p,
-                    &self.states.rate,
-                    self.guard_partials,
-                )
+                guard_rate_at(&**guard, t, x, p, &self.states.rate, self.guard_partials)
             } else {
                 0.0
             };
