@@ -364,8 +364,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                         }
                         if self.stepper.refine_events_on_steps() {
                             t_event = self.refine_on_steps(transition, t_event, t_new, None)?;
-                        } else if let Some(tolerances) = self.problem.solver.explicit_tolerances()
-                        {
+                        } else if let Some(tolerances) = self.problem.solver.explicit_tolerances() {
                             t_event =
                                 self.refine_on_steps(transition, t_event, t_new, Some(tolerances))?;
                         }
