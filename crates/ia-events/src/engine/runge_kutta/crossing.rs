@@ -46,13 +46,18 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
     /// max|x_i|)` over the guard's support, and refined only beyond it
     /// (measured: DOP853's dense output on the stiff heated rod, a step held
     /// by stability, put an event 3e-8 off at rtol 1e-10).
+    ///
+    /// Also returns `|g_x|` when the crossing geometry last formed
+    /// ([`GeometryWorkspace::crossing`]) is the event's, at the returned
+    /// time and the step's end state: the event's firing reads it instead
+    /// of forming it again.
     pub(super) fn refine_on_steps(
         &mut self,
         k: usize,
         t_event: f64,
         t_new: f64,
         within: Option<(f64, f64)>,
-    ) -> Result<f64, HybridError> {
+    ) -> Result<(f64, Option<f64>), HybridError> {
         let system = self.system();
         let p = &self.problem.params;
         let n = self.rhs.n;
@@ -74,21 +79,21 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
                     None => x.iter().fold(0.0f64, |m, v| m.max(v.abs())),
                 };
                 if g.abs() <= gx_norm * (atol + rtol * x_scale) {
-                    break;
+                    return Ok((t, Some(gx_norm)));
                 }
             }
             let next = t - g / rate;
             if !(next.is_finite() && next > t_prev && next <= t_new)
                 || (next - t).abs() <= 4.0 * f64::EPSILON * t.abs().max(f64::MIN_POSITIVE)
             {
-                break;
+                return Ok((t, Some(gx_norm)));
             }
             if let Err(f) = self.stepper.truncate(&mut self.rhs, next) {
                 return Err(self.step_failure(f));
             }
             t = next;
         }
-        Ok(t)
+        Ok((t, None))
     }
 
     /// Finds the earliest transition whose guard crossed in `[t_prev, t_new]`.
