@@ -236,6 +236,19 @@ impl SolverChoice {
         }
     }
 
+    /// The tolerances `(rtol, atol)` of the built-in explicit methods with
+    /// error control (DOPRI5, DOP853): what their steps are accurate to,
+    /// against which the engine judges an event located on their dense
+    /// output (`Run::refine_on_steps`).
+    pub(crate) fn explicit_tolerances(&self) -> Option<(f64, f64)> {
+        match self {
+            SolverChoice::Dopri5 { rtol, atol, .. } | SolverChoice::Dop853 { rtol, atol, .. } => {
+                Some((*rtol, *atol))
+            }
+            _ => None,
+        }
+    }
+
     /// The implicit (ESDIRK) method every accepted step of this solver
     /// applies, for the implicit solvers.
     pub fn implicit_method(&self) -> Option<&'static EsdirkTableau> {

@@ -48,16 +48,24 @@
 //!    already past zero, until one is left (or the bracket is within the time
 //!    tolerance: then the first declared of those left fires, rule 4). No other
 //!    guard is located, on this step or a later one. The crossing time is then
-//!    found with the Illinois variant of regula falsi (the `roots` crate's
-//!    `find_root_regula_falsi`, at most 200 iterations: superlinear on a smooth
-//!    guard, and it closes the bracket from both sides, where the crate's
-//!    Brent's method needed bisections to) on the stepper's dense output, to the
-//!    problem's time tolerance `EventOptions::time_tolerance`, by default
-//!    `1e-13 * max(1, t_end - t0)`. Right after an event the step's start can sit a
-//!    rounding error on the far side of zero; the bracket is then searched at
-//!    eight uniform samples of the step and, when the guard is already back
-//!    past zero at the first of them, in that first eighth at offsets growing
-//!    geometrically from the start (60 halvings).
+//!    found on the stepper's dense output, to the problem's time tolerance
+//!    `EventOptions::time_tolerance`, by default `1e-13 * max(1, t_end - t0)`
+//!    (or where the guard is within rounding noise of zero), by a bracketed
+//!    Muller iteration: each trial time is the root inside the bracket of the
+//!    parabola through the last three points (exact on a parabola, as a
+//!    ball's flight is), a step not under half the one before last replaced
+//!    by a bisection (Brent's safeguard), every trial time kept half the
+//!    tolerance from the bracket's ends so that the bracket closes (at most
+//!    200 evaluations). Right after an event the step's start sits on zero,
+//!    within its rounding band (maybe a rounding error on the far side):
+//!    the bracket then starts at the first eighth of the step when the guard
+//!    is clearly on its side there (the start is the iteration's third
+//!    point), and otherwise at the first point on its side found at offsets
+//!    growing geometrically from the start within that eighth (60 halvings)
+//!    and then at the other eighths, followed by one past zero. A start past
+//!    zero by rounding alone with no event's band (a step that ended on the
+//!    guard's zero, where the band of the event before hid the crossing) is
+//!    the crossing when no point on the side is found.
 //! 3. **Truncation.** The step is then *redone* from its start to exactly `t*`,
 //!    so the state `x-` before the reset is a Runge-Kutta value, not an
 //!    interpolant, and every step on the record (and on the adjoint's tape) is one

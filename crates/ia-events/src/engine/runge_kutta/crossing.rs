@@ -2,34 +2,14 @@
 //! locates it on the dense output (rules 1 and 2 of the event rules,
 //! [`crate::vocabulary`]), and a disarmed guard's return.
 
+use super::root::{bracketed_root, RootFailure, Sample, Stopping};
 use super::{Found, Run};
 use crate::vocabulary::{ExtraState, Observer};
 use ia_core::HybridError;
-use roots::{find_root_regula_falsi, Convergency};
-
-/// Time tolerance as a `roots` convergence criterion: stop when the guard
-/// value is within rounding noise of zero or the bracket is narrower than
-/// the tolerance.
-struct TimeTolerance {
-    tolerance: f64,
-    noise: f64,
-    max_iterations: usize,
-}
-
-impl Convergency<f64> for TimeTolerance {
-    fn is_root_found(&mut self, y: f64) -> bool {
-        y.abs() <= self.noise
-    }
-    fn is_converged(&mut self, a: f64, b: f64) -> bool {
-        (a - b).abs() <= self.tolerance
-    }
-    fn is_iteration_limit_reached(&mut self, iter: usize) -> bool {
-        iter >= self.max_iterations
-    }
-}
 
 /// Uniform samples of a step searched for a bracket when the step start does
-/// not lie on the guard's recorded side (right after an event)...
+/// not lie on the guard's recorded side (right after an event) and the first
+/// of them is not on that side either...
 const COARSE_SAMPLES: usize = 8;
 /// ...and halvings of its first eighth searched when the guard is already
 /// back past zero at the first sample.
@@ -57,39 +37,63 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
     /// lower order than the step puts the located time off by its error;
     /// the event's saltation assumes the guard is zero at the event state.
     /// The end stays inside `(t_prev, t_new]`, the step first taken.
+    ///
+    /// An explicit method's dense output is of its step's order or one
+    /// below, and usually puts the event within the step's own error: with
+    /// its tolerances `within = Some((rtol, atol))` the located time is
+    /// kept when the guard's residual at the redone step's end is within
+    /// what the step's error control allows, `|g| <= |g_x| (atol + rtol
+    /// max|x_i|)` over the guard's support, and refined only beyond it
+    /// (measured: DOP853's dense output on the stiff heated rod, a step held
+    /// by stability, put an event 3e-8 off at rtol 1e-10).
+    ///
+    /// Also returns `|g_x|` when the crossing geometry last formed
+    /// ([`GeometryWorkspace::crossing`]) is the event's, at the returned
+    /// time and the step's end state: the event's firing reads it instead
+    /// of forming it again.
     pub(super) fn refine_on_steps(
         &mut self,
         k: usize,
         t_event: f64,
         t_new: f64,
-    ) -> Result<f64, HybridError> {
+        within: Option<(f64, f64)>,
+    ) -> Result<(f64, Option<f64>), HybridError> {
         let system = self.system();
         let p = &self.problem.params;
         let n = self.rhs.n;
         let guard = &system.transitions()[k].guard;
         let t_prev = self.stepper.previous_time();
         let mut t = t_event;
-        for _ in 0..REFINE_ITERATIONS {
+        for iteration in 0..REFINE_ITERATIONS {
             let x = &self.stepper.state()[..n];
             let g = guard.value(t, x, p);
             if g == 0.0 {
                 break;
             }
-            let (crossing, _) = self.geometry.crossing(system, p, k, t, x);
+            let (crossing, gx_norm) = self.geometry.crossing(system, p, k, t, x);
             let rate = crossing.guard_rate;
             self.extra_rhs_evaluations += 1;
+            if let (0, Some((rtol, atol))) = (iteration, within) {
+                let x_scale = match guard.support() {
+                    Some(read) => read.states.iter().fold(0.0f64, |m, &i| m.max(x[i].abs())),
+                    None => x.iter().fold(0.0f64, |m, v| m.max(v.abs())),
+                };
+                if g.abs() <= gx_norm * (atol + rtol * x_scale) {
+                    return Ok((t, Some(gx_norm)));
+                }
+            }
             let next = t - g / rate;
             if !(next.is_finite() && next > t_prev && next <= t_new)
                 || (next - t).abs() <= 4.0 * f64::EPSILON * t.abs().max(f64::MIN_POSITIVE)
             {
-                break;
+                return Ok((t, Some(gx_norm)));
             }
             if let Err(f) = self.stepper.truncate(&mut self.rhs, next) {
                 return Err(self.step_failure(f));
             }
             t = next;
         }
-        Ok(t)
+        Ok((t, None))
     }
 
     /// Finds the earliest transition whose guard crossed in `[t_prev, t_new]`.
@@ -429,12 +433,6 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
             }
             guard.value(t, x_probe, p)
         };
-        // Right after an event the start may sit a rounding error on the far
-        // side of zero: bracket from the first point clearly on the recorded
-        // side. Eight uniform samples first; if the first of them is already
-        // past the crossing, the guard left zero and came back within the
-        // first eighth, so search that eighth at offsets growing
-        // geometrically from the start.
         // At the step's start the value is known; a bracket narrowed to a
         // later start needs the guard there.
         let g_start = if t_prev == t_start {
@@ -442,54 +440,88 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
         } else {
             g_at(t_prev)
         };
-        let (mut lo, mut hi) = (t_prev, t_new);
-        let (mut lo_value, mut hi_value) = (g_start, self.guards.values[k]);
-        let mut scale = g_start.abs().max(self.guards.values[k].abs());
+        let start = Sample {
+            t: t_prev,
+            g: g_start,
+        };
+        let end = Sample {
+            t: t_new,
+            g: self.guards.values[k],
+        };
+        let (mut lo, mut hi, mut earlier) = (start, end, None);
         if g_start * side <= band {
+            // Right after an event the start sits on zero, within its
+            // rounding band (maybe a rounding error on the far side): the
+            // bracket starts at the first point clearly on the recorded
+            // side. The guard leaves zero towards that side (the side is
+            // its rate's there), so the first eighth of the step is tried
+            // first: on that side there, it is a step's start like any
+            // other, and its crossing is located in the rest of the step
+            // as a crossing in a whole step is (rule 1: a guard that comes
+            // back past zero more than once in one step is not seen; the
+            // eight samples this replaces found the earliest of three
+            // crossings only to an eighth of the step). The start, on zero,
+            // is the root finder's third point. Otherwise the guard came
+            // back within that eighth, or is still in its band there (a
+            // tangential start): the eighth is searched at offsets growing
+            // geometrically from the start, then the other eighths, for a
+            // point on the side followed by one past zero.
             let width = t_new - t_prev;
             let eighth = width / COARSE_SAMPLES as f64;
-            // The first coarse sample, evaluated once: the scan below
-            // reads it again when it comes to it.
-            let first_coarse = t_prev + eighth;
-            let first_coarse_value = g_at(first_coarse);
-            let first_coarse_on_side = first_coarse_value * side > band;
-            let fine = (1..=BRACKET_DOUBLINGS)
-                .rev()
-                .map(|i| t_prev + eighth * 0.5f64.powi(i as i32))
-                .take(if first_coarse_on_side {
-                    0
-                } else {
-                    BRACKET_DOUBLINGS
+            let first = t_prev + eighth;
+            let first_value = g_at(first);
+            let bracket = if first_value * side > band {
+                earlier = Some(start);
+                Some((
+                    Sample {
+                        t: first,
+                        g: first_value,
+                    },
+                    end,
+                ))
+            } else {
+                let fine = (1..=BRACKET_DOUBLINGS)
+                    .rev()
+                    .map(|i| t_prev + eighth * 0.5f64.powi(i as i32));
+                let coarse = (1..=COARSE_SAMPLES).map(|j| {
+                    if j == COARSE_SAMPLES {
+                        t_new
+                    } else {
+                        t_prev + eighth * j as f64
+                    }
                 });
-            let coarse = (1..=COARSE_SAMPLES).map(|j| {
-                if j == COARSE_SAMPLES {
-                    t_new
-                } else {
-                    t_prev + eighth * j as f64
+                let mut on_side: Option<Sample> = None;
+                let mut found = None;
+                for t in fine.chain(coarse) {
+                    // The first sample and the end are known.
+                    let g = if t == first {
+                        first_value
+                    } else if t == t_new {
+                        end.g
+                    } else {
+                        g_at(t)
+                    };
+                    if g * side > band {
+                        on_side = Some(Sample { t, g });
+                    } else if let (Some(a), true) = (on_side, g * side <= 0.0) {
+                        found = Some((a, Sample { t, g }));
+                        break;
+                    }
                 }
-            });
-            let mut on_side: Option<(f64, f64)> = None;
-            let mut found = None;
-            for t in fine.chain(coarse) {
-                let g = if t == first_coarse {
-                    first_coarse_value
-                } else {
-                    g_at(t)
-                };
-                if g * side > band {
-                    on_side = Some((t, g));
-                } else if let (Some((a, g_a)), true) = (on_side, g * side <= 0.0) {
-                    found = Some((a, (t, g), g_a));
-                    break;
-                }
-            }
-            match found {
-                Some((a, (b, g_b), g_a)) => {
-                    lo = a;
-                    hi = b;
-                    lo_value = g_a;
-                    hi_value = g_b;
-                    scale = g_a.abs().max(g_b.abs());
+                found
+            };
+            // No point on the side, and no band of an event at the start:
+            // the start is past zero by rounding alone, as the root finder
+            // takes a start within the noise of zero on the side (a step
+            // that ended on the guard's zero, at an observation time, where
+            // the band of the event that started it hid the crossing).
+            let start_crossed =
+                band == 0.0 && g_start.abs() <= 4.0 * f64::EPSILON * g_start.abs().max(end.g.abs());
+            match bracket {
+                Some((a, b)) => (lo, hi) = (a, b),
+                None if start_crossed => {
+                    self.recorder.count_root_iterations(evaluations);
+                    return Ok(t_prev);
                 }
                 None => {
                     self.recorder.count_root_iterations(evaluations);
@@ -507,43 +539,26 @@ impl<E: ExtraState, O: Observer> Run<'_, '_, E, O> {
         // Converged when the bracket is within the time tolerance, or when
         // the guard value is down to rounding noise of its size at the
         // bracket's ends (no sample can then tell the root apart).
-        let noise = 4.0 * f64::EPSILON * scale;
-        let mut convergence = TimeTolerance {
+        let stop = Stopping {
             tolerance: self.time_tolerance,
-            noise,
+            noise: 4.0 * f64::EPSILON * lo.g.abs().max(hi.g.abs()),
             max_iterations: 200,
         };
-        // The Illinois variant of regula falsi (`roots`): superlinear on a
-        // smooth guard, and the halved weight of an end that stays moves
-        // that end too, so the bracket closes from both sides. Brent's
-        // method as `roots` writes it (no minimum step towards the far end)
-        // took bisections to close it: 10.5 guard evaluations per
-        // thermostat event against 6.3. It evaluates both ends first, whose
-        // values are known here.
-        let mut g_cached = |t: f64| {
-            if t == lo {
-                lo_value
-            } else if t == hi {
-                hi_value
-            } else {
-                g_at(t)
-            }
-        };
-        let located = find_root_regula_falsi(lo, hi, &mut g_cached, &mut convergence);
+        let located = bracketed_root(&mut g_at, lo, hi, earlier, &stop);
         self.recorder.count_root_iterations(evaluations);
-        located.map_err(|e| {
+        located.map_err(|failure| {
             let name = system.transitions()[k].name.clone();
+            if let RootFailure::NonFinite(t) = failure {
+                let what = format!("guard value of transition '{name}' inside a step");
+                return self.non_finite(what, t);
+            }
             HybridError::EventLocation {
                 transition: name,
-                from: lo,
-                to: hi,
+                from: lo.t,
+                to: hi.t,
                 reason: format!(
                     "root finding failed: {}; the guard is too flat or too noisy there to locate its zero (bound the step, or start further from a tangential contact)",
-                    match e {
-                        roots::SearchError::NoConvergency => "no convergence",
-                        roots::SearchError::NoBracketing => "the guard does not change sign",
-                        roots::SearchError::ZeroDerivative => "the guard's slope is zero",
-                    }
+                    failure.describe()
                 ),
                 trajectory: Box::new(self.snapshot()),
             }

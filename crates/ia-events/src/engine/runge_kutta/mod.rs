@@ -7,6 +7,7 @@
 
 mod crossing;
 mod guards;
+mod root;
 #[cfg(test)]
 mod tests;
 
@@ -356,18 +357,25 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 }
                 Some(Found::Crossing(t_located, transition)) => {
                     let mut t_event = t_located;
+                    let mut known_crossing = None;
                     if t_event < t_new {
                         let failure = self.stepper.truncate(&mut self.rhs, t_event).err();
                         if let Some(f) = failure {
                             return Err(self.step_failure(f));
                         }
-                        if self.stepper.refine_events_on_steps() {
-                            t_event = self.refine_on_steps(transition, t_event, t_new)?;
+                        let within = if self.stepper.refine_events_on_steps() {
+                            Some(None)
+                        } else {
+                            self.problem.solver.explicit_tolerances().map(Some)
+                        };
+                        if let Some(within) = within {
+                            (t_event, known_crossing) =
+                                self.refine_on_steps(transition, t_event, t_new, within)?;
                         }
                     }
                     self.step_taken();
                     copy_floats(&mut self.states.y, self.stepper.state());
-                    if let Some(done) = self.fire_cascade(t_event, transition)? {
+                    if let Some(done) = self.fire_cascade(t_event, transition, known_crossing)? {
                         return Ok(done);
                     }
                     t = t_event;
@@ -483,12 +491,13 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         &mut self,
         t: f64,
         mut transition: usize,
+        mut known_crossing: Option<f64>,
     ) -> Result<Option<Trajectory>, HybridError> {
         let root = self.recorder.next_event_index();
         let mut cascade_of = None;
         loop {
             let from = self.mode();
-            let (residual, stops) = self.fire(t, transition, cascade_of)?;
+            let (residual, stops) = self.fire(t, transition, cascade_of, known_crossing.take())?;
             let tr = &self.system().transitions()[transition];
             if stops {
                 let y = std::mem::take(&mut self.states.y);
@@ -520,11 +529,15 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
     /// its time, never the overshoot of a guard pushed past zero (an event
     /// of a cascade, `cascade_of` set, whose guard is not checked for
     /// crossing direction or transversality: it did not cross).
+    /// `known_crossing` is `|g_x|` when the geometry workspace holds this
+    /// event's crossing already (formed at this time and state by the
+    /// refinement on the step, `refine_on_steps`).
     fn fire(
         &mut self,
         t: f64,
         k: usize,
         cascade_of: Option<usize>,
+        known_crossing: Option<f64>,
     ) -> Result<(f64, bool), HybridError> {
         let system = self.system();
         let n = self.rhs.n;
@@ -532,8 +545,13 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
         let transition = &system.transitions()[k];
         let from = self.mode();
         let x_minus = &self.states.y[..n];
-        let (crossing, gx_norm) = self.geometry.crossing(system, p, k, t, x_minus);
-        self.extra_rhs_evaluations += 1;
+        let (crossing, gx_norm) = match known_crossing {
+            Some(gx_norm) => (self.geometry.geometry(), gx_norm),
+            None => {
+                self.extra_rhs_evaluations += 1;
+                self.geometry.crossing(system, p, k, t, x_minus)
+            }
+        };
         let (guard_rate, gt) = (crossing.guard_rate, crossing.guard.t);
         let rate_norm = crossing
             .flow_before
