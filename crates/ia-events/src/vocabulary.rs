@@ -69,7 +69,14 @@
 //! 3. **Truncation.** The step is then *redone* from its start to exactly `t*`,
 //!    so the state `x-` before the reset is a Runge-Kutta value, not an
 //!    interpolant, and every step on the record (and on the adjoint's tape) is one
-//!    genuine Runge-Kutta step.
+//!    genuine Runge-Kutta step. Where the dense output is less accurate than
+//!    the step, `t*` is then refined on the step itself: Newton on the
+//!    step's end time (the guard's rate along the flow at the end state),
+//!    the step redone to each new end, until the guard vanishes at the
+//!    step's own end state. The implicit methods always refine; DOPRI5 and
+//!    DOP853 when the guard's residual at the redone step's end exceeds what
+//!    their error control allows the state, `|g| > |g_x| (atol + rtol
+//!    max|x_i|)` over the guard's support.
 //! 4. **Simultaneous events and cascades.** When several guards cross in one
 //!    step, the earliest fires; guards that cross within the time tolerance of
 //!    each other count as simultaneous, and the one declared first (in the
