@@ -779,6 +779,44 @@ fn readme_examples_are_the_current_output() {
     );
 }
 
+/// The README's shortened `periodic --compact` block (parts of the one line
+/// the command prints, `...` where it leaves some out): each part it shows
+/// must be in what the binary prints today, so that a number that moved
+/// is noticed (the reference is the binary itself, as above).
+#[test]
+fn readme_shortened_periodic_block_is_the_current_output() {
+    let command =
+        "$ cargo run -q -p ia-cli -- periodic --compact examples/periodic/rimless-wheel.json\n";
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let text = std::fs::read_to_string(&path).expect("README.md");
+    let start = text
+        .find(command)
+        .expect("README.md no longer shows the rimless wheel's periodic command")
+        + command.len();
+    let end = start + text[start..].find("```").expect("the block ends");
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/periodic/rimless-wheel.json");
+    let out = run(&["periodic", "--compact", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let printed = String::from_utf8(out.stdout).expect("UTF-8");
+    let parts: Vec<&str> = text[start..end]
+        .split("...")
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect();
+    assert!(
+        parts.len() >= 3,
+        "the block shows parts of the output: {parts:?}"
+    );
+    for part in parts {
+        assert!(
+            printed.contains(part),
+            "README.md: the periodic block shows `{part}`, which the command no longer prints; \
+             re-run it and copy the parts again:\n{printed}"
+        );
+    }
+}
+
 /// The cascade scenario: neuron 0's spike kicks neuron 1 past threshold
 /// (it fires at the same instant) and neuron 2 to 0.99, short of it (it must
 /// not fire). Reference: the equations by hand (both rest at their drives
