@@ -188,6 +188,19 @@ def test_bad_inputs_raise():
     batch = jnp.stack([jnp.asarray(ball.default_params), bad])
     with pytest.raises(jax.errors.JaxRuntimeError, match=expected):
         jax.jit(jax.vmap(run, in_axes=(None, 0)))(x0, batch)
+    # The same under vmap of grad (one backward call, each item's problem
+    # made by the worker that runs it) and of value_and_grad (a taped
+    # forward call, then the backward call).
+    x_end = lambda x, p: run(x, p).final_state[0]
+    for transform in (jax.grad, jax.value_and_grad):
+        mapped = jax.jit(jax.vmap(transform(x_end, argnums=1), in_axes=(None, 0)))
+        with pytest.raises(jax.errors.JaxRuntimeError, match=expected):
+            mapped(x0, batch)
+    # Several bad items: the first in input order gives the error.
+    bad_g = jnp.array([-9.81, 0.8, 0.7])
+    first_bad = jnp.stack([jnp.asarray(ball.default_params), bad_g, bad])
+    with pytest.raises(jax.errors.JaxRuntimeError, match="parameter 'g' = -9.81"):
+        jax.jit(jax.vmap(jax.grad(x_end, argnums=1), in_axes=(None, 0)))(x0, first_bad)
 
 
 def test_jit_lowers_to_the_ffi_custom_calls():
