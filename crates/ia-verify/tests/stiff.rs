@@ -761,6 +761,13 @@ fn heated_rod_adjoint_against_forward_on_the_same_steps() {
         if gap > bound {
             failures.push(format!("{method}: {gap:e} > {bound:e}"));
         }
+        // Issue 28's target holds here too, however far the steps could
+        // amplify rounding: measured 5.5e-11 (DOPRI5), 2.6e-11 (DOP853).
+        if gap > SAME_STEPS_TOL {
+            failures.push(format!(
+                "{method}: {gap:e} above issue 28's {SAME_STEPS_TOL:e}"
+            ));
+        }
     }
     assert!(failures.is_empty(), "{failures:?}");
 }
