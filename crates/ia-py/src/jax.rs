@@ -149,29 +149,6 @@ enum PointRun {
     Fresh,
 }
 
-/// The runs of a call ([`SolverCore::problems`]): one held in place, or
-/// a batch's vector; a slice of them either way.
-// The one run is held in place on purpose: boxing it would bring back the
-// allocation this type exists to avoid.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Problems<'a> {
-    /// A call of one run.
-    One([Problem<'a>; 1]),
-    /// A batch.
-    Many(Vec<Problem<'a>>),
-}
-
-impl<'a> std::ops::Deref for Problems<'a> {
-    type Target = [Problem<'a>];
-
-    fn deref(&self) -> &[Problem<'a>] {
-        match self {
-            Problems::One(one) => one,
-            Problems::Many(many) => many,
-        }
-    }
-}
-
 /// The sizes of a solver's inputs and outputs.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Sizes {
@@ -226,7 +203,7 @@ pub(crate) struct CotangentsIn<'a> {
 /// initial states (`B x n`), the parameters (`B x n_params`) and the final
 /// times (`B`) when given per run.
 #[derive(Clone, Copy)]
-struct Rows<'a> {
+pub(crate) struct Rows<'a> {
     x0s: &'a [f64],
     params: &'a [f64],
     t_ends: Option<&'a [f64]>,
@@ -236,7 +213,7 @@ struct Rows<'a> {
 
 impl<'a> Rows<'a> {
     /// The rows of `batch` runs, or a dimension mismatch naming what is short.
-    fn new(
+    pub(crate) fn new(
         sizes: Sizes,
         batch: usize,
         x0s: &'a [f64],
@@ -420,36 +397,15 @@ impl SolverCore {
         }
     }
 
-    /// The runs from the rows of `x0s` and `params` (`batch` of each),
-    /// until the entries of `t_ends` when given (checked as the scenario's
-    /// `t_end` is), otherwise the solver's `t_end`. One run (a jitted call
-    /// outside `jax.vmap`) is held without a vector of problems: its
-    /// allocation (a `Problem` is a few hundred bytes) cost more than the
-    /// rest of a handler's bookkeeping.
-    fn problems(
-        &self,
-        batch: usize,
-        x0s: &[f64],
-        params: &[f64],
-        t_ends: Option<&[f64]>,
-    ) -> Result<Problems<'_>, ScenarioError> {
-        let rows = Rows::new(self.sizes(), batch, x0s, params, t_ends)?;
-        if batch == 1 {
-            return Ok(Problems::One([self.problem_at(&rows, 0, false)?]));
-        }
-        (0..batch)
-            .map(|b| self.problem_at(&rows, b, false))
-            .collect::<Result<_, _>>()
-            .map(Problems::Many)
-    }
-
     /// The run of row `b` of `rows`, its inputs checked unless
     /// `checked_already` (bit for bit the inputs of a run made before).
-    /// A batch's workers make each item's problem where they run it: made
+    /// A batch's workers make each item's problem where they run it (every
+    /// call: outputs, vector-Jacobian and Jacobian-vector products): made
     /// before, one after the other, the problems of a batch of
     /// `ball2d_flat_a` gradients cost a tenth of its time, every worker
-    /// waiting.
-    fn problem_at(
+    /// waiting. A call of one run makes its one problem in place, with no
+    /// vector.
+    pub(crate) fn problem_at(
         &self,
         rows: &Rows<'_>,
         b: usize,
@@ -551,9 +507,9 @@ impl SolverCore {
         };
         if batch == 1 {
             // One run: on this thread, without the vectors of a batch.
-            let problems = self.problems(batch, x0s, params, t_ends)?;
+            let rows = Rows::new(self.sizes(), batch, x0s, params, t_ends)?;
+            let problem = &self.problem_at(&rows, 0, false)?;
             count(counted, 1);
-            let problem = &problems[0];
             let mut workspace = self.kept_workspace();
             if taped {
                 // Boxed where recorded: from here on a run moves as a pointer.
@@ -714,23 +670,19 @@ impl SolverCore {
             // point): its pass on this thread, without the batch's
             // bookkeeping of points below (the same passes, the same
             // numbers, the same statistics).
-            check_len("initial states of the batch", input.x0s.len(), n)?;
-            check_len("parameters of the batch", input.params.len(), n_params)?;
-            if let Some(t_ends) = input.t_ends {
-                check_len("final times of the batch", t_ends.len(), 1)?;
-            }
-            let (x0, params) = (input.x0s, input.params);
-            let t_end = input.t_ends.map(|t| t[0]);
-            let (found, replay) =
-                self.tape_store()
-                    .take_inputs(x0, params, t_end.unwrap_or(self.scenario.t_end));
+            let rows = Rows::new(self.sizes(), batch, input.x0s, input.params, input.t_ends)?;
+            let (found, replay) = self.tape_store().take_inputs(
+                rows.x0(0),
+                rows.params(0),
+                rows.t_end(0).unwrap_or(self.scenario.t_end),
+            );
             let problem = match found {
                 // The forward call that kept this tape ran from these very
                 // inputs (the key is their bits), after their checks: they
                 // are not checked again.
-                Some(_) => self.prechecked_problem(x0, params, t_end)?,
+                Some(_) => self.problem_at(&rows, 0, true)?,
                 None => {
-                    let problem = self.problem(x0, params, t_end)?;
+                    let problem = self.problem_at(&rows, 0, false)?;
                     count(&self.counts.taped_runs, 1);
                     count(&self.counts.replays, usize::from(replay));
                     problem

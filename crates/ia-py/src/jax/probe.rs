@@ -124,7 +124,10 @@ fn batch_gradient_probe() {
     };
     let (mut gx, mut gp) = (vec![0.0; BATCH * n], vec![0.0; BATCH * n_params]);
     // The floor: the library's gradient of each item in one kept workspace.
-    let problems = core.problems(BATCH, &x0s, &params, None).unwrap();
+    let inputs = Rows::new(core.sizes(), BATCH, &x0s, &params, None).unwrap();
+    let problems: Vec<Problem<'_>> = (0..BATCH)
+        .map(|b| core.problem_at(&inputs, b, false).unwrap())
+        .collect();
     let loss = ia_adjoint::FinalComponent(0);
     let options = ia_adjoint::AdjointOptions::default();
     let mut workspace = ia_adjoint::Workspace::new();
@@ -257,7 +260,8 @@ fn single_gradient_probe() {
         t_ends: None,
     };
     let (mut gx, mut gp) = (vec![0.0; n], vec![0.0; n_params]);
-    let problems = core.problems(1, &x0s, &params, None).unwrap();
+    let inputs = Rows::new(core.sizes(), 1, &x0s, &params, None).unwrap();
+    let problems = [core.problem_at(&inputs, 0, false).unwrap()];
     let loss = ia_adjoint::FinalComponent(0);
     let options = ia_adjoint::AdjointOptions::default();
     let mut workspace = ia_adjoint::Workspace::new();

@@ -3,9 +3,9 @@
 //! custom call of `crate::ffi`), one forward-sensitivity pass per distinct
 //! point carrying every tangent column at that point.
 
-use super::{check_len, count, pool, Sizes, SolverCore};
+use super::{check_len, count, pool, Rows, Sizes, SolverCore};
 use ia_adjoint::nalgebra::DMatrix;
-use ia_adjoint::Problem;
+use ia_adjoint::Sensitivities;
 use ia_scenario::ScenarioError;
 use std::collections::HashMap;
 
@@ -132,41 +132,43 @@ impl SolverCore {
                 .map(|&[x, _]| t.get(x).copied().unwrap_or(f64::NAN))
                 .collect()
         });
-        let problems = self.problems(points.len(), &x0s, &params, t_ends.as_deref())?;
+        let rows = Rows::new(self.sizes(), points.len(), &x0s, &params, t_ends.as_deref())?;
         // The seeds of each point: the columns of its items, item by item.
-        let seeds: Vec<(&Problem<'_>, DMatrix<f64>, DMatrix<f64>)> = problems
+        let seeds: Vec<(usize, DMatrix<f64>, DMatrix<f64>)> = columns_of
             .iter()
-            .zip(&columns_of)
-            .map(|(problem, mine)| {
+            .enumerate()
+            .map(|(point, mine)| {
                 let dx0 = DMatrix::from_fn(n, mine.len() * m, |i, col| {
                     input.x0_tangents[(mine[col / m][0] * m + col % m) * n + i]
                 });
                 let dp = DMatrix::from_fn(n_params, mine.len() * m, |j, col| {
                     input.param_tangents[(mine[col / m][1] * m + col % m) * n_params + j]
                 });
-                (problem, dx0, dp)
+                (point, dx0, dp)
             })
             .collect();
-        count(&self.counts.tangent_passes, problems.len());
+        count(&self.counts.tangent_passes, points.len());
         count(&self.counts.tangent_columns, items * m);
         // On the taped run's steps (the adjoint's): the tangents are linear in the seeds
-        // and agree to rounding with the adjoint (their transpose).
+        // and agree to rounding with the adjoint (their transpose). Each
+        // point's problem is made where its pass runs (`SolverCore::problem_at`).
         let method = ia_adjoint::Method::ForwardOnStateSteps;
-        let pass = |(problem, dx0, dp): &(&Problem<'_>, DMatrix<f64>, DMatrix<f64>),
-                    workspace: &mut ia_adjoint::Workspace| {
-            ia_adjoint::jacobian_along_in(problem, method, dx0, dp, workspace)
+        let pass = |(point, dx0, dp): &(usize, DMatrix<f64>, DMatrix<f64>),
+                    workspace: &mut ia_adjoint::Workspace|
+         -> Result<Sensitivities, ScenarioError> {
+            let problem = self.problem_at(&rows, *point, false)?;
+            let sens = ia_adjoint::jacobian_along_in(&problem, method, dx0, dp, workspace)
+                .map_err(|e| self.explain(&problem, e))?;
+            self.check_observed(&sens.trajectory)?;
+            Ok(sens)
         };
-        let mut kept = (problems.len() == 1).then(|| self.kept_workspace());
+        let mut kept = (points.len() == 1).then(|| self.kept_workspace());
         let runs = match kept.as_deref_mut() {
             Some(workspace) => vec![pass(&seeds[0], workspace)],
             None => pool()?.map_in(&seeds, pass),
         };
-        let mut sens = Vec::with_capacity(runs.len());
-        for (problem, run) in problems.iter().zip(runs) {
-            let s = run.map_err(|e| self.explain(problem, e))?;
-            self.check_observed(&s.trajectory)?;
-            sens.push(s);
-        }
+        // The first failing point, in input order, gives the error.
+        let sens: Vec<Sensitivities> = runs.into_iter().collect::<Result<_, _>>()?;
         // Item i's column c is column (rank of i among its point's items) m + c.
         let mut taken = vec![0_usize; sens.len()];
         for (item, &point) in point_of.iter().enumerate() {
