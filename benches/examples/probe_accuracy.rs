@@ -27,7 +27,10 @@
 //! was redone with a probe per input (after how many steps of the first
 //! run). With `PA_COLUMNS` set
 //! in the environment, each run's Jacobian error by column (normwise, over
-//! the largest reference entry) and the column's largest entry.
+//! the largest reference entry) and the column's largest entry. With
+//! `PA_MAX_STEP` set to a step size, the runs take no longer step (for
+//! example `PA_MAX_STEP=8e-3` holds DOPRI5 inside its stability boundary
+//! on the heated rod, whose stiffest rate is -404).
 
 use ia_adjoint::{jacobian, Method, Sensitivities};
 use ia_benches::stiff::{normwise, solver, METHODS, PROBLEMS};
@@ -108,6 +111,22 @@ fn gap(f: &Sensitivities, a: &Sensitivities, names: &[&str], reference: &Value) 
     scaled(&jac, &jac_ref).max(scaled(&grad, &grad_ref))
 }
 
+/// `method` at `rtol = atol = tol` ([`solver`]), its steps at most
+/// `max_step` when given.
+fn solver_with_max_step(
+    method: &str,
+    tol: f64,
+    t_end: f64,
+    max_step: Option<f64>,
+) -> ia_events::SolverChoice {
+    let Some(max_step) = max_step else {
+        return solver(method, tol, t_end).unwrap_or_else(|e| panic!("{e}"));
+    };
+    let value =
+        serde_json::json!({"method": method, "rtol": tol, "atol": tol, "max_step": max_step});
+    ia_scenario::solver::read_solver(&value, t_end).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// Forward and adjoint on the same steps agree to this, normwise (issue
 /// 28's target for transposes on the same steps).
 const SAME_STEPS: f64 = 1e-10;
@@ -123,6 +142,9 @@ fn main() {
         .next()
         .map_or(1e-10, |a| a.parse().expect("a tolerance"));
     let probes: Option<usize> = args.next().map(|a| a.parse().expect("a probe count"));
+    let max_step: Option<f64> = std::env::var("PA_MAX_STEP")
+        .ok()
+        .map(|m| m.parse().expect("PA_MAX_STEP: a step size"));
     let methods: Vec<&str> = if method == "all" {
         METHODS.to_vec()
     } else {
@@ -146,7 +168,7 @@ fn main() {
                     Problem::new(&system, spec.default_state(), spec.default_params(), t_end)
                         .with_mode(reference["initial_mode"].as_str().expect("initial_mode"))
                         .expect("the initial mode")
-                        .with_solver(solver(method, tol, t_end).unwrap_or_else(|e| panic!("{e}")))
+                        .with_solver(solver_with_max_step(method, tol, t_end, max_step))
                         .with_derivative_probes(probes);
                 let forward = jacobian(&problem, Method::Forward);
                 let adjoint = jacobian(&problem, Method::Adjoint);

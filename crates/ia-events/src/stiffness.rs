@@ -21,6 +21,9 @@
 //! methods then.
 
 use crate::tableau::{ButcherTableau, DOP853, DOPRI5};
+use crate::vocabulary::{EventJump, Observer, RunContext};
+use crate::SolverChoice;
+use ia_core::{FlowPartials, HybridError};
 
 /// Consecutive accepted steps beyond the bound that declare the flow stiff.
 const STIFF_AFTER: usize = 15;
@@ -79,6 +82,255 @@ impl StiffnessTest {
             }
         }
         self.beyond >= STIFF_AFTER
+    }
+}
+
+/// Watches a run's accepted steps for steps beyond the method's stability
+/// boundary along the flow's stiffest rate, which Hairer's test (above)
+/// can miss.
+///
+/// Hairer's quotient sees the stiff rate only when the stiff component
+/// shows in the difference of the last two stages. At tight tolerances a
+/// stability-held run keeps that component near rounding: it grows from
+/// rounding over steps just beyond the boundary until the error estimate
+/// rejects a step, and decays over the shorter steps that follow. The
+/// quotient then measures the slow components, and the test declares
+/// nothing, although the steps are set by stability and amplify what the
+/// stiff component carries (issue 28's heated rod with DOPRI5 at
+/// `rtol = 1e-10`: no step declared stiff, the stiffest rate `-404`, steps
+/// up to `0.0131`, `h |lambda|` up to 5.3).
+///
+/// So the watch measures the rate itself. For each stretch of the run
+/// between events it keeps the accepted step sizes and the state the
+/// stretch ends at (past the transient that started it, where the steps
+/// are longest), and at the run's end estimates the spectral radius
+/// `rho(f_x)` there (power iteration on the flow's dense `f_x`,
+/// [`Flow::partials`]); a step whose `h rho` exceeds the method's bound
+/// (3.25 for DOPRI5, 6.1 for DOP853: those of Hairer's test) counts as
+/// beyond. A stretch whose largest step times `|f_x|_inf` (a bound on
+/// `rho`) is within the bound has no step beyond and is not iterated, so
+/// a non-stiff run pays one evaluation of `f_x` a stretch, and a run of
+/// fewer than fifteen steps (which cannot be found stiff) none.
+///
+/// [`StabilityWatch::found_stiff`] says whether at least as many steps as
+/// Hairer's test needs in a row to declare a flow stiff (fifteen) were
+/// beyond, anywhere in the run.
+///
+/// ```
+/// use ia_events::stiffness::StabilityWatch;
+/// use ia_events::{run, NoExtraState, Problem, SolverChoice};
+/// use ia_core::{Autodiff, FlowFn, HybridSystem, Scalar};
+///
+/// /// `a' = -fast a`, `b' = fast a - slow b`.
+/// struct Chain;
+/// impl FlowFn for Chain {
+///     fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
+///         d[0] = -(p[0] * x[0]);
+///         d[1] = p[0] * x[0] - p[1] * x[1];
+///     }
+/// }
+/// let system = HybridSystem::builder(&["a", "b"], &["fast", "slow"])
+///     .mode("flow", Autodiff(Chain))
+///     .build()
+///     .unwrap();
+/// let solver = SolverChoice::dopri5(1e-10);
+/// for (fast, stiff) in [(1e3, true), (2.0, false)] {
+///     let problem = Problem::new(&system, vec![1.0, 0.0], vec![fast, 0.1], 10.0)
+///         .with_solver(solver.clone());
+///     let mut watch = StabilityWatch::for_solver(&solver).unwrap();
+///     run(&problem, &mut NoExtraState, &mut watch).unwrap();
+///     assert_eq!(watch.found_stiff(), stiff);
+/// }
+/// ```
+///
+/// [`Flow::partials`]: ia_core::Flow::partials
+#[derive(Clone, Debug, Default)]
+pub struct StabilityWatch {
+    /// The `h |lambda|` bound of the method ([`stiffness_bound`]).
+    bound: f64,
+    /// The run's accepted step sizes.
+    steps: Vec<f64>,
+    /// The run's stretches between events, in order.
+    stretches: Vec<Stretch>,
+    /// Each stretch's end state, `n` floats each.
+    states: Vec<f64>,
+    /// `f_x` at one of them, and two vectors of the power iteration.
+    partials: Option<FlowPartials>,
+    iterate: Vec<f64>,
+    product: Vec<f64>,
+    /// Steps found beyond the bound at the run's end.
+    beyond: usize,
+}
+
+/// A stretch of accepted steps between events: where its steps start in
+/// [`StabilityWatch::steps`], its largest step's size, its mode, and the
+/// time it ends at (its end state in [`StabilityWatch::states`]).
+#[derive(Clone, Copy, Debug)]
+struct Stretch {
+    first: usize,
+    largest: f64,
+    mode: usize,
+    time: f64,
+}
+
+/// Power iterations of [`spectral_radius`]; the rate is measured over the
+/// second half.
+const POWER_ITERATIONS: usize = 48;
+
+impl StabilityWatch {
+    /// A watch for the steps of `solver`, when it is an explicit method
+    /// with a stability bound (DOPRI5, DOP853); `None` otherwise.
+    pub fn for_solver(solver: &SolverChoice) -> Option<Self> {
+        let mut watch = Self::default();
+        watch.restart(solver).then_some(watch)
+    }
+
+    /// Ready for a run of `solver` (its buffers kept); `false`, and the
+    /// watch unchanged, when `solver` has no stability bound.
+    pub fn restart(&mut self, solver: &SolverChoice) -> bool {
+        let Some(bound) = solver.tableau().and_then(stiffness_bound) else {
+            return false;
+        };
+        self.bound = bound;
+        self.steps.clear();
+        self.stretches.clear();
+        self.states.clear();
+        self.beyond = 0;
+        true
+    }
+
+    /// The accepted steps of the finished run found beyond the stability
+    /// boundary, counted stretch by stretch until they make the run stiff
+    /// ([`StabilityWatch::found_stiff`]); zero for a run of fewer steps.
+    pub fn steps_beyond(&self) -> usize {
+        self.beyond
+    }
+
+    /// Whether at least fifteen accepted steps of the finished run were
+    /// beyond the stability boundary (the count of steps in a row with
+    /// which Hairer's test declares a flow stiff).
+    pub fn found_stiff(&self) -> bool {
+        self.beyond >= STIFF_AFTER
+    }
+
+    /// Whether the last stretch has no end state yet (no event since its
+    /// first step), `n` the state's dimension.
+    fn stretch_open(&self, n: usize) -> bool {
+        self.stretches.len() * n > self.states.len()
+    }
+
+    /// Ends the open stretch, if any, at `(time, y)` (its end state, where
+    /// its rate is measured: past the transient that started it).
+    fn close_stretch(&mut self, run: RunContext<'_>, time: f64, y: &[f64]) {
+        let n = run.system.state_dim();
+        if !self.stretch_open(n) {
+            return;
+        }
+        if let Some(stretch) = self.stretches.last_mut() {
+            stretch.time = time;
+        }
+        self.states.extend_from_slice(&y[..n]);
+    }
+
+    /// Counts the run's steps beyond the bound, stretch by stretch, until
+    /// they make the run stiff. A run of fewer steps than that cannot be,
+    /// and costs nothing more.
+    fn count_beyond(&mut self, run: RunContext<'_>) {
+        self.beyond = 0;
+        if self.steps.len() < STIFF_AFTER {
+            return;
+        }
+        let (n, n_params) = (run.system.state_dim(), run.system.param_dim());
+        let partials = match &mut self.partials {
+            Some(p) if p.x.nrows() == n && p.p.ncols() == n_params => p,
+            slot => slot.insert(FlowPartials::zeros(n, n_params)),
+        };
+        for (k, stretch) in self.stretches.iter().enumerate() {
+            let end = self
+                .stretches
+                .get(k + 1)
+                .map_or(self.steps.len(), |next| next.first);
+            partials.clear();
+            run.system.modes()[stretch.mode].flow.partials(
+                stretch.time,
+                &self.states[k * n..(k + 1) * n],
+                run.params,
+                partials,
+            );
+            let a = &partials.x;
+            let norm = (0..n)
+                .map(|i| (0..n).map(|j| a[(i, j)].abs()).sum::<f64>())
+                .fold(0.0f64, f64::max);
+            // No step of the stretch is beyond when its largest is within
+            // the bound for |f_x|_inf >= rho(f_x).
+            if stretch.largest * norm <= self.bound {
+                continue;
+            }
+            let rho = spectral_radius(a, &mut self.iterate, &mut self.product);
+            self.beyond += self.steps[stretch.first..end]
+                .iter()
+                .filter(|h| h.abs() * rho > self.bound)
+                .count();
+            if self.beyond >= STIFF_AFTER {
+                return;
+            }
+        }
+    }
+}
+
+/// The spectral radius of the square matrix `a`, by power iteration: the
+/// growth rate `(|a^(2m) v| / |a^m v|)^(1/m)` of a fixed start vector `v`
+/// (quasi-random entries, so that no eigenvector is missed by symmetry),
+/// `m` = [`POWER_ITERATIONS`] / 2; zero when the iterate vanishes (a
+/// nilpotent `a`) or is not finite. The buffers are resized to `a`'s
+/// dimension.
+fn spectral_radius(a: &nalgebra::DMatrix<f64>, v: &mut Vec<f64>, w: &mut Vec<f64>) -> f64 {
+    let n = a.nrows();
+    v.clear();
+    v.extend((0..n).map(|i| ((i as f64 + 1.0) * 0.754_877_666_246_692_7).fract() - 0.5));
+    w.clear();
+    w.resize(n, 0.0);
+    let mut log_growth = 0.0;
+    for k in 0..POWER_ITERATIONS {
+        for (i, wi) in w.iter_mut().enumerate() {
+            *wi = (0..n).map(|j| a[(i, j)] * v[j]).sum();
+        }
+        let norm = w.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if !(norm > 0.0 && norm.is_finite()) {
+            return 0.0;
+        }
+        if k >= POWER_ITERATIONS / 2 {
+            log_growth += norm.ln();
+        }
+        for (vi, wi) in v.iter_mut().zip(w.iter()) {
+            *vi = wi / norm;
+        }
+    }
+    (log_growth / (POWER_ITERATIONS - POWER_ITERATIONS / 2) as f64).exp()
+}
+
+impl Observer for StabilityWatch {
+    fn step_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, h: f64, _y0: &[f64]) {
+        if self.stretch_open(run.system.state_dim()) {
+            let open = self.stretches.last_mut().expect("an open stretch");
+            open.largest = open.largest.max(h.abs());
+        } else {
+            self.stretches.push(Stretch {
+                first: self.steps.len(),
+                largest: h.abs(),
+                mode,
+                time: t0,
+            });
+        }
+        self.steps.push(h);
+    }
+    fn event(&mut self, run: RunContext<'_>, jump: &EventJump<'_>) -> Result<(), HybridError> {
+        self.close_stretch(run, jump.time, jump.state_before);
+        Ok(())
+    }
+    fn finished(&mut self, run: RunContext<'_>, time: f64, y: &[f64]) {
+        self.close_stretch(run, time, y);
+        self.count_beyond(run);
     }
 }
 
@@ -212,6 +464,93 @@ mod tests {
             let message = run(2.0, 5).unwrap_err().to_string();
             assert!(!message.contains("kvaerno"), "{message}");
         }
+    }
+
+    #[rstest]
+    #[case::laplacian_of_six_cells(
+        nalgebra::DMatrix::from_fn(6, 6, |i, j| match i.abs_diff(j) { 0 => -2.0, 1 => 1.0, _ => 0.0 }),
+        2.0 + 2.0 * (std::f64::consts::PI / 7.0).cos()
+    )]
+    #[case::oscillator(nalgebra::dmatrix![0.0, 1.0; -900.0, 0.0], 30.0)]
+    #[case::fast_and_slow_chain(nalgebra::dmatrix![-1e3, 0.0; 1e3, -0.1], 1e3)]
+    #[case::nilpotent(nalgebra::dmatrix![0.0, 1.0; 0.0, 0.0], 0.0)]
+    fn the_spectral_radius_by_power_iteration(
+        #[case] a: nalgebra::DMatrix<f64>,
+        #[case] want: f64,
+    ) {
+        // Reference: the eigenvalues in closed form (the Laplacian's
+        // -2 + 2 cos(k pi / 7), the oscillator's +-30i, the chain's
+        // diagonal, the nilpotent's zeros). The power iteration's error
+        // falls as (|lambda_2| / |lambda_1|)^24: at most 0.854^24 = 0.023
+        // for the Laplacian by that bound, measured 4.8e-6; rounding for
+        // the others.
+        let got = spectral_radius(&a, &mut Vec::new(), &mut Vec::new());
+        println!("{got} against {want}");
+        assert!((got - want).abs() <= 1e-5 * want, "{got} against {want}");
+    }
+
+    #[test]
+    fn the_watch_counts_steps_beyond_by_stretch_and_only_runs_of_fifteen_or_more() {
+        // Reference: the chain's rate 1e3 (f_x's spectral radius) against
+        // DOPRI5's bound 3.25: steps of 4e-3 are beyond, steps of 3e-3 are
+        // not; a run of fourteen steps is not measured.
+        use crate::vocabulary::EventJump;
+        use ia_core::{Autodiff, FlowFn, HybridSystem, Scalar};
+        struct ChainFlow;
+        impl FlowFn for ChainFlow {
+            fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
+                d[0] = -(p[0] * x[0]);
+                d[1] = p[0] * x[0] - p[1] * x[1];
+            }
+        }
+        let system = HybridSystem::builder(&["a", "b"], &["fast", "slow"])
+            .mode("flow", Autodiff(ChainFlow))
+            .build()
+            .unwrap();
+        let params = [1e3, 0.1];
+        let run = RunContext {
+            system: &system,
+            params: &params,
+        };
+        let state = [1.0, 0.0];
+        let jump = EventJump {
+            index: 0,
+            transition: 0,
+            time: 1.0,
+            from_mode: 0,
+            to_mode: 0,
+            state_before: &state,
+            state_after: &state,
+            terminal: false,
+            cascade_of: None,
+            geometry: None,
+        };
+        let watch_steps = |stretches: &[&[f64]]| {
+            let mut watch = StabilityWatch::for_solver(&SolverChoice::dopri5(1e-6)).unwrap();
+            let mut t = 0.0;
+            for (k, steps) in stretches.iter().enumerate() {
+                if k > 0 {
+                    watch.event(run, &jump).unwrap();
+                }
+                for &h in *steps {
+                    watch.step_taken(run, 0, t, h, &state);
+                    t += h;
+                }
+            }
+            watch.finished(run, t, &state);
+            (watch.steps_beyond(), watch.found_stiff())
+        };
+        assert_eq!(watch_steps(&[&[4e-3; 20]]), (20, true));
+        assert_eq!(watch_steps(&[&[3e-3; 20]]), (0, false));
+        assert_eq!(
+            watch_steps(&[&[4e-3; 10], &[3e-3; 10], &[4e-3; 5]]),
+            (15, true)
+        );
+        assert_eq!(
+            watch_steps(&[&[4e-3; 10], &[3e-3; 10], &[4e-3; 4]]),
+            (14, false)
+        );
+        assert_eq!(watch_steps(&[&[4e-3; 14]]), (0, false));
     }
 
     #[test]

@@ -64,7 +64,7 @@ const TOL: f64 = 1e-10;
 /// [`check_piecewise_linear`].
 const STATE_TOL: f64 = 1e-8;
 const FORWARD_TOL: f64 = 1e-8;
-const ADJOINT_TOL: f64 = 2e-8;
+const ADJOINT_TOL: f64 = FORWARD_TOL;
 
 /// A problem's equation model and its reference, by file stem.
 fn problem_files(name: &str) -> (EquationModel, Value) {
@@ -233,24 +233,6 @@ fn derivative_error(e: &Errors) -> f64 {
     e.jacobian.max(e.time_gradients)
 }
 
-/// The (problem, method) pairs whose adjoint is not within the forward
-/// pass's accuracy at [`TOL`], issue 28 item 5's open gap, both DOPRI5:
-/// Hairer's test declares no step stiff at this tolerance (the taped run
-/// counts no `stiff_steps`; its estimate put no step of the slowly
-/// switching relay beyond the bound, measured with a temporary counter),
-/// so the taped run is not redone with a probe per input
-/// (`ia_adjoint::probe`), and its single random probe leaves the adjoint
-/// above the forward pass. Measured at [`TOL`] (forward / adjoint,
-/// normwise, the larger of Jacobian and event-time gradients): slowly
-/// switching relay 4.8e-10 / 1.1e-8, heated rod 1.3e-9 / 1.1e-8. Where the
-/// test does declare the flow stiff (DOP853 on the drug model and the
-/// relay, gaps until the redone run; DOPRI5 on the slowly switching relay
-/// at 1e-6 to 1e-9), the redone run is the forward pass transposed. Two
-/// to eight random probes, Rademacher directions and a safety factor up
-/// to 10 on the probes' norm were measured before (`ia-benches`'s
-/// `probe_accuracy` example): none closed these for every seed.
-const KNOWN_GAPS: &[(&str, &str)] = &[("relay_slow", "dopri5"), ("heated_rod", "dopri5")];
-
 /// Runs `name` with every method, forward and adjoint, and checks each
 /// against the reference: state and event times within `STATE_TOL`, the
 /// forward pass's derivatives within `FORWARD_TOL` and the adjoint's within
@@ -259,7 +241,7 @@ const KNOWN_GAPS: &[(&str, &str)] = &[("relay_slow", "dopri5"), ("heated_rod", "
 /// steps, for the problems in [`STABILITY_HELD`]), and the adjoint's
 /// derivative error ([`derivative_error`]) at most the forward pass's, or
 /// the forward pass's own to rounding where the taped run was redone on
-/// its steps, but for the [`KNOWN_GAPS`] (issue 28, item 5).
+/// its steps (issue 28, item 5).
 ///
 /// The forward pass's error control sees its sensitivities; the adjoint's
 /// taped run sees the state and the derivative probes (pseudo-random
@@ -269,9 +251,13 @@ const KNOWN_GAPS: &[(&str, &str)] = &[("relay_slow", "dopri5"), ("heated_rod", "
 /// DOPRI5) and 1.7e-7 (the drug model's), and `ADJOINT_TOL` was 1e-6. With
 /// it, measured at `1e-10`: relay 1.6e-11 (DOP853), drug 2.0e-10 (DOP853),
 /// Kelvin-Voigt ball 4.4e-11 (DOPRI5), heated rod 1.3e-8 (DOPRI5: its steps
-/// are held by stability and amplify rounding 2e7-fold, see
+/// are held by stability, see
 /// [`heated_rod_adjoint_against_forward_on_the_same_steps`]; the forward
-/// pass 1.3e-9), so `ADJOINT_TOL` is twice `FORWARD_TOL`.
+/// pass 1.3e-9), and `ADJOINT_TOL` was twice `FORWARD_TOL`. Since the
+/// stability watch redoes that run on the forward pass's steps
+/// ([`stiff_runs_hairers_test_misses_are_found_by_the_stability_watch_and_redone`]),
+/// the rod's adjoint is the forward pass's 1.36e-9, and `ADJOINT_TOL` is
+/// `FORWARD_TOL`.
 ///
 /// Kvaerno 5(4) on the Kelvin-Voigt ball was a known gap (forward event-time
 /// gradients 1.63e-8, the adjoint's Jacobian 1.1e-7, not following the
@@ -345,7 +331,7 @@ fn check_piecewise_linear_with(name: &str, methods: &[(&str, MethodAt)]) {
             forward_gap(&forward, &adjoint)
         );
         let within = a <= f || the_forward_pass_transposed(&forward, &adjoint, same_steps_tol);
-        if !within && !KNOWN_GAPS.contains(&(name, method)) {
+        if !within {
             failures.push(format!(
                 "{method}: adjoint {a:e} above the forward pass's {f:e}"
             ));
@@ -761,9 +747,18 @@ fn heated_rod_adjoint_against_forward_on_the_same_steps() {
         if gap > bound {
             failures.push(format!("{method}: {gap:e} > {bound:e}"));
         }
-        // Issue 28's target holds here too, however far the steps could
-        // amplify rounding: measured 5.5e-11 (DOPRI5), 2.6e-11 (DOP853).
-        if gap > SAME_STEPS_TOL {
+        // Issue 28's target (1e-10) holds here too where the steps leave
+        // the two sides' rounding small enough: measured 2.6e-11 (DOP853),
+        // 4.6e-14 (held stable). Not DOPRI5 at TOL: its taped run is redone
+        // on the forward pass's steps (`ia_events::stiffness::StabilityWatch`
+        // finds most of them beyond DOPRI5's stability boundary for the
+        // rod's stiffest rate, -404), which amplify rounding 4.0e7-fold, and
+        // the two sides differ by 1.26e-10 there (0.014 roundings amplified,
+        // within the bound above; 5.5e-11 on the steps of the first taped
+        // run, before it was redone). Neither side is wrong (see above);
+        // what differs is how far DOPRI5's own steps carry rounding.
+        let amplified_past_the_target = method == METHODS[0].0;
+        if gap > SAME_STEPS_TOL && !amplified_past_the_target {
             failures.push(format!(
                 "{method}: {gap:e} above issue 28's {SAME_STEPS_TOL:e}"
             ));
@@ -815,6 +810,53 @@ fn kvaerno3(tol: f64) -> SolverChoice {
         rtol: tol,
         atol: tol,
         max_step: None,
+    }
+}
+
+#[test]
+fn stiff_runs_hairers_test_misses_are_found_by_the_stability_watch_and_redone() {
+    // Reference: the flows' stiffest rates, -1e3 (the slowly switching
+    // relay's fast pole) and -404 (the six-cell rod's Laplacian with its
+    // losses), against DOPRI5's stability boundary 3.3 on the real axis:
+    // at TOL these runs take steps up to 4.3e-3 and 1.3e-2, past 3.3 / 1e3
+    // and 3.3 / 404. On the adjoint's taped run (the state and its random
+    // derivative probe in the error norm) Hairer's test declares none of
+    // their steps stiff (the stiff component stays near rounding until a
+    // step is rejected, so the last stages' quotient measures the slow
+    // rates); the stability watch (`ia_events::stiffness::StabilityWatch`,
+    // the spectral radius of f_x at each stretch's end) finds them beyond,
+    // on that run as on the plain one, and the taped run is redone on the
+    // forward pass's steps (issue 28, item 5: before, its single random
+    // probe left the adjoint 23.8x and 2.9x the forward pass's error
+    // there). The references' own check of those errors is
+    // `check_piecewise_linear`.
+    use ia_events::stiffness::StabilityWatch;
+    use ia_events::NoExtraState;
+    for name in ["relay_slow", "heated_rod"] {
+        let (model, reference) = problem_files(name);
+        let system = model.system();
+        let problem = reference_problem(&system, &model, &reference, dopri5(TOL));
+        let mut watch = StabilityWatch::for_solver(&problem.solver).unwrap();
+        let primal = ia_events::run(&problem, &mut NoExtraState, &mut watch).unwrap();
+        println!(
+            "{name}: {:?}, {} steps beyond",
+            primal.stats,
+            watch.steps_beyond()
+        );
+        assert!(watch.found_stiff(), "{name}");
+        let with = |probes| {
+            let problem = reference_problem(&system, &model, &reference, dopri5(TOL))
+                .with_derivative_probes(probes);
+            jacobian(&problem, Method::Adjoint)
+                .unwrap()
+                .trajectory
+                .stats
+        };
+        let (single, automatic) = (with(Some(1)), with(None));
+        assert_eq!(single.stiff_steps, 0, "{name}: Hairer's test, taped");
+        assert_eq!(automatic.redone_steps, single.steps, "{name}");
+        let forward = jacobian(&problem, Method::Forward).unwrap();
+        assert_eq!(automatic.steps, forward.trajectory.stats.steps, "{name}");
     }
 }
 
