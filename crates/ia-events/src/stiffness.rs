@@ -144,7 +144,7 @@ impl StiffnessTest {
 /// ```
 ///
 /// [`Flow::partials`]: ia_core::Flow::partials
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StabilityWatch {
     /// The `h |lambda|` bound of the method ([`stiffness_bound`]).
     bound: f64,
@@ -181,8 +181,17 @@ impl StabilityWatch {
     /// A watch for the steps of `solver`, when it is an explicit method
     /// with a stability bound (DOPRI5, DOP853); `None` otherwise.
     pub fn for_solver(solver: &SolverChoice) -> Option<Self> {
-        let mut watch = Self::default();
-        watch.restart(solver).then_some(watch)
+        let bound = solver.tableau().and_then(stiffness_bound)?;
+        Some(Self {
+            bound,
+            steps: Vec::new(),
+            stretches: Vec::new(),
+            states: Vec::new(),
+            partials: None,
+            iterate: Vec::new(),
+            product: Vec::new(),
+            beyond: 0,
+        })
     }
 
     /// Ready for a run of `solver` (its buffers kept); `false`, and the
