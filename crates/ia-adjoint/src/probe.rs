@@ -175,9 +175,9 @@ pub(crate) fn probes_for(problem: &Problem<'_>) -> usize {
 /// steps) and counts the steps beyond it: those runs are now redone (the
 /// forward pass transposed), and no ready model's default run is redone
 /// (`ia-models`' catalogue, DOPRI5 at 1e-3, 1e-6 and 1e-10, DOP853 at
-/// 1e-8: `ia-benches`' `stiff_scan` example). Where neither finds the flow stiff, the run
-/// keeps its random probe, and its gap if it has one: DOP853 on the
-/// Kelvin-Voigt ball at 1e-8 (1.36x, 23 steps, not stiff).
+/// 1e-8: `ia-benches`' `stiff_scan` example). Where neither finds the
+/// flow stiff, the run keeps its random probe, and its gap if it has one:
+/// DOP853 on the Kelvin-Voigt ball at 1e-8 (1.36x, 23 steps, not stiff).
 ///
 /// The cost, when redone: the first run's work is discarded (its accepted
 /// steps are counted in
@@ -189,7 +189,9 @@ pub(crate) fn probes_for(problem: &Problem<'_>) -> usize {
 pub const UNIT_PROBE_INPUTS: usize = 16;
 
 /// Whether the automatic choice redoes the taped run of `problem`, which
-/// ended with the statistics `stats`, with one probe per input along the
+/// ended with the statistics `stats` (and, when watched, `found_stiff`:
+/// [`StabilityWatch::found_stiff`](ia_events::stiffness::StabilityWatch::found_stiff)
+/// of the run), with one probe per input along the
 /// unit directions: the forward pass's sensitivities carried as they are in
 /// the forward pass and in its error norm (one RMS norm over the state and
 /// every column), so that the steps the adjoint transposes are the forward
