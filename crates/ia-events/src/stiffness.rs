@@ -163,12 +163,11 @@ pub struct StabilityWatch {
 }
 
 /// A stretch of accepted steps between events: where its steps start in
-/// [`StabilityWatch::steps`], its largest step's size, its mode, and the
-/// time it ends at (its end state in [`StabilityWatch::states`]).
+/// [`StabilityWatch::steps`], its mode, and the time it ends at (its end
+/// state in [`StabilityWatch::states`]).
 #[derive(Clone, Copy, Debug)]
 struct Stretch {
     first: usize,
-    largest: f64,
     mode: usize,
     time: f64,
 }
@@ -272,14 +271,13 @@ impl StabilityWatch {
                 .fold(0.0f64, f64::max);
             // No step of the stretch is beyond when its largest is within
             // the bound for |f_x|_inf >= rho(f_x).
-            if stretch.largest * norm <= self.bound {
+            let steps = &self.steps[stretch.first..end];
+            let largest = steps.iter().fold(0.0f64, |m, h| m.max(h.abs()));
+            if largest * norm <= self.bound {
                 continue;
             }
             let rho = spectral_radius(a, &mut self.iterate, &mut self.product);
-            self.beyond += self.steps[stretch.first..end]
-                .iter()
-                .filter(|h| h.abs() * rho > self.bound)
-                .count();
+            self.beyond += steps.iter().filter(|h| h.abs() * rho > self.bound).count();
             if self.beyond >= STIFF_AFTER {
                 return;
             }
@@ -320,13 +318,9 @@ fn spectral_radius(a: &nalgebra::DMatrix<f64>, v: &mut Vec<f64>, w: &mut Vec<f64
 
 impl Observer for StabilityWatch {
     fn step_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, h: f64, _y0: &[f64]) {
-        if self.stretch_open(run.system.state_dim()) {
-            let open = self.stretches.last_mut().expect("an open stretch");
-            open.largest = open.largest.max(h.abs());
-        } else {
+        if !self.stretch_open(run.system.state_dim()) {
             self.stretches.push(Stretch {
                 first: self.steps.len(),
-                largest: h.abs(),
                 mode,
                 time: t0,
             });
