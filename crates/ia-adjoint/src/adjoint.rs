@@ -249,7 +249,7 @@ impl<'a> Backward<'a> {
         )
     }
 
-    /// [`Backward::new`] in the buffers of `kept` (taken from it; give them
+    /// `Backward::new` (a test constructor) in the buffers of `kept` (taken from it; give them
     /// back with [`Backward::release`]). Nothing of an earlier pass is
     /// remembered.
     pub(crate) fn new_in(

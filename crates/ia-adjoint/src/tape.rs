@@ -293,7 +293,7 @@ impl Observer for Tape {
     }
 
     /// A stretch of the exact solver is its step: the same entry, read back
-    /// by a pass that knows the run's stepping ([`Stepping::Exact`]).
+    /// by a pass that knows the run's stepping ([`Stepping::Exact`](crate::adjoint::Stepping::Exact)).
     fn stretch_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, s: f64, x0: &[f64]) {
         self.step_taken(run, mode, t0, s, x0);
     }

@@ -6,7 +6,7 @@ use super::{flow_transpose, Backward};
 use ia_events::exact::{PairStretch, PairTransposeBasis};
 
 /// `a` and `b` of mode `mode`'s `x' = a x + b` in `linear` (`2 n` floats a
-/// mode, [`Stepping::Exact`]).
+/// mode, [`Stepping::Exact`](super::Stepping::Exact)).
 pub(super) fn mode_linear(linear: &[f64], n: usize, mode: usize) -> (&[f64], &[f64]) {
     linear[2 * n * mode..2 * n * (mode + 1)].split_at(n)
 }
