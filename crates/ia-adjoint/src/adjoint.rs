@@ -958,10 +958,7 @@ fn flow_transpose(
     if flow.vector_jacobian_product(t, x, p, v, x_bar, p_bar) {
         return;
     }
-    let n = x.len();
-    let partials = kept.get_or_insert_with(|| FlowPartials::zeros(n, p.len()));
-    partials.clear();
-    flow.partials(t, x, p, partials);
+    let partials = FlowPartials::of_flow_in(kept, flow, t, x, p);
     partials_transpose(partials, v, x_bar, p_bar);
 }
 

@@ -65,7 +65,7 @@ impl OdeRhs for FlowRhs<'_> {
     }
 
     fn jacobian(&mut self, t: f64, y: &[f64], jacobian: &mut [f64]) -> bool {
-        let partials = flow_partials(self.flow, self.partials, (t, y, self.params));
+        let partials = FlowPartials::of_flow_in(self.partials, self.flow, t, y, self.params);
         jacobian.copy_from_slice(partials.x.as_slice());
         *self.formed = true;
         true
@@ -80,32 +80,12 @@ impl OdeRhs for FlowRhs<'_> {
             return false;
         };
         if !self.flow.sparse_state_partials(t, y, self.params, values) {
-            let partials = flow_partials(self.flow, self.partials, (t, y, self.params));
+            let partials = FlowPartials::of_flow_in(self.partials, self.flow, t, y, self.params);
             pattern.gather(partials.x.as_slice(), values);
             *self.formed = true;
         }
         true
     }
-}
-
-/// The flow's partials at `(t, x, p)` in `kept` (formed on first use, and
-/// again for a system of other dimensions: the buffers outlive a run).
-fn flow_partials<'k>(
-    flow: &dyn Flow,
-    kept: &'k mut Option<FlowPartials>,
-    (t, x, p): (f64, &[f64], &[f64]),
-) -> &'k FlowPartials {
-    let (n, np) = (x.len(), p.len());
-    if !kept
-        .as_ref()
-        .is_some_and(|k| k.x.nrows() == n && k.p.ncols() == np)
-    {
-        *kept = Some(FlowPartials::zeros(n, np));
-    }
-    let partials = kept.get_or_insert_with(|| FlowPartials::zeros(n, np));
-    partials.clear();
-    flow.partials(t, x, p, partials);
-    partials
 }
 
 /// The buffers of the implicit steps of a backward pass.

@@ -181,6 +181,48 @@ impl Partials {
         self.p.as_mut_slice().fill(0.0);
         self.t.as_mut_slice().fill(0.0);
     }
+
+    /// `flow`'s partials at `(t, x, p)` in `kept`: made on first use and
+    /// again for other dimensions (`x.len()` states, `p.len()` parameters:
+    /// kept buffers outlive a run), zeroed, then filled by
+    /// [`Flow::partials`].
+    ///
+    /// ```
+    /// use ia_core::{Flow, FlowPartials};
+    /// /// `x' = -k x`, parameter `k`.
+    /// struct Decay;
+    /// impl Flow for Decay {
+    ///     fn rate(&self, _t: f64, x: &[f64], p: &[f64], dxdt: &mut [f64]) {
+    ///         dxdt[0] = -p[0] * x[0];
+    ///     }
+    ///     fn partials(&self, _t: f64, x: &[f64], p: &[f64], out: &mut FlowPartials) {
+    ///         out.x[(0, 0)] = -p[0];
+    ///         out.p[(0, 0)] = -x[0];
+    ///     }
+    /// }
+    /// let mut kept = None;
+    /// let d = FlowPartials::of_flow_in(&mut kept, &Decay, 0.0, &[2.0], &[0.5]);
+    /// assert_eq!((d.x[(0, 0)], d.p[(0, 0)]), (-0.5, -2.0));
+    /// ```
+    pub fn of_flow_in<'k, F: Flow + ?Sized>(
+        kept: &'k mut Option<Self>,
+        flow: &F,
+        t: f64,
+        x: &[f64],
+        p: &[f64],
+    ) -> &'k mut Self {
+        let (n, np) = (x.len(), p.len());
+        if !kept
+            .as_ref()
+            .is_some_and(|k| k.x.nrows() == n && k.p.ncols() == np)
+        {
+            *kept = Some(Self::zeros(n, np));
+        }
+        let partials = kept.get_or_insert_with(|| Self::zeros(n, np));
+        partials.clear();
+        flow.partials(t, x, p, partials);
+        partials
+    }
 }
 
 /// Partial derivatives of a flow `f(t, x, p)`: `x` is `f_x` (n x n), `p` is

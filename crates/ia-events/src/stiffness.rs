@@ -248,22 +248,18 @@ impl StabilityWatch {
         if self.steps.len() < STIFF_AFTER {
             return;
         }
-        let (n, n_params) = (run.system.state_dim(), run.system.param_dim());
-        let partials = match &mut self.partials {
-            Some(p) if p.x.nrows() == n && p.p.ncols() == n_params => p,
-            slot => slot.insert(FlowPartials::zeros(n, n_params)),
-        };
+        let n = run.system.state_dim();
         for (k, stretch) in self.stretches.iter().enumerate() {
             let end = self
                 .stretches
                 .get(k + 1)
                 .map_or(self.steps.len(), |next| next.first);
-            partials.clear();
-            run.system.modes()[stretch.mode].flow.partials(
+            let partials = FlowPartials::of_flow_in(
+                &mut self.partials,
+                run.system.modes()[stretch.mode].flow.as_ref(),
                 stretch.time,
                 &self.states[k * n..(k + 1) * n],
                 run.params,
-                partials,
             );
             let a = &partials.x;
             let norm = (0..n)
@@ -427,7 +423,7 @@ mod tests {
             }
         }
 
-        fn chain() -> HybridSystem {
+        pub(super) fn chain() -> HybridSystem {
             HybridSystem::builder(&["a", "b"], &["fast", "slow"])
                 .mode("flow", Autodiff(ChainFlow))
                 .build()
@@ -498,18 +494,7 @@ mod tests {
         // DOPRI5's bound 3.25: steps of 4e-3 are beyond, steps of 3e-3 are
         // not; a run of fourteen steps is not measured.
         use crate::vocabulary::EventJump;
-        use ia_core::{Autodiff, FlowFn, HybridSystem, Scalar};
-        struct ChainFlow;
-        impl FlowFn for ChainFlow {
-            fn rate<S: Scalar>(&self, _t: S, x: &[S], p: &[S], d: &mut [S]) {
-                d[0] = -(p[0] * x[0]);
-                d[1] = p[0] * x[0] - p[1] * x[1];
-            }
-        }
-        let system = HybridSystem::builder(&["a", "b"], &["fast", "slow"])
-            .mode("flow", Autodiff(ChainFlow))
-            .build()
-            .unwrap();
+        let system = runs::chain();
         let params = [1e3, 0.1];
         let run = RunContext {
             system: &system,

@@ -154,12 +154,8 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
             return true;
         }
         // Gathered from the dense partials (the flow has no fast path).
-        let (n, np) = (self.n, self.params.len());
-        let partials = self
-            .partials
-            .get_or_insert_with(|| ia_core::FlowPartials::zeros(n, np));
-        partials.clear();
-        flow.partials(t, x, self.params, partials);
+        let partials =
+            ia_core::FlowPartials::of_flow_in(&mut self.partials, flow.as_ref(), t, x, self.params);
         pattern.gather(partials.x.as_slice(), values);
         true
     }
