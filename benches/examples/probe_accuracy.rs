@@ -28,9 +28,10 @@
 //! run). With `PA_COLUMNS` set
 //! in the environment, each run's Jacobian error by column (normwise, over
 //! the largest reference entry) and the column's largest entry. With
-//! `PA_MAX_STEP` set to a step size, the runs take no longer step (for
-//! example `PA_MAX_STEP=8e-3` holds DOPRI5 inside its stability boundary
-//! on the heated rod, whose stiffest rate is -404).
+//! `PA_MAX_STEP` set to a step size, the runs take no longer step (the
+//! explicit stepper holds its steps inside its stability boundary by
+//! itself once a step is rejected, `ia_events::stiffness`; the switch
+//! caps them from the first step).
 
 use ia_adjoint::{jacobian, Method, Sensitivities};
 use ia_benches::stiff::{normwise, solver, METHODS, PROBLEMS};

@@ -3,8 +3,9 @@
 //! mode and `t_end`) with DOPRI5 at 1e-6 and 1e-10 and at 1e-3, and DOP853
 //! at 1e-8, the steps Hairer's test counted stiff in the plain run, the
 //! forward pass and the adjoint's taped run, and whether that taped run
-//! was redone on the forward pass's steps (`ia_adjoint::probe`: Hairer's
-//! test or `ia_events::stiffness::StabilityWatch` found the flow stiff).
+//! was redone on the forward pass's steps (`ia_adjoint::probe`: the
+//! stiffness test, in which a step held inside the stability boundary
+//! from beyond it counts as beyond, found the flow stiff).
 //! None of these runs is stiff: every line should read `redone 0`.
 //!
 //! ```text

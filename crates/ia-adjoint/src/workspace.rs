@@ -26,14 +26,11 @@
 
 use crate::adjoint::BackwardBuffers;
 use crate::forward::ForwardSensitivity;
-use crate::probe::{
-    may_be_redone, probe_weight, probes_for, redone_with_unit_probes, Probed, Probes,
-};
+use crate::probe::{probe_weight, probes_for, redone_with_unit_probes, Probed, Probes};
 use crate::results::{Gradient, Sensitivities};
 use crate::tape::AdjointOptions;
 use crate::tape::Tape;
 use ia_core::{HybridError, HybridSystem, Trajectory};
-use ia_events::stiffness::StabilityWatch;
 use ia_events::workspace::keep_larger;
 use ia_events::SpareVecs;
 use ia_events::{ExtraState, Observer, Problem};
@@ -64,9 +61,6 @@ pub struct Workspace {
     /// The forward sensitivities a taped run redone as stiff carries as
     /// its probes ([`redone_with_unit_probes`]).
     unit_probes: Option<ForwardSensitivity>,
-    /// Watches a taped run that may be redone as stiff for steps beyond
-    /// its method's stability boundary ([`redone_with_unit_probes`]).
-    stability: Option<StabilityWatch>,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -200,35 +194,8 @@ impl Workspace {
         }
         let probes = self.probes.as_mut().expect("the probes were made above");
         probes.weigh(probe_weight(problem));
-        let watch = if may_be_redone(problem) {
-            let restarted = self
-                .stability
-                .as_mut()
-                .is_some_and(|kept| kept.restart(&problem.solver));
-            if !restarted {
-                self.stability = StabilityWatch::for_solver(&problem.solver);
-            }
-            self.stability.as_mut()
-        } else {
-            None
-        };
-        let (first, found_stiff) = match watch {
-            Some(watch) => {
-                let first = run_probed(
-                    problem,
-                    &mut self.run,
-                    probes,
-                    extra,
-                    &mut (&mut *observer, &mut *watch),
-                )?;
-                (first, watch.found_stiff())
-            }
-            None => (
-                run_probed(problem, &mut self.run, probes, extra, observer)?,
-                false,
-            ),
-        };
-        if !redone_with_unit_probes(problem, &first.stats, found_stiff) {
+        let first = run_probed(problem, &mut self.run, probes, extra, observer)?;
+        if !redone_with_unit_probes(problem, &first.stats) {
             return Ok(first);
         }
         let redone_steps = first.stats.steps;

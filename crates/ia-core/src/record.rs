@@ -75,9 +75,10 @@ pub struct SolverStats {
     /// Guard evaluations spent locating events.
     pub root_iterations: usize,
     /// Accepted steps taken while the explicit method's stiffness test
-    /// (DOPRI5's and DOP853's, Hairer's test on their last two stages)
-    /// declared the flow stiff: steps whose size stability set, not
-    /// accuracy. Zero for the other methods and for non-stiff flows.
+    /// (DOPRI5's and DOP853's: Hairer's test on their last two stages, a
+    /// step held inside the stability boundary from beyond it counting as
+    /// beyond) declared the flow stiff: steps whose size stability set,
+    /// not accuracy. Zero for the other methods and for non-stiff flows.
     #[serde(default)]
     pub stiff_steps: usize,
     /// Accepted steps of an adjoint's taped run that was discarded and

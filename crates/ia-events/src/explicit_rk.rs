@@ -5,7 +5,7 @@
 
 use crate::sized::copy_floats;
 use crate::stepper::{controlled_norm, starting_step, OdeRhs, StepCounters, StepFailure, Stepper};
-use crate::stiffness::{h_lambda, stiffness_bound, StiffnessTest};
+use crate::stiffness::{h_lambda, stiffness_bound, StabilityHold, StiffnessTest};
 use crate::tableau::{
     weighted_sum, ButcherTableau, DenseOutput, ErrorEstimate, ExtraStages, DOP853, DOPRI5, RK4,
 };
@@ -99,6 +99,9 @@ pub struct RkStepper {
     /// `h lambda` of the last attempted step (methods with a bound).
     h_lambda: f64,
     stiffness: StiffnessTest,
+    /// The steps held inside the stability boundary on a stiff flow
+    /// (methods with a bound, adaptive control).
+    hold: StabilityHold,
 }
 
 /// Coefficients of the continuous extension per component (DOP853's eight;
@@ -272,6 +275,7 @@ impl RkStepper {
             stiffness_bound: stiffness_bound(tableau),
             h_lambda: 0.0,
             stiffness: StiffnessTest::default(),
+            hold: StabilityHold::default(),
         })
     }
 
@@ -597,6 +601,15 @@ impl RkStepper {
         self.t += h;
     }
 
+    /// Measures the stability limit of the steps at the current state
+    /// ([`StabilityHold::measure`]), for a method with a stability bound.
+    fn measure_stability(&mut self, rhs: &mut dyn OdeRhs) {
+        if let Some(bound) = self.stiffness_bound {
+            let n = self.dim;
+            self.counters.rhs_evaluations += self.hold.measure(rhs, self.t, &self.y[..n], bound);
+        }
+    }
+
     /// Moves the end rate of the last step into the first stage slot, so that
     /// the next step starts from it (first-same-as-last).
     fn carry_end_rate(&mut self) {
@@ -654,6 +667,9 @@ impl Stepper for RkStepper {
         let s = self.stages();
         let (first, rest) = self.k.split_at_mut(n);
         copy_floats(&mut rest[(s - 1) * n..s * n], first);
+        if self.hold.restarted(self.h_next) {
+            self.measure_stability(rhs);
+        }
         Ok(())
     }
 
@@ -704,7 +720,7 @@ impl Stepper for RkStepper {
                 let apart = (rhs.controlled_apart(), rhs.controlled_weight());
                 let mut rejected_last = false;
                 loop {
-                    let proposal = self.h_next.min(max_step);
+                    let (proposal, held_from_beyond) = self.hold.hold(self.h_next.min(max_step));
                     let landing = proposal >= remaining;
                     let h = if landing { remaining } else { proposal };
                     if h < min_step && !landing {
@@ -728,7 +744,14 @@ impl Stepper for RkStepper {
                             factor = factor.min(1.0);
                         }
                         if let Some(bound) = self.stiffness_bound {
-                            if self.stiffness.accepted(self.h_lambda, bound) {
+                            // A step held from beyond the boundary is one
+                            // beyond, whatever the stages' quotient says.
+                            let h_lambda = if held_from_beyond {
+                                f64::INFINITY
+                            } else {
+                                self.h_lambda
+                            };
+                            if self.stiffness.accepted(h_lambda, bound) {
                                 self.counters.stiff_steps += 1;
                             }
                         }
@@ -743,6 +766,9 @@ impl Stepper for RkStepper {
                         if landing {
                             self.t = t_limit;
                         }
+                        if self.stiffness_bound.is_some() && self.hold.accepted() {
+                            self.measure_stability(rhs);
+                        }
                         return Ok(());
                     }
                     self.counters.rejected_steps += 1;
@@ -752,6 +778,12 @@ impl Stepper for RkStepper {
                     } else {
                         h * MIN_FACTOR
                     };
+                    if finite
+                        && self.stiffness_bound.is_some()
+                        && self.hold.measure_after_rejection(h)
+                    {
+                        self.measure_stability(rhs);
+                    }
                     if self.h_next < min_step {
                         if !finite {
                             return Err(StepFailure::NonFinite { time: self.t });
@@ -849,6 +881,7 @@ impl Stepper for RkStepper {
         self.extra_stages_ready = 0;
         self.counters = StepCounters::default();
         self.stiffness = StiffnessTest::default();
+        self.hold.forget();
         true
     }
 

@@ -133,8 +133,10 @@ pub struct StepCounters {
     /// Rejected step attempts.
     pub rejected_steps: usize,
     /// Accepted steps taken while the stiffness test of DOPRI5 or DOP853
-    /// declared the flow stiff (their size set by stability, not accuracy:
-    /// see [`crate::stiffness`]); zero for methods without the test.
+    /// declared the flow stiff (their size set by stability, not accuracy;
+    /// a step held inside the stability boundary from beyond it counts as
+    /// beyond: see [`crate::stiffness`]); zero for methods without the
+    /// test.
     pub stiff_steps: usize,
 }
 

@@ -552,7 +552,7 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
 }
 
 /// An observer borrowed: observes as the observer itself does (so that a
-/// borrowed observer pairs with another, `(&mut tape, &mut watch)`).
+/// borrowed observer pairs with another, `(&mut tape, &mut other)`).
 impl<T: Observer + ?Sized> Observer for &mut T {
     fn step_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, h: f64, y0: &[f64]) {
         (**self).step_taken(run, mode, t0, h, y0);

@@ -127,6 +127,18 @@ pub(crate) struct RkBuffers {
     pub(super) guards: GuardTable,
     pub(super) states: StateBuffers,
     pub(super) guard_partials: Option<GuardPartials>,
+    pub(super) jacobian: JacobianBuffers,
+}
+
+/// Where the right-hand side forms its flow's Jacobian for a stepper that
+/// asks for it (an implicit one's Newton matrix, an explicit one's
+/// stability limit), kept so that a warm run allocates nothing.
+#[derive(Debug, Default)]
+pub(crate) struct JacobianBuffers {
+    /// The flow's partials, for a flow without Jacobian-vector products.
+    pub(super) partials: Option<ia_core::FlowPartials>,
+    /// A unit state tangent, for the Jacobian by Jacobian-vector products.
+    pub(super) unit: Vec<f64>,
 }
 
 impl RkBuffers {

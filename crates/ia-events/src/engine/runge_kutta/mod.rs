@@ -20,7 +20,7 @@ use crate::recorder::{RecordBuffers, Recorder};
 use crate::sized::copy_floats;
 use crate::stepper::{OdeRhs, StepFailure, Stepper};
 use crate::vocabulary::{EventJump, ExtraState, Observer, RunContext};
-use guards::{guard_rate_at, GuardTable, StateBuffers};
+use guards::{guard_rate_at, GuardTable, JacobianBuffers, StateBuffers};
 use ia_core::{
     Direction, EventRecord, GuardPartials, HybridError, HybridSystem, SolverStats, Trajectory,
 };
@@ -47,7 +47,7 @@ pub(crate) fn run<E: ExtraState, O: Observer>(
 }
 
 /// The flow of the current mode, with the extra components' rates.
-struct HybridRhs<'a, E> {
+struct HybridRhs<'a, 'b, E> {
     system: &'a HybridSystem,
     params: &'a [f64],
     mode: usize,
@@ -55,15 +55,11 @@ struct HybridRhs<'a, E> {
     dim: usize,
     controlled: usize,
     extra: &'a mut E,
-    /// The flow's partials, for the Jacobian an implicit stepper asks for
-    /// of a flow without Jacobian-vector products (formed on first use).
-    partials: Option<ia_core::FlowPartials>,
-    /// A unit state tangent, for the Jacobian by Jacobian-vector products
-    /// (`n` floats, formed on first use).
-    unit: Vec<f64>,
+    /// Where the flow's Jacobian is formed (kept by the workspace).
+    jacobian: &'b mut JacobianBuffers,
 }
 
-impl<E> HybridRhs<'_, E> {
+impl<E> HybridRhs<'_, '_, E> {
     fn context(&self) -> RunContext<'_> {
         RunContext {
             system: self.system,
@@ -72,7 +68,7 @@ impl<E> HybridRhs<'_, E> {
     }
 }
 
-impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
+impl<E: ExtraState> OdeRhs for HybridRhs<'_, '_, E> {
     fn dim(&self) -> usize {
         self.dim
     }
@@ -100,23 +96,24 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
     }
 
     fn jacobian(&mut self, t: f64, x: &[f64], jacobian: &mut [f64]) -> bool {
-        let (n, np) = (self.n, self.params.len());
+        let n = self.n;
         let flow = &self.system.modes()[self.mode].flow;
         // Column by column by the flow's Jacobian-vector products where it
         // has them (`n` dual-number sweeps for an `Autodiff` flow or an
         // equation model, against `n + n_p + 1` for its full partials, of
         // which only `f_x` is wanted here).
-        self.unit.resize(n, 0.0);
+        let JacobianBuffers { unit, partials } = &mut *self.jacobian;
+        unit.resize(n, 0.0);
         let mut by_products = true;
         for (j, column) in jacobian.chunks_exact_mut(n).enumerate() {
-            self.unit[j] = 1.0;
+            unit[j] = 1.0;
             let tangent = ia_core::Tangent {
                 t: 0.0,
-                x: &self.unit,
+                x: unit,
                 param: ia_core::ParamDirection::Zero,
             };
             by_products = flow.jacobian_vector_product(t, x, self.params, tangent, column);
-            self.unit[j] = 0.0;
+            unit[j] = 0.0;
             if !by_products {
                 break;
             }
@@ -124,13 +121,8 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
         if by_products {
             return true;
         }
-        let partials = self
-            .partials
-            .get_or_insert_with(|| ia_core::FlowPartials::zeros(n, np));
-        partials.clear();
-        self.system.modes()[self.mode]
-            .flow
-            .partials(t, x, self.params, partials);
+        let partials =
+            ia_core::FlowPartials::of_flow_in(partials, flow.as_ref(), t, x, self.params);
         jacobian.copy_from_slice(partials.x.as_slice());
         true
     }
@@ -154,8 +146,13 @@ impl<E: ExtraState> OdeRhs for HybridRhs<'_, E> {
             return true;
         }
         // Gathered from the dense partials (the flow has no fast path).
-        let partials =
-            ia_core::FlowPartials::of_flow_in(&mut self.partials, flow.as_ref(), t, x, self.params);
+        let partials = ia_core::FlowPartials::of_flow_in(
+            &mut self.jacobian.partials,
+            flow.as_ref(),
+            t,
+            x,
+            self.params,
+        );
         pattern.gather(partials.x.as_slice(), values);
         true
     }
@@ -218,7 +215,7 @@ enum Found {
 
 struct Run<'p, 's, E, O> {
     problem: &'p Problem<'p>,
-    rhs: HybridRhs<'p, E>,
+    rhs: HybridRhs<'p, 's, E>,
     observer: &'p mut O,
     stepper: &'s mut dyn Stepper,
     time_tolerance: f64,
@@ -257,6 +254,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
             guards,
             states,
             guard_partials,
+            jacobian,
         } = rk;
         guards.prepare(system.transitions().len());
         states.prepare(n, dim);
@@ -278,8 +276,7 @@ impl<'p, 's, E: ExtraState, O: Observer> Run<'p, 's, E, O> {
                 dim,
                 controlled,
                 extra,
-                partials: None,
-                unit: Vec::new(),
+                jacobian,
             },
             observer,
             stepper,

@@ -457,8 +457,7 @@ fn the_state_jacobian_by_products_is_the_flows_partials_to_the_bit() {
         dim: 3,
         controlled: 3,
         extra: &mut extra,
-        partials: None,
-        unit: Vec::new(),
+        jacobian: &mut Default::default(),
     };
     let (t, x) = (0.4, [0.3, -1.2, 2.5]);
     let mut jacobian = [0.0; 9];
