@@ -173,7 +173,7 @@ pub(crate) fn probes_for(problem: &Problem<'_>) -> usize {
 /// catalogue, DOPRI5 at 1e-3, 1e-6 and 1e-10, DOP853 at 1e-8:
 /// `ia-benches`' `stiff_scan` example). Where the flow is not found
 /// stiff, the run keeps its random probe, and its gap if it has one:
-/// DOP853 on the Kelvin-Voigt ball at 1e-8 (1.16x, 23 steps, not stiff).
+/// DOP853 on the Kelvin-Voigt ball at 1e-8 (1.36x, 23 steps, not stiff).
 ///
 /// The cost, when redone: the first run's work is discarded (its accepted
 /// steps are counted in

@@ -250,7 +250,7 @@ fn derivative_error(e: &Errors) -> f64 {
 /// explicit stepper holds its steps inside the stability boundary
 /// ([`stiff_runs_are_held_inside_the_stability_boundary_and_redone`]),
 /// the explicit methods' derivatives on the stiff problems are 1e-11 to
-/// 1e-13 from the references (the rod's, DOPRI5: 6.5e-13 both ways), and
+/// 1e-13 from the references (the rod's, DOPRI5: 5.8e-13 both ways), and
 /// `ADJOINT_TOL` is `FORWARD_TOL`.
 ///
 /// Kvaerno 5(4) on the Kelvin-Voigt ball was a known gap (forward event-time
@@ -729,8 +729,8 @@ fn heated_rod_adjoint_against_forward_on_the_same_steps() {
         }
         // Issue 28's target (1e-10) as well. DOPRI5 at TOL was 1.26e-10
         // while its steps were found at the boundary by trial (they
-        // amplified rounding 4.0e7-fold); held inside it, measured 8.3e-15
-        // (amplification 1.4e3), DOP853 2.6e-14, `max_step` 1e-3 4.6e-14.
+        // amplified rounding 4.0e7-fold); held inside it, measured 6.6e-15
+        // (amplification 1.4e3), DOP853 2.1e-14, `max_step` 1e-3 4.6e-14.
         if gap > SAME_STEPS_TOL {
             failures.push(format!(
                 "{method}: {gap:e} above issue 28's {SAME_STEPS_TOL:e}"
@@ -752,9 +752,9 @@ fn dopri5s_adjoint_on_the_drug_model_is_within_the_forward_passs_accuracy_with_o
     // the derivatives. Since the explicit stepper holds its steps inside
     // the boundary once the stiff rate has shown (`ia_events::stiffness`),
     // every variant is at the forward pass's accuracy, and far below the
-    // tolerance: measured forward 8.7e-13, one probe 2.8e-12, the
+    // tolerance: measured forward 1.0e-12, one probe 4.4e-12, the
     // automatic choice (redone on the forward pass's steps, the drug model
-    // being stiff for DOPRI5) 8.3e-13, no probe 1.7e-12.
+    // being stiff for DOPRI5) 3.5e-12, no probe 2.3e-13.
     let (model, reference) = problem_files("drug");
     let system = model.system();
     let problem = |probes| {
