@@ -551,52 +551,6 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     }
 }
 
-/// An observer borrowed: observes as the observer itself does (so that a
-/// borrowed observer pairs with another, `(&mut tape, &mut other)`).
-impl<T: Observer + ?Sized> Observer for &mut T {
-    fn step_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, h: f64, y0: &[f64]) {
-        (**self).step_taken(run, mode, t0, h, y0);
-    }
-    fn step_stages(&mut self, run: RunContext<'_>, stages: &[f64], block: usize) {
-        (**self).step_stages(run, stages, block);
-    }
-    fn wants_step_stages(&self) -> bool {
-        (**self).wants_step_stages()
-    }
-    fn stretch_taken(&mut self, run: RunContext<'_>, mode: usize, t0: f64, s: f64, x0: &[f64]) {
-        (**self).stretch_taken(run, mode, t0, s, x0);
-    }
-    fn event(&mut self, run: RunContext<'_>, jump: &EventJump<'_>) -> Result<(), HybridError> {
-        (**self).event(run, jump)
-    }
-    fn wants_event_geometry(&self) -> bool {
-        (**self).wants_event_geometry()
-    }
-    fn reads_states(&self) -> bool {
-        (**self).reads_states()
-    }
-    fn takes_lazy_events(&self) -> bool {
-        (**self).takes_lazy_events()
-    }
-    fn starts_lazily(&mut self, run: RunContext<'_>) {
-        (**self).starts_lazily(run);
-    }
-    fn lazy_event(
-        &mut self,
-        run: RunContext<'_>,
-        jump: &EventJump<'_>,
-        lazy: &LazyJump<'_>,
-    ) -> Result<(), HybridError> {
-        (**self).lazy_event(run, jump, lazy)
-    }
-    fn observed(&mut self, run: RunContext<'_>, index: usize, time: f64, y: &[f64]) {
-        (**self).observed(run, index, time, y);
-    }
-    fn finished(&mut self, run: RunContext<'_>, time: f64, y: &[f64]) {
-        (**self).finished(run, time, y);
-    }
-}
-
 impl<'a> From<&EventJump<'a>> for EventAt<'a> {
     fn from(e: &EventJump<'a>) -> Self {
         Self {

@@ -807,12 +807,11 @@ impl ia_events::Observer for StepsByMode {
 
 /// `f_x` of mode `mode`'s flow at `problem`'s initial state.
 fn state_jacobian(problem: &Problem<'_>, mode: usize) -> nalgebra::DMatrix<f64> {
-    let system = problem.system;
-    let mut partials = ia_core::FlowPartials::zeros(system.state_dim(), system.param_dim());
-    system.modes()[mode]
-        .flow
-        .partials(0.0, &problem.initial_state, &problem.params, &mut partials);
-    partials.x
+    let flow = problem.system.modes()[mode].flow.as_ref();
+    let x0 = &problem.initial_state;
+    ia_core::FlowPartials::of_flow_in(&mut None, flow, 0.0, x0, &problem.params)
+        .x
+        .clone()
 }
 
 /// The largest modulus of an eigenvalue of `f_x` over the modes of
